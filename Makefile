@@ -1,0 +1,54 @@
+# funtrace: one Makefile builds everything into $(BUILD)/ (bin, lib, share/funtrace).
+# Each component contributes a fragment (runtime/build.mk, coreextract/build.mk, ...)
+# that appends its final artifacts to ALL_TARGETS and its install steps to INSTALL_STEPS.
+#
+#   make                 build everything into build/
+#   make SAN=1           build coreextract/decoder with ASan+UBSan into build-san/
+#   make clean           remove build/ (and build-san/)
+#   make install PREFIX=/usr/local
+#   make test            run the pytest suite (same command as README)
+BUILD    ?= $(if $(SAN),build-san,build)
+PREFIX   ?= /usr/local
+CC       ?= gcc
+CXX      ?= g++
+OPT      ?= -O2
+WARN     := -Wall -Wextra
+CSTD     := -std=gnu11
+SANFLAGS := $(if $(SAN),-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer,)
+# flags for host tools (coreextract, decoder, oomwatch); the runtime sets its own
+TOOL_CFLAGS := $(CSTD) $(WARN) $(OPT) -g $(SANFLAGS) -Iruntime/include -MMD -MP
+TOOL_LDFLAGS := $(SANFLAGS)
+
+BIN := $(BUILD)/bin
+LIB := $(BUILD)/lib
+OBJ := $(BUILD)/obj
+SHARE := $(BUILD)/share/funtrace
+
+ALL_TARGETS :=
+INSTALL_STEPS :=
+
+.PHONY: all clean install test
+all: all-targets
+
+-include runtime/build.mk
+-include coreextract/build.mk
+-include decoder/build.mk
+-include gdb/build.mk
+-include examples/build.mk
+-include bench/build.mk
+
+.PHONY: all-targets
+all-targets: $(ALL_TARGETS)
+
+clean:
+	rm -rf build build-san
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/funtrace/gdb
+	$(INSTALL_STEPS)
+
+test: all
+	/usr/bin/python3 -m pytest tests
+
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

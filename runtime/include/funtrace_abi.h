@@ -1,0 +1,495 @@
+/*
+ * funtrace_abi.h -- THE shared ABI of funtrace (FORMAT.md is its prose).
+ *
+ * One header, used by the runtime (which lays these structures out in the
+ * traced process), by coreextract and funtrace-oomwatch (which read them out of
+ * a core file or another process's memory), by the decoder (which reads the raw
+ * chunks), and mirrored field by field by gdb/funtrace.py.
+ *
+ * Part 1: the in-memory ABI (root, thread record, ring entries, module
+ *         record, generation record, layout table).
+ * Part 2: the raw file format (chunk framing and chunk payloads).
+ *
+ * Everything is x86-64, little-endian, naturally aligned, no implicit padding
+ * (every struct is static_assert'ed below).  Readers must never use these
+ * structs to interpret TARGET memory blindly: they read the root's fixed
+ * header, then the layout table, and access fields through the offsets found
+ * there (FT_FIELD_*), so that a reader can parse an older or newer layout.
+ * The C structs below are the layout the CURRENT runtime writes.
+ */
+#ifndef FUNTRACE_ABI_H
+#define FUNTRACE_ABI_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================== */
+/* Part 1: in-memory ABI                                                     */
+/* ======================================================================== */
+
+#define FT_ABI_VERSION 1u
+
+/* The 16-byte root magic.  The runtime's binary only contains its bitwise
+ * complement (FT_ROOT_MAGIC_COMPLEMENTED); the real bytes are written into
+ * funtrace_root at initialisation, so a scan of a core for the magic never
+ * matches the executable's own file-backed copy. */
+#define FT_ROOT_MAGIC_LEN 16
+#define FT_ROOT_MAGIC "\x89" "FUNTRACEROOT" "\r\n\x1a" /* 1+12+2+1 = 16 bytes */
+
+#define FT_ROOT_SYMBOL "funtrace_root"
+
+#define FT_GEN_SLOTS 64u       /* generation records kept (ring of, index gen % 64) */
+#define FT_GEN_NONE UINT64_MAX /* "no generation" (e.g. module still loaded) */
+#define FT_MOD_SEGS 4u         /* executable segments kept per module */
+#define FT_BUILD_ID_MAX 40u
+#define FT_MOD_PATH_MAX 320u
+#define FT_THREAD_NAME_LEN 16u
+
+/* ---- ring entries ------------------------------------------------------- */
+
+/* Exact mode (FT_FMT_EXACT16): 16-byte entries {word, tsc}, the same entry the
+ * original funtrace wrote.  Flag bits of `word` (compatible with the original
+ * funtrace's funtrace_flags.h):
+ *   bit 63            return (the address is the returning function's)
+ *   bit 62            return whose address is the CALLER's (original XRay mode;
+ *                     never written by this runtime, understood by the decoder)
+ *   bits 63|62 both   catch: a C++ exception was caught in the function at the
+ *                     address (its frames above were unwound without returns)
+ *   bit 61            call whose return WILL be logged even when unwound by an
+ *                     exception (-finstrument-functions calls)
+ * The address itself is word & FT_ADDR_MASK.  A slot whose word is 0 was never
+ * written.  Write order in the hot path: word, then tsc, then the thread's pos
+ * (program order; x86 stores are not reordered with each other). */
+#define FT_BIT_RET 63
+#define FT_BIT_RET_WITH_CALLER 62
+#define FT_BIT_CALL_RET_ON_THROW 61
+#define FT_F_RET (1ULL << FT_BIT_RET)
+#define FT_F_RET_WITH_CALLER (1ULL << FT_BIT_RET_WITH_CALLER)
+#define FT_F_CATCH (FT_F_RET | FT_F_RET_WITH_CALLER)
+#define FT_F_CALL_RET_ON_THROW (1ULL << FT_BIT_CALL_RET_ON_THROW)
+#define FT_ADDR_MASK ((1ULL << 61) - 1)
+
+struct ft_entry {
+    uint64_t word; /* address | flags */
+    uint64_t tsc;  /* TSC when the event was recorded */
+};
+
+/* Sampled-time mode (FT_FMT_SAMPLED8): a ring of 8-byte words, each one
+ * self-describing so the ring can be parsed from any 8-byte boundary:
+ *   an event word : address | flags exactly as above (bits 63..61 != 111)
+ *   a time word   : bits 63..61 == 111, bits 60..0 = low 61 bits of the TSC,
+ *                   written immediately BEFORE the event word it timestamps.
+ * Only every k-th event (root->sample_k, and the first event after each
+ * generation boundary) gets a time word; the decoder interpolates the others
+ * and restores the TSC's high bits from the generation's clk_tsc. */
+#define FT_TIME_WORD_TAG (7ULL << 61)
+#define FT_IS_TIME_WORD(w) (((w) >> 61) == 7)
+#define FT_TIME_WORD_TSC_MASK ((1ULL << 61) - 1)
+
+enum ft_entry_format {
+    FT_FMT_EXACT16 = 1,  /* struct ft_entry ring */
+    FT_FMT_SAMPLED8 = 2, /* uint64_t word ring with time words */
+};
+
+/* ---- thread record ------------------------------------------------------ */
+
+enum ft_thread_state {
+    FT_THR_FREE = 0,    /* slot never used */
+    FT_THR_ALIVE = 1,   /* thread running; ring being written */
+    FT_THR_EXITED = 2,  /* thread exited; ring kept (pos final) */
+    FT_THR_EVICTED = 3, /* thread exited; ring freed for the memory budget */
+    FT_THR_IGNORED = 4, /* funtrace_ignore_this_thread(): no ring */
+};
+
+/* thread record flags */
+#define FT_THRF_MAIN 0x1u    /* the process's main thread (tid == pid) */
+#define FT_THRF_FORCE_TS 0x2u /* sampled mode: next event must carry a time word */
+
+/* One per thread that ever ran traced code, in the registry array
+ * root->threads[0 .. threads_used).  Records are never freed, only reused
+ * (seq is bumped) when the registry is full and the slot's ring was evicted.
+ * The first cache line is written by the owning thread only. */
+struct ft_thread {
+    /* --- hot line --- */
+    uint64_t pos;       /* ADDRESS of the next slot to write (exact after the
+                           thread's last committed event; see FORMAT.md "torn") */
+    uint64_t mask;      /* hot path: slot = pos & mask; 0 => tracing paused */
+    uint64_t countdown; /* sampled mode: events left until the next time word */
+    uint64_t hot_reserved[5];
+    /* --- cold --- */
+    uint64_t ring;      /* ring base address (aligned to 2*ring_size); 0 if none */
+    uint64_t ring_size; /* bytes, power of two */
+    uint32_t tid;
+    uint32_t state;     /* enum ft_thread_state */
+    uint32_t fmt;       /* enum ft_entry_format */
+    uint32_t flags;     /* FT_THRF_* */
+    uint64_t start_tsc; /* TSC when the record was created for this thread */
+    uint64_t exit_tsc;  /* TSC when the thread exited (0 while alive) */
+    uint64_t seq;       /* bumped each time the slot is reused */
+    char name[FT_THREAD_NAME_LEN]; /* current name, NUL padded */
+    uint64_t cold_reserved[7];
+    /* Ring write position at the start of generation g, for the last
+     * FT_GEN_SLOTS generations: gen_pos[g % FT_GEN_SLOTS] = {g, pos address}.
+     * gen == FT_GEN_NONE: not recorded (thread did not exist yet). */
+    struct { uint64_t gen; uint64_t pos; } gen_pos[FT_GEN_SLOTS];
+};
+
+/* ---- module record ------------------------------------------------------ */
+
+enum ft_module_state {
+    FT_MOD_FREE = 0,
+    FT_MOD_LOADED = 1,
+    FT_MOD_UNLOADED = 2, /* dlclose'd: kept so old events still decode */
+};
+
+struct ft_module_seg {
+    uint64_t start; /* absolute address of an executable PT_LOAD */
+    uint64_t size;
+};
+
+/* One per loaded object (executable, vdso excluded, every DSO), in
+ * root->modules[0 .. modules_used).  An address A recorded in generation g
+ * belongs to module M if M.gen_loaded <= g < M.gen_unloaded (FT_GEN_NONE =
+ * still loaded) and A falls in one of M.seg[]. */
+struct ft_module {
+    uint64_t bias;           /* load bias (dlpi_addr) */
+    uint64_t gen_loaded;     /* generation current when it was first seen mapped */
+    uint64_t gen_unloaded;   /* generation current when seen unmapped, or FT_GEN_NONE */
+    uint64_t epoch_loaded;   /* root->module_epoch value after it was added */
+    uint64_t epoch_unloaded; /* ... after it was removed, or 0 */
+    uint32_t state;          /* enum ft_module_state */
+    uint32_t nseg;
+    struct ft_module_seg seg[FT_MOD_SEGS];
+    uint32_t build_id_len;   /* 0 if the object has no NT_GNU_BUILD_ID */
+    uint8_t build_id[FT_BUILD_ID_MAX];
+    uint64_t reserved[2];
+    char path[FT_MOD_PATH_MAX]; /* NUL terminated; "" for the main executable
+                                   when the runtime could not resolve it */
+};
+
+/* ---- generation record -------------------------------------------------- */
+
+#define FT_GENF_VALID 0x1u
+
+/* root->gens[g % FT_GEN_SLOTS].  Generation g spans [start_tsc of g,
+ * start_tsc of g+1); the current generation is open-ended. */
+struct ft_gen {
+    uint64_t gen;          /* generation number */
+    uint64_t flags;        /* FT_GENF_* */
+    uint64_t start_tsc;    /* TSC at the boundary */
+    uint64_t clk_tsc;      /* one instant: TSC ... */
+    uint64_t clk_mono_ns;  /* ... CLOCK_MONOTONIC ... */
+    uint64_t clk_real_ns;  /* ... CLOCK_REALTIME */
+    uint64_t tsc_hz;       /* TSC ticks per second, as refined at this boundary */
+    uint64_t module_epoch; /* root->module_epoch at the boundary */
+};
+
+/* ---- layout table ------------------------------------------------------- */
+
+/* structure ids: index into root->sizes[] */
+enum ft_struct_id {
+    FT_S_ROOT = 0,
+    FT_S_THREAD,
+    FT_S_MODULE,
+    FT_S_GEN,
+    FT_S_ENTRY_EXACT16,
+    FT_S_ENTRY_SAMPLED8,
+    FT_S_COUNT
+};
+
+/* field ids: index into root->offsets[] (offset of the field inside its
+ * structure; FT_OFF_ABSENT if this writer does not have the field).  New
+ * fields are only ever appended. */
+#define FT_OFF_ABSENT 0xFFFFu
+enum ft_field_id {
+    /* root */
+    FT_F_ROOT_PID = 0, FT_F_ROOT_TSC_HZ, FT_F_ROOT_TSC_HZ_SOURCE, FT_F_ROOT_TIME_MODE,
+    FT_F_ROOT_INIT_TSC, FT_F_ROOT_CMDLINE, FT_F_ROOT_CMDLINE_LEN,
+    FT_F_ROOT_THREADS, FT_F_ROOT_THREADS_CAP, FT_F_ROOT_THREADS_USED,
+    FT_F_ROOT_MODULES, FT_F_ROOT_MODULES_CAP, FT_F_ROOT_MODULES_USED, FT_F_ROOT_MODULE_EPOCH,
+    FT_F_ROOT_GENS, FT_F_ROOT_GENS_CAP, FT_F_ROOT_GEN_CURRENT,
+    FT_F_ROOT_DEFAULT_BUF_SIZE, FT_F_ROOT_GEN_MS, FT_F_ROOT_BUDGET, FT_F_ROOT_SAMPLE_K,
+    FT_F_ROOT_ENABLED, FT_F_ROOT_SNAPSHOT_SIGNAL, FT_F_ROOT_FLAGS,
+    /* thread */
+    FT_F_THR_POS, FT_F_THR_MASK, FT_F_THR_RING, FT_F_THR_RING_SIZE, FT_F_THR_TID,
+    FT_F_THR_STATE, FT_F_THR_FMT, FT_F_THR_FLAGS, FT_F_THR_START_TSC, FT_F_THR_EXIT_TSC,
+    FT_F_THR_SEQ, FT_F_THR_NAME, FT_F_THR_GEN_POS,
+    /* module */
+    FT_F_MOD_BIAS, FT_F_MOD_GEN_LOADED, FT_F_MOD_GEN_UNLOADED, FT_F_MOD_EPOCH_LOADED,
+    FT_F_MOD_EPOCH_UNLOADED, FT_F_MOD_STATE, FT_F_MOD_NSEG, FT_F_MOD_SEG,
+    FT_F_MOD_BUILD_ID_LEN, FT_F_MOD_BUILD_ID, FT_F_MOD_PATH,
+    /* generation */
+    FT_F_GEN_GEN, FT_F_GEN_FLAGS, FT_F_GEN_START_TSC, FT_F_GEN_CLK_TSC, FT_F_GEN_CLK_MONO_NS,
+    FT_F_GEN_CLK_REAL_NS, FT_F_GEN_TSC_HZ, FT_F_GEN_MODULE_EPOCH,
+    FT_F_COUNT
+};
+
+/* ---- the root ----------------------------------------------------------- */
+
+enum ft_tsc_source {
+    FT_TSC_SRC_NONE = 0,
+    FT_TSC_SRC_PERF_PAGE = 1, /* perf_event mmap page time_mult/time_shift */
+    FT_TSC_SRC_CPUID15 = 2,   /* CPUID leaf 0x15 */
+    FT_TSC_SRC_SYSFS = 3,     /* /sys/.../tsc_freq_khz */
+    FT_TSC_SRC_CALIBRATED = 4,/* TSC vs CLOCK_MONOTONIC over the run */
+};
+
+enum ft_time_mode { FT_TIME_EXACT = 0, FT_TIME_SAMPLED = 1 };
+
+#define FT_ROOTF_INITIALIZED 0x1u
+#define FT_ROOTF_HOUSEKEEPER 0x2u /* the "funtrace" housekeeping thread runs */
+
+/* The fixed header: this part never changes between ABI versions. */
+struct ft_root_header {
+    uint8_t magic[FT_ROOT_MAGIC_LEN]; /*  0 */
+    uint32_t abi_version;             /* 16 */
+    uint8_t word_size;                /* 20: 8 */
+    uint8_t endian;                   /* 21: 1 = little */
+    uint16_t header_size;             /* 22: sizeof(struct ft_root_header) */
+    uint64_t self;                    /* 24: address of this root */
+    uint32_t root_size;               /* 32: sizeof(struct ft_root) */
+    uint32_t n_sizes;                 /* 36: entries in sizes[] */
+    uint32_t n_offsets;               /* 40: entries in offsets[] */
+    uint32_t sizes_off;               /* 44: offset of uint32_t sizes[] in the root */
+    uint32_t offsets_off;             /* 48: offset of uint16_t offsets[] in the root */
+    uint32_t reserved0;               /* 52 */
+    uint64_t reserved1;               /* 56 */
+};
+
+struct ft_root {
+    struct ft_root_header h;
+    uint32_t sizes[FT_S_COUNT];  /* sizes_off */
+    uint32_t sizes_pad[(FT_S_COUNT & 1) ? 1 : 2];
+    uint16_t offsets[FT_F_COUNT]; /* offsets_off */
+    uint16_t offsets_pad[4 - (FT_F_COUNT % 4)];
+
+    uint64_t pid;
+    uint64_t tsc_hz;          /* best current estimate, ticks per second */
+    uint32_t tsc_hz_source;   /* enum ft_tsc_source */
+    uint32_t time_mode;       /* enum ft_time_mode */
+    uint64_t init_tsc;
+    uint64_t cmdline;         /* address of argv, each NUL terminated */
+    uint64_t cmdline_len;     /* bytes at cmdline */
+    uint64_t threads;         /* address of struct ft_thread[threads_cap] */
+    uint32_t threads_cap;
+    uint32_t threads_used;    /* high-water mark: slots [0, used) may be valid */
+    uint64_t modules;         /* address of struct ft_module[modules_cap] */
+    uint32_t modules_cap;
+    uint32_t modules_used;
+    uint64_t module_epoch;    /* bumped on every module table change */
+    uint64_t gens;            /* address of struct ft_gen[gens_cap] */
+    uint32_t gens_cap;        /* FT_GEN_SLOTS */
+    uint32_t gens_pad;
+    uint64_t gen_current;     /* number of the current generation */
+    /* settings */
+    uint64_t default_buf_size;/* ring bytes for new threads (FUNTRACE_BUF) */
+    uint64_t gen_ms;          /* FUNTRACE_GEN_MS */
+    uint64_t budget;          /* bytes of rings kept in all (FUNTRACE_BUDGET) */
+    uint64_t sample_k;        /* sampled mode: a time word every k events */
+    uint32_t enabled;         /* funtrace_enable/disable_tracing */
+    int32_t snapshot_signal;  /* FUNTRACE_SIGNAL, 0 = none */
+    uint64_t flags;           /* FT_ROOTF_* */
+    uint64_t reserved[8];
+};
+
+/* helpers for readers: fetch a field of a structure read into a local buffer
+ * `base` (bytes), given the target's offsets table. */
+#define FT_HAS_FIELD(offs, id) ((offs)[id] != FT_OFF_ABSENT)
+
+/* ======================================================================== */
+/* Part 2: the raw file format                                               */
+/* ======================================================================== */
+
+/* A raw file is a sequence of chunks: 8-byte ASCII magic, little-endian
+ * uint64 payload length, payload.  Same framing as the original funtrace.raw.
+ * Unknown chunks are skipped by readers.  Chunk order written by every
+ * producer of this project (coreextract, funtrace-oomwatch, gdb `funtrace
+ * save`, the runtime's snapshot writer):
+ *
+ *   FUNTRACE  u64 tsc_hz                                  (original chunk)
+ *   FTHEADER  struct ft_raw_header
+ *   CMD LINE  command line, arguments separated by ' '   (original chunk)
+ *   SIGINFO   struct ft_raw_crash            (only when the source has a signal)
+ *   MAPPINGS  ft_raw_mapping records (+ path)            (memory mappings)
+ *   MODULES   struct ft_module[n] as in memory (current ABI layout)
+ *   GENERATN  struct ft_gen[n], valid ones, ascending gen
+ *   per traced thread, in registry order:
+ *     THREADID  {u64 pid, u64 tid, char name[16]}         (original chunk)
+ *     THRDSTAT  struct ft_raw_thread
+ *     TRACEBUF  struct ft_entry[n] oldest first            (FT_FMT_EXACT16)
+ *      or TRACEW08 uint64_t words[n] oldest first          (FT_FMT_SAMPLED8)
+ *   FINSTACK  struct ft_raw_stack + pcs, one per thread of the source
+ *             (cores: every thread; live: only with --stacks)
+ *   ENDTRACE  empty                                       (original chunk)
+ *
+ * A file without ENDTRACE is truncated.  Several traces (ENDTRACE-terminated
+ * "samples") may be concatenated in one file, like the original funtrace.raw.
+ */
+#define FT_RAW_VERSION 1u
+#define FT_CHUNK_MAGIC_LEN 8
+
+#define FT_CHUNK_FUNTRACE "FUNTRACE"
+#define FT_CHUNK_HEADER "FTHEADER"
+#define FT_CHUNK_CMDLINE "CMD LINE"
+#define FT_CHUNK_SIGINFO "SIGINFO "
+#define FT_CHUNK_MAPPINGS "MAPPINGS"
+#define FT_CHUNK_MODULES "MODULES "
+#define FT_CHUNK_GENS "GENERATN"
+#define FT_CHUNK_THREADID "THREADID"
+#define FT_CHUNK_THREADSTAT "THRDSTAT"
+#define FT_CHUNK_TRACEBUF "TRACEBUF"
+#define FT_CHUNK_TRACEW08 "TRACEW08"
+#define FT_CHUNK_STACK "FINSTACK"
+#define FT_CHUNK_END "ENDTRACE"
+#define FT_CHUNK_PROCMAPS "PROCMAPS" /* original funtrace only: /proc/self/maps text */
+
+struct ft_chunk_header {
+    char magic[FT_CHUNK_MAGIC_LEN];
+    uint64_t length;
+};
+
+enum ft_raw_source_kind {
+    FT_SRC_CORE = 1,     /* a core file (coreextract CORE, gdb on a core) */
+    FT_SRC_LIVE = 2,     /* a live process (coreextract --pid, oomwatch, gdb -p) */
+    FT_SRC_SNAPSHOT = 3, /* written by the runtime itself (API, signal, on-crash, PSI) */
+};
+
+/* FTHEADER flags */
+#define FT_RAWF_PARTIAL 0x1u        /* some of the trace could not be read */
+#define FT_RAWF_ROOT_BY_SCAN 0x2u   /* root found by magic scan, not by symbol */
+#define FT_RAWF_TIME_FILTERED 0x4u  /* snapshot limited to events >= min_tsc */
+
+struct ft_raw_header {
+    uint32_t raw_version;   /* FT_RAW_VERSION */
+    uint32_t abi_version;   /* of the root it was read from */
+    uint32_t source;        /* enum ft_raw_source_kind */
+    uint32_t flags;         /* FT_RAWF_* */
+    uint64_t pid;
+    uint64_t tsc_hz;
+    uint32_t tsc_hz_source;
+    uint32_t time_mode;
+    uint64_t gen_current;
+    uint64_t gen_ms;
+    uint64_t module_epoch;
+    uint64_t root_addr;
+    uint64_t taken_tsc;     /* TSC when a snapshot/live read was taken; 0 for cores */
+    uint64_t min_tsc;       /* events older than this were left out (0 = none) */
+    uint32_t nthreads;      /* THREADID/THRDSTAT/TRACE* triples that follow */
+    uint32_t nthreads_lost; /* registry records that could not be read */
+    uint64_t reserved[4];
+};
+
+/* SIGINFO: the signal that ended (or stopped) the process */
+struct ft_raw_crash {
+    int32_t signo;
+    int32_t si_code;
+    int32_t si_errno;
+    uint32_t tid;        /* thread that received the signal (0 if unknown) */
+    uint64_t addr;       /* si_addr (faulting address) for SIGSEGV/SIGBUS/SIGFPE/SIGILL */
+    uint32_t sender_pid; /* for kill()-sent signals, else 0 */
+    uint32_t reserved;
+};
+
+/* MAPPINGS: a sequence of records, each sizeof(struct ft_raw_mapping) +
+ * path_len bytes of path (no NUL) padded with zeros to a multiple of 8. */
+#define FT_MAPF_R 0x1u
+#define FT_MAPF_W 0x2u
+#define FT_MAPF_X 0x4u
+struct ft_raw_mapping {
+    uint64_t start;
+    uint64_t end;
+    uint64_t offset;         /* file offset in bytes */
+    uint32_t prot;           /* FT_MAPF_*, 0 if unknown */
+    uint32_t build_id_len;   /* 0 = none/unknown; from the ELF notes at an
+                                offset-0 mapping, read from memory or the file */
+    uint8_t build_id[FT_BUILD_ID_MAX];
+    uint32_t path_len;
+    uint32_t reserved;
+};
+
+/* THRDSTAT flags */
+#define FT_TSF_WRAPPED 0x1u          /* the ring has wrapped: older events were overwritten */
+#define FT_TSF_UNCOMMITTED 0x2u      /* the thread died between writing an entry and
+                                        committing pos; the entry was complete and is
+                                        appended as the LAST entry of TRACEBUF */
+#define FT_TSF_TORN 0x4u             /* the slot at pos was half-written: not emitted */
+#define FT_TSF_RING_MISSING 0x8u     /* the ring's memory is not in the source */
+#define FT_TSF_RING_PARTIAL 0x10u    /* part of the ring's memory is missing */
+#define FT_TSF_COPY_RACED 0x20u      /* live read: events overwritten while copying
+                                        were dropped (n_dropped) */
+#define FT_TSF_BAD_POS 0x40u         /* pos outside the ring: ring not emitted */
+
+struct ft_raw_thread {
+    uint32_t tid;
+    uint32_t state;          /* enum ft_thread_state */
+    uint32_t fmt;            /* enum ft_entry_format */
+    uint32_t flags;          /* FT_TSF_* and FT_THRF_* << 16 */
+    uint64_t ring;           /* ring base address in the process */
+    uint64_t ring_size;
+    uint64_t pos_off;        /* write position, as an offset into the ring */
+    uint64_t first_off;      /* ring offset of the first entry emitted in TRACE* */
+    uint64_t n_entries;      /* entries (TRACEBUF) or words (TRACEW08) emitted */
+    uint64_t n_dropped;      /* entries left out (torn slot, copy race, time filter) */
+    uint64_t start_tsc;
+    uint64_t exit_tsc;
+    uint64_t seq;
+    uint64_t reserved;
+    /* positions at generation starts, as ring OFFSETS (gen = FT_GEN_NONE: none) */
+    struct { uint64_t gen; uint64_t off; } gen_pos[FT_GEN_SLOTS];
+};
+
+/* FINSTACK: struct ft_raw_stack followed by nframes uint64_t pcs, innermost
+ * first (pcs[0] = the thread's pc).  regs[] is the innermost frame's
+ * registers in the order of the kernel's struct user_regs_struct (27 words:
+ * r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs
+ * eflags rsp ss fs_base gs_base ds es fs gs). */
+enum ft_unwinder { FT_UNW_LIBUNWIND = 1, FT_UNW_GDB = 2, FT_UNW_PTRACE = 3 };
+#define FT_STKF_CRASHED 0x1u   /* the thread that received the fatal signal */
+#define FT_STKF_TRUNCATED 0x2u /* unwinding stopped early (error or frame limit) */
+#define FT_NREGS 27
+struct ft_raw_stack {
+    uint32_t tid;
+    uint32_t unwinder;    /* enum ft_unwinder */
+    uint32_t nframes;
+    uint32_t flags;       /* FT_STKF_* */
+    uint64_t regs[FT_NREGS];
+    uint64_t reserved;
+};
+
+/* the original funtrace's THREADID chunk */
+struct ft_raw_threadid {
+    uint64_t pid;
+    uint64_t tid;
+    char name[FT_THREAD_NAME_LEN];
+};
+
+/* ---- layout checks ------------------------------------------------------ */
+#ifndef __cplusplus
+#define FT_STATIC_ASSERT _Static_assert
+#else
+#define FT_STATIC_ASSERT static_assert
+#endif
+FT_STATIC_ASSERT(sizeof(struct ft_entry) == 16, "ft_entry");
+FT_STATIC_ASSERT(sizeof(struct ft_root_header) == 64, "ft_root_header");
+FT_STATIC_ASSERT(offsetof(struct ft_thread, ring) == 64, "hot line is 64 bytes");
+FT_STATIC_ASSERT(sizeof(struct ft_thread) % 64 == 0, "ft_thread");
+FT_STATIC_ASSERT(sizeof(struct ft_gen) == 64, "ft_gen");
+FT_STATIC_ASSERT(sizeof(struct ft_module) % 8 == 0, "ft_module");
+FT_STATIC_ASSERT(sizeof(struct ft_root) % 8 == 0, "ft_root");
+FT_STATIC_ASSERT(offsetof(struct ft_root, offsets) % 8 == 0, "offsets aligned");
+FT_STATIC_ASSERT(offsetof(struct ft_root, pid) % 8 == 0, "payload aligned");
+FT_STATIC_ASSERT(sizeof(struct ft_raw_header) == 128, "ft_raw_header");
+FT_STATIC_ASSERT(sizeof(struct ft_raw_crash) == 32, "ft_raw_crash");
+FT_STATIC_ASSERT(sizeof(struct ft_raw_mapping) == 80, "ft_raw_mapping");
+FT_STATIC_ASSERT(sizeof(struct ft_raw_thread) == 96 + 16 * FT_GEN_SLOTS, "ft_raw_thread");
+FT_STATIC_ASSERT(sizeof(struct ft_raw_stack) == 16 + 8 * FT_NREGS + 8, "ft_raw_stack");
+FT_STATIC_ASSERT(sizeof(struct ft_raw_threadid) == 32, "ft_raw_threadid");
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FUNTRACE_ABI_H */

@@ -1,0 +1,108 @@
+/*
+ * funtrace_rawwrite.h -- the one reader of the in-memory ABI and writer of
+ * raw chunks, shared by every C producer of raw files:
+ *   - the runtime's snapshot writer (reading its own memory),
+ *   - coreextract (reading a core file, or a live pid with process_vm_readv),
+ *   - funtrace-oomwatch (live pids).
+ * gdb/funtrace.py is its Python mirror and must produce the same bytes.
+ *
+ * Constraints: async-signal-safe (no malloc, no stdio, no locks), bounded
+ * stack use (< 64 KiB), never trusts target memory (every pointer and size
+ * read from the target is range-checked; all reads go through ft_reader).
+ * Implementation: runtime/rawwrite.c (compiled into libfuntrace and into
+ * libfuntrace_read used by coreextract).
+ */
+#ifndef FUNTRACE_RAWWRITE_H
+#define FUNTRACE_RAWWRITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "funtrace_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Reads target memory.  Returns the number of bytes read starting at addr
+ * (0..len); a short count means the rest is unreadable/missing. */
+struct ft_reader {
+    void *ctx;
+    size_t (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+};
+
+/* Consumes output bytes. Returns 0 on success, -1 on error (errno set). */
+struct ft_writer {
+    void *ctx;
+    int (*write)(void *ctx, const void *buf, size_t len);
+};
+
+/* What the caller knows about the source that the root does not say. */
+struct ft_source_info {
+    uint32_t source;                 /* enum ft_raw_source_kind */
+    uint64_t pid;                    /* 0: take root->pid */
+    const struct ft_raw_crash *crash;/* NULL: no SIGINFO chunk */
+    const void *mappings;            /* MAPPINGS payload built by the caller */
+    size_t mappings_len;             /*   (ft_mapping_record_size & co.) */
+    uint64_t min_tsc;                /* leave out events older than this (0: none) */
+    uint64_t taken_tsc;              /* see ft_raw_header.taken_tsc */
+    int live;                        /* target may be running: re-read each
+                                        ring's pos after copying it and drop
+                                        what may have been overwritten */
+    uint32_t extra_flags;            /* OR'ed into ft_raw_header.flags */
+};
+
+/* What was emitted. */
+struct ft_emit_stats {
+    uint32_t abi_version;
+    uint32_t header_flags;   /* ft_raw_header.flags as written */
+    uint32_t nthreads;       /* threads emitted */
+    uint32_t nthreads_lost;  /* registry records that could not be read */
+    uint32_t nrings_missing; /* threads whose ring memory was not readable */
+    uint32_t ngens;
+    uint32_t nmodules;
+    uint64_t nevents;        /* entries/words emitted in all */
+    uint64_t bytes;          /* bytes written so far by ft_raw_* calls */
+    char problem[160];       /* first problem met, "" if none (one line) */
+};
+
+/* Validate a root candidate at addr: magic, self-pointer == addr, known ABI
+ * version, word size 8, little-endian, sane table sizes.
+ * Returns 0 if valid, else a negative FT_ROOT_E* code. */
+#define FT_ROOT_EREAD -1     /* unreadable */
+#define FT_ROOT_EMAGIC -2    /* no magic there */
+#define FT_ROOT_ESELF -3     /* self-pointer does not match */
+#define FT_ROOT_EVERSION -4  /* unknown ABI version */
+#define FT_ROOT_ELAYOUT -5   /* word size / endianness / table sizes invalid */
+int ft_root_check(const struct ft_reader *rd, uint64_t addr);
+const char *ft_root_strerror(int code);
+
+/* Emit FUNTRACE, FTHEADER, CMD LINE, [SIGINFO], MAPPINGS, MODULES, GENERATN
+ * and every thread's THREADID/THRDSTAT/TRACE* chunks, in FORMAT.md order.
+ * Does NOT write FINSTACK or ENDTRACE (the caller appends its stacks, then
+ * calls ft_raw_end).  Returns 0 on success (possibly with PARTIAL set in
+ * stats->header_flags), -1 if the output could not be written, -2 if the
+ * root is invalid (nothing written). */
+int ft_raw_emit(const struct ft_reader *rd, uint64_t root_addr,
+                const struct ft_source_info *si, const struct ft_writer *w,
+                struct ft_emit_stats *stats);
+
+/* Write one chunk: 8-char magic, u64 length, payload. 0 / -1. */
+int ft_raw_chunk(const struct ft_writer *w, const char magic[8],
+                 const void *payload, uint64_t len, struct ft_emit_stats *stats);
+/* Write a chunk header only (payload follows through w). 0 / -1. */
+int ft_raw_chunk_header(const struct ft_writer *w, const char magic[8],
+                        uint64_t len, struct ft_emit_stats *stats);
+/* Write ENDTRACE. 0 / -1. */
+int ft_raw_end(const struct ft_writer *w, struct ft_emit_stats *stats);
+
+/* MAPPINGS payload helpers: size of one record with a path of path_len
+ * bytes, and encode one record into buf (returns bytes written, 0 if cap is
+ * too small). */
+size_t ft_mapping_record_size(size_t path_len);
+size_t ft_mapping_record_encode(void *buf, size_t cap, const struct ft_raw_mapping *m,
+                                const char *path, size_t path_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

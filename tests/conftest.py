@@ -1,0 +1,284 @@
+"""Shared fixtures for the funtrace test suite.
+
+Run with:  /usr/bin/python3 -m pytest tests
+
+* the whole tree is built once per session (`make -j2`), unless FUNTRACE_NO_BUILD=1;
+* every program that may crash runs in its own temporary directory with
+  RLIMIT_CORE raised, and its `core` (core_pattern is `core`) is collected;
+* tools are run with a timeout and their exit code / output are returned.
+"""
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+BIN = BUILD / "bin"
+LIB = BUILD / "lib"
+EXAMPLES = BUILD / "examples"
+PROGS_SRC = ROOT / "tests" / "progs"
+
+
+def pytest_configure(config):
+    for name, doc in [
+        ("root", "needs root"),
+        ("cgroup_v1", "needs the cgroup v1 memory controller at /sys/fs/cgroup/memory (root)"),
+        ("cgroup_v2", "needs cgroup v2 at /sys/fs/cgroup/unified or /sys/fs/cgroup (root)"),
+        ("psi", "needs PSI (memory.pressure) on cgroup v2"),
+        ("clang", "needs clang"),
+        ("slow", "takes more than ~20 s"),
+    ]:
+        config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+def _cgroup_v1_memory() -> Optional[Path]:
+    p = Path("/sys/fs/cgroup/memory")
+    return p if (p / "memory.limit_in_bytes").exists() else None
+
+
+def _cgroup_v2() -> Optional[Path]:
+    for p in (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup")):
+        if (p / "cgroup.controllers").exists():
+            return p
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    is_root = os.geteuid() == 0
+    v1 = _cgroup_v1_memory()
+    v2 = _cgroup_v2()
+    psi = v2 is not None and (v2 / "memory.pressure").exists() or Path("/proc/pressure/memory").exists()
+    reasons = {
+        "root": None if is_root else "not running as root",
+        "cgroup_v1": None if (is_root and v1) else "no writable cgroup v1 memory controller (needs root and /sys/fs/cgroup/memory)",
+        "cgroup_v2": None if (is_root and v2) else "no writable cgroup v2 hierarchy (needs root and /sys/fs/cgroup/unified)",
+        "psi": None if (is_root and psi) else "PSI not available (needs root and memory.pressure)",
+        "clang": None if shutil.which("clang") else "clang is not installed",
+    }
+    for item in items:
+        for name, why in reasons.items():
+            if why and item.get_closest_marker(name):
+                item.add_marker(pytest.mark.skip(reason=why))
+
+
+# --------------------------------------------------------------------------
+# build
+# --------------------------------------------------------------------------
+
+@dataclass
+class Tree:
+    root: Path = ROOT
+    build: Path = BUILD
+    bin: Path = BIN
+    lib: Path = LIB
+    examples: Path = EXAMPLES
+
+    def tool(self, name: str) -> Path:
+        return self.bin / name
+
+    def example(self, name: str) -> Path:
+        return self.examples / name
+
+
+@pytest.fixture(scope="session")
+def tree() -> Tree:
+    """The built tree (built once per session)."""
+    if os.environ.get("FUNTRACE_NO_BUILD") != "1":
+        r = subprocess.run(["make", "-j2"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+        if r.returncode != 0:
+            pytest.fail("make failed:\n" + r.stdout[-4000:] + r.stderr[-4000:])
+    return Tree()
+
+
+# --------------------------------------------------------------------------
+# running programs
+# --------------------------------------------------------------------------
+
+def _raise_core_limit():
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+
+@dataclass
+class Run:
+    args: list
+    dir: Path
+    returncode: int
+    stdout: str
+    stderr: str
+    core: Optional[Path] = None
+    pid: Optional[int] = None
+
+    @property
+    def signal(self) -> Optional[int]:
+        return -self.returncode if self.returncode < 0 else None
+
+
+def run_program(args, cwd: Path, env=None, timeout=60, want_core=True, input=None) -> Run:
+    """Run a program in cwd with RLIMIT_CORE raised; collect ./core if written."""
+    cwd = Path(cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
+    core = cwd / "core"
+    if core.exists():
+        core.unlink()
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    p = subprocess.Popen([str(a) for a in args], cwd=cwd, env=full_env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                         preexec_fn=_raise_core_limit if want_core else None)
+    try:
+        out, err = p.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError(f"{args} timed out after {timeout}s\nstdout:{out[-2000:]}\nstderr:{err[-2000:]}")
+    # the kernel finishes writing the core before the parent sees the exit
+    return Run(args=list(args), dir=cwd, returncode=p.returncode, stdout=out, stderr=err,
+               core=core if core.exists() else None, pid=p.pid)
+
+
+@pytest.fixture
+def run_crash(tmp_path):
+    """run_crash(args, env=None, name='run') -> Run, in tmp_path/name; asserts a core was dumped."""
+    def _run(args, env=None, name="run", timeout=60, expect_core=True):
+        r = run_program(args, tmp_path / name, env=env, timeout=timeout)
+        if expect_core:
+            assert r.core is not None, (
+                f"no core from {args} (rc={r.returncode})\nstdout:{r.stdout[-2000:]}\nstderr:{r.stderr[-2000:]}")
+        return r
+    return _run
+
+
+def run_tool(args, timeout=120, env=None, cwd=None, input=None, text=True) -> subprocess.CompletedProcess:
+    """Run one of our tools; returns CompletedProcess (never raises on non-zero exit)."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run([str(a) for a in args], capture_output=True, timeout=timeout, env=full_env,
+                          cwd=cwd, input=input, text=text)
+
+
+@pytest.fixture
+def tool(tree):
+    """tool('coreextract', args...) -> CompletedProcess (bytes stdout when text=False)."""
+    def _tool(name, *args, **kw):
+        return run_tool([tree.tool(name), *args], **kw)
+    return _tool
+
+
+# --------------------------------------------------------------------------
+# compiling small test programs with the compiler wrappers
+# --------------------------------------------------------------------------
+
+INSTR_MODES = ["pg", "finstr", "clang"]
+
+
+def compile_prog(tree: Tree, src, out: Path, mode: str = "pg", extra=None, cxx=None) -> Path:
+    """Compile tests/progs/<src> (or an absolute path) with our wrappers.
+
+    mode: 'pg' (funtrace-gcc, -pg -mfentry -minstrument-return=call),
+          'finstr' (funtrace-gcc with FUNTRACE_INSTR=finstr),
+          'clang' (funtrace-clang, -finstrument-functions-after-inlining),
+          'none' (plain gcc, no runtime at all)."""
+    src = Path(src)
+    if not src.is_absolute():
+        src = PROGS_SRC / src
+    if cxx is None:
+        cxx = src.suffix in (".cc", ".cpp", ".cxx")
+    env = dict(os.environ)
+    if mode == "pg":
+        cc = tree.tool("funtrace-g++" if cxx else "funtrace-gcc")
+    elif mode == "finstr":
+        cc = tree.tool("funtrace-g++" if cxx else "funtrace-gcc")
+        env["FUNTRACE_INSTR"] = "finstr"
+    elif mode == "clang":
+        cc = tree.tool("funtrace-clang++" if cxx else "funtrace-clang")
+    elif mode == "none":
+        cc = "g++" if cxx else "gcc"
+    else:
+        raise ValueError(mode)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [str(cc), "-O1", "-g", "-pthread", "-o", str(out), str(src), *(extra or [])]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    if r.returncode != 0:
+        raise AssertionError(f"compile failed: {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    return out
+
+
+@pytest.fixture(scope="session")
+def progs_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("progs")
+
+
+@pytest.fixture(scope="session")
+def compiled(tree, progs_dir):
+    """compiled(src, mode='pg', extra=None, tag='') -> path; cached per session."""
+    cache = {}
+
+    def _compiled(src, mode="pg", extra=None, tag="", cxx=None):
+        key = (str(src), mode, tuple(extra or ()), tag)
+        if key not in cache:
+            stem = Path(src).stem
+            out = progs_dir / f"{stem}-{mode}{('-' + tag) if tag else ''}"
+            cache[key] = compile_prog(tree, src, out, mode=mode, extra=extra, cxx=cxx)
+        return cache[key]
+    return _compiled
+
+
+# --------------------------------------------------------------------------
+# processes started by tests: always reaped
+# --------------------------------------------------------------------------
+
+@pytest.fixture
+def spawn(tmp_path):
+    """spawn(args, env=None, name='live') -> Popen running in its own dir; killed at teardown."""
+    procs = []
+
+    def _spawn(args, env=None, name="live", **kw):
+        d = tmp_path / name
+        d.mkdir(parents=True, exist_ok=True)
+        full_env = dict(os.environ)
+        if env:
+            full_env.update(env)
+        p = subprocess.Popen([str(a) for a in args], cwd=d, env=full_env,
+                             stdout=kw.pop("stdout", subprocess.PIPE),
+                             stderr=kw.pop("stderr", subprocess.PIPE),
+                             stdin=subprocess.DEVNULL, **kw)
+        p.dir = d
+        procs.append(p)
+        return p
+
+    yield _spawn
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.kill(p.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            p.kill()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def wait_for(pred, timeout=10.0, interval=0.05, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
