@@ -32,6 +32,7 @@ all: all-targets
 
 -include runtime/build.mk
 -include coreextract/build.mk
+-include coreextract/oomwatch.mk
 -include decoder/build.mk
 -include gdb/build.mk
 -include examples/build.mk

@@ -40,6 +40,10 @@ def pytest_configure(config):
         ("slow", "takes more than ~20 s"),
     ]:
         config.addinivalue_line("markers", f"{name}: {doc}")
+    # always list skipped tests with their reason (-rs) in the summary
+    rc = getattr(config.option, "reportchars", None)
+    if isinstance(rc, str) and "s" not in rc and "a" not in rc.lower():
+        config.option.reportchars = rc + "s"
 
 
 def _cgroup_v1_memory() -> Optional[Path]:
@@ -282,3 +286,92 @@ def wait_for(pred, timeout=10.0, interval=0.05, what="condition"):
             return v
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+# --------------------------------------------------------------------------
+# symbols and addresses (for asserting which functions a trace holds)
+# --------------------------------------------------------------------------
+
+def elf_symbols(path) -> dict:
+    """{name: (value, size)} of the defined function symbols of an ELF file (nm -S)."""
+    r = subprocess.run(["nm", "-S", "--defined-only", str(path)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, f"nm {path}: {r.stderr}"
+    syms = {}
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwW":
+            syms.setdefault(parts[3], (int(parts[0], 16), int(parts[1], 16)))
+    return syms
+
+
+def elf_is_pie(path) -> bool:
+    """True for ET_DYN (PIE executables and shared libraries)."""
+    with open(path, "rb") as f:
+        hdr = f.read(18)
+    return int.from_bytes(hdr[16:18], "little") == 3
+
+
+# struct ft_module (runtime/include/funtrace_abi.h): size and field offsets
+FT_MODULE_SIZE = 496
+FT_MODULE_STATE_OFF = 40
+FT_MODULE_PATH_OFF = 176
+FT_MOD_STATE = {0: "free", 1: "loaded", 2: "unloaded"}
+
+
+def raw_modules(raw) -> list:
+    """[{bias, gen_loaded, gen_unloaded, state, path}] from the MODULES chunks of a rawfile.Raw."""
+    import struct as _struct
+    mods = []
+    for payload in raw.modules:
+        for off in range(0, len(payload) - FT_MODULE_SIZE + 1, FT_MODULE_SIZE):
+            bias, gen_loaded, gen_unloaded = _struct.unpack_from("<3Q", payload, off)
+            (state,) = _struct.unpack_from("<I", payload, off + FT_MODULE_STATE_OFF)
+            path = payload[off + FT_MODULE_PATH_OFF:off + FT_MODULE_SIZE].split(b"\0")[0]
+            mods.append(dict(bias=bias, gen_loaded=gen_loaded, gen_unloaded=gen_unloaded,
+                             state=FT_MOD_STATE.get(state, state), path=path.decode("utf-8", "replace")))
+    return mods
+
+
+def load_bias(raw, elf_path) -> int:
+    """Where elf_path was loaded in the traced process (0 for a non-PIE executable).
+
+    Taken from the MODULES chunk (the module whose path has the same file name),
+    else from MAPPINGS (the offset-0 mapping of that file)."""
+    elf_path = Path(elf_path)
+    if not elf_is_pie(elf_path):
+        return 0
+    for m in raw_modules(raw):
+        if m["path"] and Path(m["path"]).name == elf_path.name and m["state"] == "loaded":
+            return m["bias"]
+    for m in raw.mappings:
+        if m["path"] and Path(m["path"]).name == elf_path.name and m["offset"] == 0:
+            return m["start"]
+    raise AssertionError(f"{elf_path.name} is in neither MODULES nor MAPPINGS of the trace")
+
+
+def functions_in_trace(raw, elf_path, names, bias=None) -> dict:
+    """{name: {tid: [Event, ...]}} for the events of every thread whose address falls
+    inside one of the named functions of elf_path."""
+    syms = elf_symbols(elf_path)
+    if bias is None:
+        bias = load_bias(raw, elf_path)
+    ranges = {}
+    for n in names:
+        assert n in syms, f"{n} is not a function of {elf_path}"
+        v, size = syms[n]
+        ranges[n] = (bias + v, bias + v + max(size, 1))
+    found = {n: {} for n in names}
+    for t in raw.threads:
+        for ev in t.events():
+            for n, (lo, hi) in ranges.items():
+                if lo <= ev.addr < hi:
+                    found[n].setdefault(t.tid, []).append(ev)
+    return found
+
+
+def require_tools(tree, *names):
+    """Skip the calling test (with the reason) if one of build/bin/<name> is not built yet."""
+    missing = [n for n in names if not tree.tool(n).exists()]
+    if missing:
+        pytest.skip("not built yet: " + ", ".join(f"build/bin/{n}" for n in missing))

@@ -49,6 +49,14 @@ struct ft_source_info {
                                         ring's pos after copying it and drop
                                         what may have been overwritten */
     uint32_t extra_flags;            /* OR'ed into ft_raw_header.flags */
+    /* appended: live mode copy buffer (optional, may be NULL).  When set and
+     * it returns a buffer of >= len bytes, each live ring is copied ONCE into
+     * it between two reads of pos and linearized from the copy (exact
+     * COPY_RACED accounting).  Without it a live ring is read twice (plan,
+     * then stream) and a race during the stream is only flagged (FORMAT.md
+     * 2.3).  The buffer is used until the next call or the end of ft_raw_emit. */
+    void *(*get_scratch)(void *scratch_ctx, size_t len);
+    void *scratch_ctx;
 };
 
 /* What was emitted. */

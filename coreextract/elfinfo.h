@@ -1,0 +1,32 @@
+/*
+ * elfinfo.h -- what coreextract needs to know about an ELF object: on disk
+ * (type, entry, load base, a symbol's value, build-id) and in target memory
+ * (build-id read from the ELF headers and notes of a mapping).
+ */
+#ifndef FT_CE_ELFINFO_H
+#define FT_CE_ELFINFO_H
+
+#include <stdint.h>
+#include "funtrace_rawwrite.h"
+
+struct elf_info {
+    uint16_t type;          /* ET_EXEC / ET_DYN */
+    uint64_t entry;         /* e_entry */
+    uint64_t base_vaddr;    /* p_vaddr (page-aligned) of the PT_LOAD at file offset 0 */
+    int has_sym;
+    uint64_t sym_value;     /* st_value of the requested symbol */
+    uint32_t build_id_len;  /* 0: none */
+    uint8_t build_id[FT_BUILD_ID_MAX];
+};
+
+/* Read an ELF file on disk; sym may be NULL. Returns 0, or -1 with err set. */
+int elf_info_load(const char *path, const char *sym, struct elf_info *out, char *err, size_t errlen);
+
+/* Build-id of the ELF object mapped at `start` (its offset-0 mapping), read
+ * through rd. Returns the length (0 if not found/readable). */
+uint32_t elf_build_id_in_memory(const struct ft_reader *rd, uint64_t start, uint8_t out[FT_BUILD_ID_MAX]);
+
+/* Find an NT_GNU_BUILD_ID in a note buffer. Returns length or 0. */
+uint32_t elf_build_id_in_notes(const uint8_t *p, size_t n, uint8_t out[FT_BUILD_ID_MAX]);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * oomwatch_target.c -- what funtrace-oomwatch watches: a pid, or a cgroup v2
+ * directory and/or a cgroup v1 memory directory (every process in them and
+ * their descendants).  Derives the cgroups of a pid, the PSI file, and which
+ * v2 group may be frozen.
+ */
+#define _GNU_SOURCE
+#include "oomwatch.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int proc_alive(int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* the one v2 group all members are in, "" if they differ or none */
+static void common_v2(const struct ow_state *s, const struct oc_pids *members, char *out)
+{
+    out[0] = 0;
+    for (size_t i = 0; i < members->n; i++) {
+        char v1[OC_PATH], v2[OC_PATH];
+        if (oc_of_pid(members->v[i], &s->t.mounts, v1, v2) != 0)
+            continue; /* exited meanwhile */
+        if (!v2[0]) {
+            out[0] = 0;
+            return;
+        }
+        if (!out[0])
+            snprintf(out, OC_PATH, "%s", v2);
+        else if (strcmp(out, v2)) {
+            out[0] = 0;
+            return;
+        }
+    }
+}
+
+int ow_target_resolve(struct ow_state *s, char *err, size_t errlen)
+{
+    struct ow_target *t = &s->t;
+    oc_mounts(&t->mounts);
+    if (s->o.pid) {
+        if (!proc_alive(s->o.pid)) {
+            snprintf(err, errlen, "no such process: %d", s->o.pid);
+            return -1;
+        }
+        t->pid = s->o.pid;
+        if (oc_of_pid(t->pid, &t->mounts, t->v1, t->v2) != 0) {
+            snprintf(err, errlen, "cannot read /proc/%d/cgroup: %s", t->pid, strerror(errno));
+            return -1;
+        }
+    }
+    for (int i = 0; i < s->o.ncg; i++) {
+        const char *dir = s->o.cg[i];
+        char real[PATH_MAX];
+        enum oc_kind k = oc_kind(dir);
+        if (k == OC_NONE || !realpath(dir, real)) {
+            snprintf(err, errlen, "not a cgroup directory: %s", dir);
+            return -1;
+        }
+        if (strlen(real) >= OC_PATH) {
+            snprintf(err, errlen, "cgroup path too long: %s", dir);
+            return -1;
+        }
+        if (k == OC_V1_OTHER) {
+            snprintf(err, errlen, "%s is a cgroup v1 directory without the memory controller "
+                                  "(give the memory hierarchy's directory, e.g. /sys/fs/cgroup/memory/...)", dir);
+            return -1;
+        }
+        char *slot = k == OC_V2 ? t->v2 : t->v1;
+        int *given = k == OC_V2 ? &t->v2_given : &t->v1_given;
+        if (*given) {
+            snprintf(err, errlen, "two cgroup %s directories given: %s and %s", k == OC_V2 ? "v2" : "v1 memory",
+                     slot, real);
+            return -1;
+        }
+        snprintf(slot, OC_PATH, "%s", real);
+        *given = 1;
+    }
+    /* the PSI file: the v2 group's, else the system-wide one */
+    char v2[OC_PATH];
+    snprintf(v2, sizeof v2, "%s", t->v2);
+    if (!v2[0] && t->v1_given) {
+        struct oc_pids m = {0};
+        ow_target_members(s, &m);
+        common_v2(s, &m, v2);
+        oc_pids_free(&m);
+    }
+    if (v2[0] && !oc_is_root(&t->mounts, v2) && oc_has(v2, "memory.pressure"))
+        snprintf(t->psi_file, sizeof t->psi_file, "%s/memory.pressure", v2);
+    else
+        snprintf(t->psi_file, sizeof t->psi_file, "/proc/pressure/memory");
+    return 0;
+}
+
+int ow_target_members(const struct ow_state *s, struct oc_pids *out)
+{
+    if (s->t.pid) {
+        if (proc_alive(s->t.pid))
+            oc_pids_add(out, s->t.pid);
+        return 0;
+    }
+    int r = 0;
+    if (s->t.v1_given && oc_procs(s->t.v1, 1, out) != 0)
+        r = -1;
+    if (s->t.v2_given && oc_procs(s->t.v2, 1, out) != 0)
+        r = -1;
+    oc_pids_sort(out);
+    /* drop zombies */
+    size_t o = 0;
+    for (size_t i = 0; i < out->n; i++)
+        if (proc_alive(out->v[i]))
+            out->v[o++] = out->v[i];
+    out->n = o;
+    return r;
+}
+
+void ow_target_freeze_dir(const struct ow_state *s, const struct oc_pids *members, char *dir)
+{
+    char cand[OC_PATH];
+    dir[0] = 0;
+    if (s->t.v2_given)
+        snprintf(cand, sizeof cand, "%s", s->t.v2);
+    else
+        common_v2(s, members, cand);
+    if (!cand[0] || oc_is_root(&s->t.mounts, cand) || !oc_has(cand, "cgroup.freeze"))
+        return;
+    if (!s->t.v2_given) {
+        /* derived from the members: freeze only if nothing else lives there */
+        struct oc_pids in = {0};
+        oc_procs(cand, 1, &in);
+        for (size_t i = 0; i < in.n; i++)
+            if (!oc_pids_has(members, in.v[i])) {
+                oc_pids_free(&in);
+                return;
+            }
+        oc_pids_free(&in);
+    }
+    snprintf(dir, OC_PATH, "%s", cand);
+}
+
+int ow_target_gone(const struct ow_state *s)
+{
+    if (s->t.pid)
+        return !proc_alive(s->t.pid);
+    if (s->t.v1_given && access(s->t.v1, F_OK) != 0)
+        return 1;
+    if (s->t.v2_given && access(s->t.v2, F_OK) != 0)
+        return 1;
+    return 0;
+}

@@ -1,0 +1,43 @@
+/*
+ * util.h -- small helpers shared by coreextract's files: the one-line error
+ * message, verbose notes, checked allocation, buffered fd writer.
+ */
+#ifndef FT_CE_UTIL_H
+#define FT_CE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "funtrace_rawwrite.h"
+
+extern int ce_verbose;
+extern const char *ce_prog; /* "coreextract" */
+
+/* progress note to stderr, only with -v */
+void ce_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* warning line to stderr (always) */
+void ce_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void *ce_xmalloc(size_t n);
+void *ce_xcalloc(size_t n, size_t sz);
+void *ce_xrealloc(void *p, size_t n);
+char *ce_xstrdup(const char *s);
+
+/* growable byte buffer */
+struct ce_buf {
+    uint8_t *p;
+    size_t len, cap;
+};
+void ce_buf_reserve(struct ce_buf *b, size_t extra);
+void ce_buf_free(struct ce_buf *b);
+
+/* buffered writer over a file descriptor (ft_writer compatible) */
+struct ce_fdout {
+    int fd;
+    int err;           /* errno of the first failure, 0 if none */
+    size_t len;
+    uint8_t buf[1 << 16];
+};
+int ce_fdout_write(void *ctx, const void *p, size_t n);
+int ce_fdout_flush(struct ce_fdout *o);
+
+#endif

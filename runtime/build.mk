@@ -1,0 +1,79 @@
+# runtime/build.mk -- the in-process runtime, its headers, the compiler
+# wrappers, funtrace.pc, and libfuntrace_read.a (rawwrite.o for the tools).
+#
+# Every runtime/*.c and runtime/*.S goes into libfuntrace.a (so rawwrite.c and
+# psi.c join automatically).  The runtime is never instrumented, -O2, PIC,
+# hidden visibility except the API/hooks, initial-exec TLS.
+
+RT_C_SRCS := $(wildcard runtime/*.c)
+RT_S_SRCS := $(wildcard runtime/*.S)
+RT_OBJS := $(patsubst runtime/%.c,$(OBJ)/runtime/%.o,$(RT_C_SRCS)) \
+           $(patsubst runtime/%.S,$(OBJ)/runtime/%.S.o,$(RT_S_SRCS))
+RT_GDB_BUILD_DIR := $(abspath $(SHARE))/gdb
+RT_GDB_PREFIX_DIR := $(PREFIX)/share/funtrace/gdb
+RT_CFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+             -fno-instrument-functions -fno-omit-frame-pointer -fno-stack-protector \
+             -Iruntime/include -Iruntime -MMD -MP
+RT_PREFIX_STAMP := $(OBJ)/runtime/prefix$(subst /,_,$(PREFIX)).stamp
+
+RT_LIB := $(LIB)/libfuntrace.a
+RT_READ_LIB := $(LIB)/libfuntrace_read.a
+RT_HEADERS := $(BUILD)/include/funtrace.h $(BUILD)/include/funtrace_abi.h
+RT_WRAPPERS := $(BIN)/funtrace-gcc $(BIN)/funtrace-g++ $(BIN)/funtrace-clang $(BIN)/funtrace-clang++
+RT_PC := $(LIB)/pkgconfig/funtrace.pc
+
+ALL_TARGETS += $(RT_LIB) $(RT_READ_LIB) $(RT_HEADERS) $(RT_WRAPPERS) $(RT_PC)
+
+$(OBJ)/runtime/%.o: runtime/%.c
+	@mkdir -p $(@D)
+	$(CC) $(RT_CFLAGS) -c $< -o $@
+
+$(OBJ)/runtime/%.S.o: runtime/%.S
+	@mkdir -p $(@D)
+	$(CC) -Iruntime/include -Iruntime -g -c $< -o $@
+
+$(RT_PREFIX_STAMP):
+	@mkdir -p $(@D)
+	@rm -f $(OBJ)/runtime/prefix*.stamp
+	@touch $@
+
+$(OBJ)/runtime/gdb_autoload.o: runtime/gdb_autoload.c $(RT_PREFIX_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(RT_CFLAGS) -DFT_GDB_DIR_BUILD='"$(RT_GDB_BUILD_DIR)"' \
+	    -DFT_GDB_DIR_PREFIX='"$(RT_GDB_PREFIX_DIR)"' -c $< -o $@
+
+$(RT_LIB): $(RT_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+# rawwrite.o for coreextract / oomwatch: PIC, not instrumented, with the
+# tools' sanitizer flags under SAN=1
+RT_READ_OBJS := $(if $(wildcard runtime/rawwrite.c),$(OBJ)/runtime_read/rawwrite.o,)
+RT_COMMA := ,
+RT_SANFLAGS := $(if $(SAN),-fsanitize=address$(RT_COMMA)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+$(OBJ)/runtime_read/rawwrite.o: runtime/rawwrite.c
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) -g $(RT_SANFLAGS) -fPIC -Iruntime/include -MMD -MP -c $< -o $@
+
+$(RT_READ_LIB): $(RT_READ_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/include/%.h: runtime/include/%.h
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(RT_WRAPPERS): runtime/funtrace-cc.sh
+	@mkdir -p $(@D)
+	install -m 755 $< $@
+
+$(RT_PC): runtime/funtrace.pc.in
+	@mkdir -p $(@D)
+	cp $< $@
+
+INSTALL_STEPS += install -m 644 $(RT_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace.a; \
+	install -m 644 $(RT_HEADERS) $(DESTDIR)$(PREFIX)/include/; \
+	install -m 755 $(RT_WRAPPERS) $(DESTDIR)$(PREFIX)/bin/; \
+	install -m 644 $(RT_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/funtrace.pc;

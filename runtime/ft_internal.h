@@ -1,0 +1,142 @@
+/*
+ * ft_internal.h -- declarations shared by the runtime's source files.
+ * Nothing here is part of the ABI (that is funtrace_abi.h).
+ */
+#ifndef FT_INTERNAL_H
+#define FT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "funtrace_abi.h"
+
+#define FT_HIDDEN __attribute__((visibility("hidden")))
+#define FT_EXPORT __attribute__((visibility("default")))
+
+/* defaults (documented in FORMAT.md 1.8) */
+#define FT_DEFAULT_BUF (1ULL << 20)          /* 1 MiB per thread */
+#define FT_MIN_BUF 4096ULL
+#define FT_MAX_BUF (1ULL << 30)
+#define FT_DEFAULT_GEN_MS 100
+#define FT_DEFAULT_BUDGET (256ULL << 20)      /* 256 MiB of rings in all */
+#define FT_DEFAULT_SAMPLE_K 16
+#define FT_DEFAULT_MAX_THREADS 4096
+#define FT_MAX_MODULES 1024
+#define FT_ALTSTACK_SIZE (192 * 1024)
+
+extern struct ft_root funtrace_root;
+
+/* per-thread hot-path pointers (initial-exec TLS). ft_self is used by the
+ * exact-mode hooks, ft_self_s by the sampled-mode hooks; in each mode the
+ * other one stays at ft_thread_dummy_init so its hot path always falls into
+ * the cold path, which dispatches on ft_sampled_mode. */
+extern __thread struct ft_thread *ft_self __attribute__((tls_model("initial-exec")));
+extern __thread struct ft_thread *ft_self_s __attribute__((tls_model("initial-exec")));
+extern struct ft_thread ft_thread_dummy_init FT_HIDDEN; /* mask 0: "create my record" */
+extern struct ft_thread ft_thread_dummy_dead FT_HIDDEN; /* mask 0: "record nothing" */
+extern uint8_t ft_sampled_mode FT_HIDDEN;               /* 1: FUNTRACE_TIME=sampled */
+extern uint64_t ft_sample_k FT_HIDDEN;
+extern uint32_t ft_xsave_size FT_HIDDEN; /* 0: use fxsave (512 bytes) */
+
+/* runtime state not in the root */
+struct ft_rt {
+    pthread_mutex_t lock;       /* registry, modules, generations */
+    int initialized;
+    pthread_key_t exit_key;
+    uint64_t pause_depth;       /* > 0: all masks forced to 0 */
+    uint64_t ring_bytes;        /* rings of ALIVE + EXITED records */
+    pthread_t *pthreads;        /* pthread_t of threads[i] (for setname) */
+    char exe_path[FT_MOD_PATH_MAX];
+    unsigned long long dl_adds, dl_subs;
+    uint64_t init_mono_ns;
+    int crash_handlers;         /* FUNTRACE_ON_CRASH active */
+    char crash_dir[512];
+    char signal_file[512];      /* "" = ./funtrace.raw */
+    uint32_t name_refresh_next; /* round-robin index for /proc comm refresh */
+};
+extern struct ft_rt ft_rt FT_HIDDEN;
+
+/* per-thread: set while this thread holds ft_rt.lock or is inside the
+ * runtime's slow path (a signal handler arriving then must not re-enter). */
+extern __thread int ft_in_runtime __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t ft_rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+#define ft_barrier() __asm__ volatile("" ::: "memory")
+#define FT_STORE(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELAXED)
+#define FT_LOAD(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
+
+static inline struct ft_thread *ft_threads(void)
+{
+    return (struct ft_thread *)(uintptr_t)funtrace_root.threads;
+}
+static inline struct ft_module *ft_modules(void)
+{
+    return (struct ft_module *)(uintptr_t)funtrace_root.modules;
+}
+static inline struct ft_gen *ft_gens(void)
+{
+    return (struct ft_gen *)(uintptr_t)funtrace_root.gens;
+}
+
+/* root.c */
+void ft_init(void) FT_HIDDEN;
+void ft_lock(void) FT_HIDDEN;
+void ft_unlock(void) FT_HIDDEN;
+uint64_t ft_mono_ns(void) FT_HIDDEN;
+uint64_t ft_real_ns(void) FT_HIDDEN;
+void ft_warn(const char *msg, const char *detail) FT_HIDDEN;
+
+/* tsc.c */
+void ft_tsc_init(void) FT_HIDDEN;
+uint64_t ft_tsc_refine(uint64_t tsc, uint64_t mono_ns) FT_HIDDEN;
+void ft_clock_snapshot(uint64_t *tsc, uint64_t *mono, uint64_t *real) FT_HIDDEN;
+
+/* registry.c */
+void ft_registry_init(void) FT_HIDDEN;
+void ft_slow_event(uint64_t word) FT_HIDDEN;
+uint64_t ft_mask_for(const struct ft_thread *t) FT_HIDDEN;
+void ft_apply_masks(void) FT_HIDDEN;          /* under lock or not: plain stores */
+void ft_pause_all(void) FT_HIDDEN;            /* async-signal-safe */
+void ft_resume_all(void) FT_HIDDEN;           /* async-signal-safe */
+void ft_registry_after_fork_child(void) FT_HIDDEN;
+void ft_refresh_names(void) FT_HIDDEN;        /* under lock */
+void ft_thread_set_name_by_pthread(pthread_t th, const char *name) FT_HIDDEN;
+
+/* hooks_cyg.c */
+void ft_write_event(struct ft_thread *t, uint64_t word) FT_HIDDEN;
+
+/* modules.c */
+void ft_modules_init(void) FT_HIDDEN;
+int ft_modules_scan(uint64_t gen_for_new, uint64_t gen_for_gone) FT_HIDDEN; /* under lock */
+int ft_modules_changed(void) FT_HIDDEN;       /* dlpi_adds/subs moved */
+void ft_modules_after_fork_child(void) FT_HIDDEN;
+
+/* gens.c */
+void ft_gens_init(void) FT_HIDDEN;
+void ft_new_generation(void) FT_HIDDEN;       /* under lock */
+void ft_housekeeper_start(void) FT_HIDDEN;
+void ft_housekeeper_stop(void) FT_HIDDEN;
+void ft_gens_after_fork_child(void) FT_HIDDEN;
+void ft_hk_lock(void) FT_HIDDEN;              /* atfork */
+void ft_hk_unlock(void) FT_HIDDEN;
+
+/* signals.c */
+void ft_signals_init(void) FT_HIDDEN;
+void ft_thread_altstack(void) FT_HIDDEN;      /* new thread: alt stack if on-crash */
+void ft_thread_altstack_free(void) FT_HIDDEN;
+
+/* snapshot.c */
+int ft_snapshot_to_fd(int fd, const struct ft_raw_crash *crash, uint64_t min_tsc) FT_HIDDEN;
+
+/* util */
+size_t ft_u64_to_dec(char *buf, uint64_t v) FT_HIDDEN;
+size_t ft_strlcpy(char *dst, const char *src, size_t cap) FT_HIDDEN;
+
+#endif

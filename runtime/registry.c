@@ -1,0 +1,506 @@
+/*
+ * registry.c -- the thread registry: per-thread records and rings, the cold
+ * path that creates them, thread exit, the ring memory budget, pausing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "funtrace.h"
+#include "ft_internal.h"
+
+struct ft_thread ft_thread_dummy_init __attribute__((aligned(64)));
+struct ft_thread ft_thread_dummy_dead __attribute__((aligned(64)));
+__thread struct ft_thread *ft_self __attribute__((tls_model("initial-exec"))) = &ft_thread_dummy_init;
+__thread struct ft_thread *ft_self_s __attribute__((tls_model("initial-exec"))) = &ft_thread_dummy_init;
+/* the record of this thread (whatever mode), NULL if none */
+static __thread struct ft_thread *my_rec __attribute__((tls_model("initial-exec")));
+
+static pid_t ft_gettid(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
+
+static void set_hot_ptr(struct ft_thread *t)
+{
+    if (ft_sampled_mode)
+        ft_self_s = t;
+    else
+        ft_self = t;
+}
+
+/* ---- rings ------------------------------------------------------------ */
+
+/* anonymous private mapping of size bytes aligned to 2*size (so that
+ * (ring + size) & mask == ring with mask = ring | (size - 1)) */
+static void *ring_map(uint64_t size)
+{
+    size_t span = (size_t)(3 * size);
+    char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    uintptr_t a;
+    if (p == MAP_FAILED)
+        return NULL;
+    a = ((uintptr_t)p + 2 * size - 1) & ~(uintptr_t)(2 * size - 1);
+    if (a > (uintptr_t)p)
+        munmap(p, a - (uintptr_t)p);
+    if ((uintptr_t)p + span > a + size)
+        munmap((void *)(a + size), (uintptr_t)p + span - (a + size));
+    return (void *)a;
+}
+
+uint64_t ft_mask_for(const struct ft_thread *t)
+{
+    if (!t->ring || t->state != FT_THR_ALIVE || !FT_LOAD(funtrace_root.enabled) ||
+        FT_LOAD(ft_rt.pause_depth))
+        return 0;
+    return t->ring | (t->ring_size - 1);
+}
+
+/* evict the oldest exited ring; returns its ring if it has exactly `want`
+ * bytes (zeroed, for reuse; not counted in ring_bytes), else NULL.
+ * *evicted = 0 if there was nothing to evict. Under lock. */
+static void *evict_oldest(uint64_t want, int *evicted)
+{
+    struct ft_thread *th = ft_threads();
+    uint32_t n = funtrace_root.threads_used, i, best = UINT32_MAX;
+    void *ring;
+    uint64_t size;
+    for (i = 0; i < n; i++)
+        if (th[i].state == FT_THR_EXITED && th[i].ring &&
+            (best == UINT32_MAX || th[i].exit_tsc < th[best].exit_tsc))
+            best = i;
+    *evicted = best != UINT32_MAX;
+    if (best == UINT32_MAX)
+        return NULL;
+    ring = (void *)(uintptr_t)th[best].ring;
+    size = th[best].ring_size;
+    FT_STORE(th[best].state, (uint32_t)FT_THR_EVICTED);
+    FT_STORE(th[best].ring, 0);
+    ft_rt.ring_bytes -= size;
+    if (size == want) {
+        madvise(ring, size, MADV_DONTNEED); /* zero it: never-written slots */
+        return ring;
+    }
+    munmap(ring, size);
+    return NULL;
+}
+
+/* a ring of `size` bytes within the budget (evicting exited rings); under lock */
+static void *ring_get(uint64_t size)
+{
+    void *ring = NULL;
+    int evicted = 1;
+    while (ft_rt.ring_bytes + size > funtrace_root.budget && evicted && !ring)
+        ring = evict_oldest(size, &evicted);
+    if (!ring)
+        ring = ring_map(size);
+    if (ring)
+        ft_rt.ring_bytes += size;
+    return ring;
+}
+
+static void ring_put(struct ft_thread *t)
+{
+    void *ring = (void *)(uintptr_t)t->ring;
+    uint64_t size = t->ring_size;
+    if (!ring)
+        return;
+    FT_STORE(t->ring, 0);
+    ft_rt.ring_bytes -= size;
+    munmap(ring, size);
+}
+
+/* ---- records ---------------------------------------------------------- */
+
+static void gen_pos_reset(struct ft_thread *t)
+{
+    for (unsigned g = 0; g < FT_GEN_SLOTS; g++) {
+        t->gen_pos[g].gen = FT_GEN_NONE;
+        t->gen_pos[g].pos = 0;
+    }
+}
+
+/* a free record slot; under lock */
+static struct ft_thread *slot_get(void)
+{
+    struct ft_root *r = &funtrace_root;
+    struct ft_thread *th = ft_threads();
+    uint32_t i, best = UINT32_MAX;
+    int evicted;
+    if (r->threads_used < r->threads_cap) {
+        struct ft_thread *t = &th[r->threads_used];
+        return t; /* threads_used is bumped once the record is filled */
+    }
+    /* full: reuse an evicted/ignored record (oldest exit first) */
+    for (;;) {
+        for (i = 0; i < r->threads_used; i++)
+            if ((th[i].state == FT_THR_EVICTED || th[i].state == FT_THR_IGNORED ||
+                 th[i].state == FT_THR_FREE) &&
+                (best == UINT32_MAX || th[i].exit_tsc < th[best].exit_tsc))
+                best = i;
+        if (best != UINT32_MAX)
+            return &th[best];
+        void *ring = evict_oldest(0, &evicted);
+        (void)ring;
+        if (!evicted)
+            return NULL;
+    }
+}
+
+static void fill_name(struct ft_thread *t)
+{
+    char name[FT_THREAD_NAME_LEN + 1];
+    memset(name, 0, sizeof name);
+    if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0)
+        name[0] = 0;
+    memcpy(t->name, name, FT_THREAD_NAME_LEN);
+    t->name[FT_THREAD_NAME_LEN - 1] = 0;
+}
+
+/* create this thread's record and ring; under lock */
+static struct ft_thread *record_create(uint64_t size, uint32_t state)
+{
+    struct ft_root *r = &funtrace_root;
+    struct ft_thread *t = slot_get();
+    void *ring = NULL;
+    uint64_t gen;
+    if (!t)
+        return NULL;
+    if (state == FT_THR_ALIVE) {
+        ring = ring_get(size);
+        if (!ring)
+            state = FT_THR_IGNORED;
+    }
+    FT_STORE(t->state, (uint32_t)FT_THR_FREE);
+    FT_STORE(t->mask, 0);
+    t->seq++;
+    t->countdown = 1; /* sampled: the first event carries a time word */
+    t->tid = (uint32_t)ft_gettid();
+    t->fmt = ft_sampled_mode ? FT_FMT_SAMPLED8 : FT_FMT_EXACT16;
+    t->flags = (t->tid == (uint32_t)r->pid) ? FT_THRF_MAIN : 0;
+    t->start_tsc = ft_rdtsc();
+    t->exit_tsc = 0;
+    fill_name(t);
+    gen_pos_reset(t);
+    t->ring_size = ring ? size : 0;
+    t->pos = (uint64_t)(uintptr_t)ring;
+    t->ring = (uint64_t)(uintptr_t)ring;
+    /* events from here on belong to the current generation or a later one */
+    gen = FT_LOAD(r->gen_current);
+    t->gen_pos[gen % FT_GEN_SLOTS].pos = t->pos;
+    t->gen_pos[gen % FT_GEN_SLOTS].gen = gen;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    FT_STORE(t->state, state);
+    FT_STORE(t->mask, ft_mask_for(t));
+    if (t == &ft_threads()[r->threads_used])
+        FT_STORE(r->threads_used, r->threads_used + 1);
+    ft_rt.pthreads[t - ft_threads()] = pthread_self();
+    return t;
+}
+
+/* the cold path of every hook: the thread has no record yet (its hot
+ * pointer is ft_thread_dummy_init).  Creates the record and ring, then
+ * records the event.  Called with the hook's registers saved. */
+void ft_slow_event(uint64_t word)
+{
+    struct ft_thread *t;
+    if (ft_in_runtime)
+        return;
+    if (!ft_rt.initialized)
+        ft_init();
+    if (my_rec) { /* record exists but the hot pointer was reset: restore */
+        set_hot_ptr(my_rec);
+        ft_write_event(my_rec, word);
+        return;
+    }
+    ft_lock();
+    t = record_create(funtrace_root.default_buf_size, FT_THR_ALIVE);
+    ft_unlock();
+    if (!t || t->state != FT_THR_ALIVE) {
+        set_hot_ptr(&ft_thread_dummy_dead);
+        return;
+    }
+    my_rec = t;
+    pthread_setspecific(ft_rt.exit_key, t);
+    ft_thread_altstack();
+    set_hot_ptr(t);
+    ft_write_event(t, word);
+}
+
+/* pthread key destructor: the thread is exiting (return, pthread_exit or
+ * cancellation).  The record keeps its ring and final pos. */
+static void thread_exit(void *arg)
+{
+    struct ft_thread *t = arg;
+    if (!t || t != my_rec)
+        return;
+    ft_self = &ft_thread_dummy_dead;
+    ft_self_s = &ft_thread_dummy_dead;
+    ft_lock();
+    FT_STORE(t->mask, 0);
+    t->exit_tsc = ft_rdtsc();
+    FT_STORE(t->state, (uint32_t)FT_THR_EXITED);
+    ft_rt.pthreads[t - ft_threads()] = 0;
+    ft_unlock();
+    my_rec = NULL;
+    ft_thread_altstack_free();
+}
+
+void ft_registry_init(void)
+{
+    struct ft_root *r = &funtrace_root;
+    uint64_t cap = FT_DEFAULT_MAX_THREADS;
+    const char *s = getenv("FUNTRACE_MAX_THREADS");
+    void *p;
+    if (s && *s) {
+        uint64_t v = strtoull(s, NULL, 10);
+        if (v >= 2 && v <= 1000000)
+            cap = v;
+        else
+            ft_warn("FUNTRACE_MAX_THREADS must be 2..1000000; using 4096", s);
+    }
+    p = mmap(NULL, cap * sizeof(struct ft_thread), PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        cap = 64;
+        p = mmap(NULL, cap * sizeof(struct ft_thread), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    }
+    ft_rt.pthreads = mmap(NULL, cap * sizeof(pthread_t), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED || ft_rt.pthreads == MAP_FAILED) {
+        ft_warn("cannot allocate the thread registry", NULL);
+        return;
+    }
+    r->threads = (uint64_t)(uintptr_t)p;
+    r->threads_cap = (uint32_t)cap;
+    r->threads_used = 0;
+    pthread_key_create(&ft_rt.exit_key, thread_exit);
+}
+
+/* ---- pausing and masks (async-signal-safe: plain stores only) --------- */
+
+void ft_apply_masks(void)
+{
+    struct ft_thread *th = ft_threads();
+    uint32_t n = FT_LOAD(funtrace_root.threads_used);
+    for (uint32_t i = 0; i < n; i++)
+        if (FT_LOAD(th[i].state) == FT_THR_ALIVE)
+            FT_STORE(th[i].mask, ft_mask_for(&th[i]));
+}
+
+void ft_pause_all(void)
+{
+    __atomic_add_fetch(&ft_rt.pause_depth, 1, __ATOMIC_SEQ_CST);
+    ft_apply_masks();
+}
+
+void ft_resume_all(void)
+{
+    __atomic_sub_fetch(&ft_rt.pause_depth, 1, __ATOMIC_SEQ_CST);
+    ft_apply_masks();
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+void ft_thread_set_name_by_pthread(pthread_t th, const char *name)
+{
+    struct ft_thread *t = ft_threads();
+    uint32_t n;
+    if (!t)
+        return;
+    ft_lock();
+    n = funtrace_root.threads_used;
+    for (uint32_t i = 0; i < n; i++) {
+        if (t[i].state == FT_THR_ALIVE && pthread_equal(ft_rt.pthreads[i], th)) {
+            char buf[FT_THREAD_NAME_LEN];
+            memset(buf, 0, sizeof buf);
+            ft_strlcpy(buf, name, sizeof buf);
+            memcpy(t[i].name, buf, sizeof buf);
+        }
+    }
+    ft_unlock();
+}
+
+/* refresh up to 64 alive threads' names from /proc/self/task/TID/comm
+ * (catches prctl(PR_SET_NAME) and writes to comm); under lock */
+void ft_refresh_names(void)
+{
+    struct ft_thread *th = ft_threads();
+    uint32_t n = funtrace_root.threads_used, done = 0, i;
+    if (!n)
+        return;
+    for (i = 0; i < n && done < 64; i++) {
+        uint32_t k = (ft_rt.name_refresh_next + i) % n;
+        char path[64], buf[FT_THREAD_NAME_LEN + 1];
+        size_t l;
+        int fd;
+        ssize_t got;
+        if (th[k].state != FT_THR_ALIVE)
+            continue;
+        done++;
+        l = ft_strlcpy(path, "/proc/self/task/", sizeof path);
+        l += ft_u64_to_dec(path + l, th[k].tid);
+        ft_strlcpy(path + l, "/comm", sizeof path - l);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        got = read(fd, buf, FT_THREAD_NAME_LEN);
+        close(fd);
+        if (got <= 0)
+            continue;
+        buf[got] = 0;
+        if (got > 0 && buf[got - 1] == '\n')
+            buf[got - 1] = 0;
+        char name[FT_THREAD_NAME_LEN];
+        memset(name, 0, sizeof name);
+        ft_strlcpy(name, buf, sizeof name);
+        if (memcmp(name, th[k].name, sizeof name))
+            memcpy(th[k].name, name, sizeof name);
+    }
+    ft_rt.name_refresh_next = (ft_rt.name_refresh_next + i) % n;
+}
+
+/* ---- fork ------------------------------------------------------------- */
+
+/* In the child of fork(): only the calling thread exists.  Drop every other
+ * record and ring, give this thread a fresh ring in record 0. */
+void ft_registry_after_fork_child(void)
+{
+    struct ft_root *r = &funtrace_root;
+    struct ft_thread *th = ft_threads();
+    uint32_t n = r->threads_used, i;
+    int had = my_rec != NULL;
+    uint64_t size = had ? my_rec->ring_size : r->default_buf_size;
+    if (!th)
+        return;
+    for (i = 0; i < n; i++) {
+        if (th[i].ring)
+            munmap((void *)(uintptr_t)th[i].ring, th[i].ring_size);
+        memset(&th[i], 0, sizeof th[i]);
+        ft_rt.pthreads[i] = 0;
+    }
+    r->threads_used = 0;
+    ft_rt.ring_bytes = 0;
+    ft_rt.pause_depth = 0;
+    ft_rt.name_refresh_next = 0;
+    my_rec = NULL;
+    if (ft_self == &ft_thread_dummy_dead || ft_self_s == &ft_thread_dummy_dead) {
+        /* ignored thread stays ignored */
+        if (!had)
+            return;
+    }
+    ft_self = &ft_thread_dummy_init;
+    ft_self_s = &ft_thread_dummy_init;
+    if (had) {
+        struct ft_thread *t = record_create(size ? size : r->default_buf_size, FT_THR_ALIVE);
+        if (t && t->state == FT_THR_ALIVE) {
+            my_rec = t;
+            pthread_setspecific(ft_rt.exit_key, t);
+            set_hot_ptr(t);
+        } else {
+            set_hot_ptr(&ft_thread_dummy_dead);
+        }
+    }
+}
+
+/* ---- API -------------------------------------------------------------- */
+
+FT_EXPORT void funtrace_ignore_this_thread(void)
+{
+    struct ft_thread *t = my_rec;
+    ft_self = &ft_thread_dummy_dead;
+    ft_self_s = &ft_thread_dummy_dead;
+    if (!t) {
+        /* no record yet: create an IGNORED one so readers see the thread */
+        if (!ft_rt.initialized)
+            ft_init();
+        ft_lock();
+        t = record_create(0, FT_THR_IGNORED);
+        ft_unlock();
+        if (t)
+            pthread_setspecific(ft_rt.exit_key, NULL);
+        return;
+    }
+    ft_lock();
+    FT_STORE(t->mask, 0);
+    FT_STORE(t->state, (uint32_t)FT_THR_IGNORED);
+    ring_put(t);
+    ft_rt.pthreads[t - ft_threads()] = 0;
+    ft_unlock();
+    pthread_setspecific(ft_rt.exit_key, NULL);
+    my_rec = NULL;
+}
+
+FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
+{
+    struct ft_thread *t;
+    uint64_t size;
+    void *ring;
+    if (log_buf_size < 5) {
+        funtrace_ignore_this_thread();
+        return;
+    }
+    if (log_buf_size < 12)
+        log_buf_size = 12;
+    if (log_buf_size > 30)
+        log_buf_size = 30;
+    size = 1ull << log_buf_size;
+    if (!ft_rt.initialized)
+        ft_init();
+    t = my_rec;
+    if (!t) {
+        if (ft_self == &ft_thread_dummy_dead || ft_self_s == &ft_thread_dummy_dead)
+            ft_self = ft_self_s = &ft_thread_dummy_init; /* un-ignore */
+        ft_lock();
+        t = record_create(size, FT_THR_ALIVE);
+        ft_unlock();
+        if (!t || t->state != FT_THR_ALIVE)
+            return;
+        my_rec = t;
+        pthread_setspecific(ft_rt.exit_key, t);
+        set_hot_ptr(t);
+        return;
+    }
+    if (t->ring_size == size)
+        return;
+    ft_lock();
+    FT_STORE(t->mask, 0);
+    ring_put(t);
+    ring = ring_get(size);
+    if (!ring) {
+        FT_STORE(t->state, (uint32_t)FT_THR_IGNORED);
+        ft_unlock();
+        ft_self = ft_self_s = &ft_thread_dummy_dead;
+        pthread_setspecific(ft_rt.exit_key, NULL);
+        my_rec = NULL;
+        return;
+    }
+    t->ring_size = size;
+    t->pos = (uint64_t)(uintptr_t)ring;
+    gen_pos_reset(t);
+    uint64_t gen = funtrace_root.gen_current;
+    t->gen_pos[gen % FT_GEN_SLOTS].pos = t->pos;
+    t->gen_pos[gen % FT_GEN_SLOTS].gen = gen;
+    FT_STORE(t->ring, (uint64_t)(uintptr_t)ring);
+    FT_STORE(t->mask, ft_mask_for(t));
+    ft_unlock();
+}
+
+FT_EXPORT void funtrace_disable_tracing(void)
+{
+    FT_STORE(funtrace_root.enabled, 0u);
+    ft_apply_masks();
+}
+
+FT_EXPORT void funtrace_enable_tracing(void)
+{
+    FT_STORE(funtrace_root.enabled, 1u);
+    ft_apply_masks();
+}

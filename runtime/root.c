@@ -1,0 +1,320 @@
+/*
+ * root.c -- the funtrace_root object, settings from the environment, and
+ * runtime initialisation.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ft_internal.h"
+
+#define OFF(s, f) ((uint16_t)offsetof(struct s, f))
+
+/* The root.  The magic is NOT initialised here (the binary only holds its
+ * complement, ft_magic_c below); ft_init() writes it. */
+FT_EXPORT __attribute__((used, aligned(64))) struct ft_root funtrace_root = {
+    .h = {
+        .abi_version = FT_ABI_VERSION,
+        .word_size = 8,
+        .endian = 1,
+        .header_size = sizeof(struct ft_root_header),
+        .root_size = sizeof(struct ft_root),
+        .n_sizes = FT_S_COUNT,
+        .n_offsets = FT_F_COUNT,
+        .sizes_off = offsetof(struct ft_root, sizes),
+        .offsets_off = offsetof(struct ft_root, offsets),
+    },
+    .sizes = {
+        [FT_S_ROOT] = sizeof(struct ft_root),
+        [FT_S_THREAD] = sizeof(struct ft_thread),
+        [FT_S_MODULE] = sizeof(struct ft_module),
+        [FT_S_GEN] = sizeof(struct ft_gen),
+        [FT_S_ENTRY_EXACT16] = sizeof(struct ft_entry),
+        [FT_S_ENTRY_SAMPLED8] = sizeof(uint64_t),
+    },
+    .offsets = {
+        [FT_F_ROOT_PID] = OFF(ft_root, pid),
+        [FT_F_ROOT_TSC_HZ] = OFF(ft_root, tsc_hz),
+        [FT_F_ROOT_TSC_HZ_SOURCE] = OFF(ft_root, tsc_hz_source),
+        [FT_F_ROOT_TIME_MODE] = OFF(ft_root, time_mode),
+        [FT_F_ROOT_INIT_TSC] = OFF(ft_root, init_tsc),
+        [FT_F_ROOT_CMDLINE] = OFF(ft_root, cmdline),
+        [FT_F_ROOT_CMDLINE_LEN] = OFF(ft_root, cmdline_len),
+        [FT_F_ROOT_THREADS] = OFF(ft_root, threads),
+        [FT_F_ROOT_THREADS_CAP] = OFF(ft_root, threads_cap),
+        [FT_F_ROOT_THREADS_USED] = OFF(ft_root, threads_used),
+        [FT_F_ROOT_MODULES] = OFF(ft_root, modules),
+        [FT_F_ROOT_MODULES_CAP] = OFF(ft_root, modules_cap),
+        [FT_F_ROOT_MODULES_USED] = OFF(ft_root, modules_used),
+        [FT_F_ROOT_MODULE_EPOCH] = OFF(ft_root, module_epoch),
+        [FT_F_ROOT_GENS] = OFF(ft_root, gens),
+        [FT_F_ROOT_GENS_CAP] = OFF(ft_root, gens_cap),
+        [FT_F_ROOT_GEN_CURRENT] = OFF(ft_root, gen_current),
+        [FT_F_ROOT_DEFAULT_BUF_SIZE] = OFF(ft_root, default_buf_size),
+        [FT_F_ROOT_GEN_MS] = OFF(ft_root, gen_ms),
+        [FT_F_ROOT_BUDGET] = OFF(ft_root, budget),
+        [FT_F_ROOT_SAMPLE_K] = OFF(ft_root, sample_k),
+        [FT_F_ROOT_ENABLED] = OFF(ft_root, enabled),
+        [FT_F_ROOT_SNAPSHOT_SIGNAL] = OFF(ft_root, snapshot_signal),
+        [FT_F_ROOT_FLAGS] = OFF(ft_root, flags),
+        [FT_F_THR_POS] = OFF(ft_thread, pos),
+        [FT_F_THR_MASK] = OFF(ft_thread, mask),
+        [FT_F_THR_RING] = OFF(ft_thread, ring),
+        [FT_F_THR_RING_SIZE] = OFF(ft_thread, ring_size),
+        [FT_F_THR_TID] = OFF(ft_thread, tid),
+        [FT_F_THR_STATE] = OFF(ft_thread, state),
+        [FT_F_THR_FMT] = OFF(ft_thread, fmt),
+        [FT_F_THR_FLAGS] = OFF(ft_thread, flags),
+        [FT_F_THR_START_TSC] = OFF(ft_thread, start_tsc),
+        [FT_F_THR_EXIT_TSC] = OFF(ft_thread, exit_tsc),
+        [FT_F_THR_SEQ] = OFF(ft_thread, seq),
+        [FT_F_THR_NAME] = OFF(ft_thread, name),
+        [FT_F_THR_GEN_POS] = OFF(ft_thread, gen_pos),
+        [FT_F_MOD_BIAS] = OFF(ft_module, bias),
+        [FT_F_MOD_GEN_LOADED] = OFF(ft_module, gen_loaded),
+        [FT_F_MOD_GEN_UNLOADED] = OFF(ft_module, gen_unloaded),
+        [FT_F_MOD_EPOCH_LOADED] = OFF(ft_module, epoch_loaded),
+        [FT_F_MOD_EPOCH_UNLOADED] = OFF(ft_module, epoch_unloaded),
+        [FT_F_MOD_STATE] = OFF(ft_module, state),
+        [FT_F_MOD_NSEG] = OFF(ft_module, nseg),
+        [FT_F_MOD_SEG] = OFF(ft_module, seg),
+        [FT_F_MOD_BUILD_ID_LEN] = OFF(ft_module, build_id_len),
+        [FT_F_MOD_BUILD_ID] = OFF(ft_module, build_id),
+        [FT_F_MOD_PATH] = OFF(ft_module, path),
+        [FT_F_GEN_GEN] = OFF(ft_gen, gen),
+        [FT_F_GEN_FLAGS] = OFF(ft_gen, flags),
+        [FT_F_GEN_START_TSC] = OFF(ft_gen, start_tsc),
+        [FT_F_GEN_CLK_TSC] = OFF(ft_gen, clk_tsc),
+        [FT_F_GEN_CLK_MONO_NS] = OFF(ft_gen, clk_mono_ns),
+        [FT_F_GEN_CLK_REAL_NS] = OFF(ft_gen, clk_real_ns),
+        [FT_F_GEN_TSC_HZ] = OFF(ft_gen, tsc_hz),
+        [FT_F_GEN_MODULE_EPOCH] = OFF(ft_gen, module_epoch),
+    },
+    .enabled = 1,
+};
+
+_Static_assert(FT_F_COUNT == FT_F_GEN_MODULE_EPOCH + 1, "every field id has an offset above");
+_Static_assert(sizeof(struct ft_root) < 0x10000, "offsets fit in uint16_t");
+_Static_assert(sizeof(struct ft_thread) == 1216, "ft_thread is 1216 bytes (COMMON.md)");
+
+/* the complement of FT_ROOT_MAGIC */
+#define C(x) ((uint8_t)~(uint8_t)(x))
+static const volatile uint8_t ft_magic_c[FT_ROOT_MAGIC_LEN] = {
+    C(0x89), C('F'), C('U'), C('N'), C('T'), C('R'), C('A'), C('C'),
+    C('E'), C('R'), C('O'), C('O'), C('T'), C('\r'), C('\n'), C(0x1a),
+};
+
+struct ft_rt ft_rt = { .lock = PTHREAD_MUTEX_INITIALIZER };
+__thread int ft_in_runtime __attribute__((tls_model("initial-exec")));
+uint8_t ft_sampled_mode;
+uint64_t ft_sample_k = FT_DEFAULT_SAMPLE_K;
+
+void ft_lock(void)
+{
+    ft_in_runtime++;
+    pthread_mutex_lock(&ft_rt.lock);
+}
+
+void ft_unlock(void)
+{
+    pthread_mutex_unlock(&ft_rt.lock);
+    ft_in_runtime--;
+}
+
+uint64_t ft_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ft_real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+size_t ft_strlcpy(char *dst, const char *src, size_t cap)
+{
+    size_t n = 0;
+    if (!cap)
+        return 0;
+    while (n + 1 < cap && src[n]) {
+        dst[n] = src[n];
+        n++;
+    }
+    dst[n] = 0;
+    return n;
+}
+
+size_t ft_u64_to_dec(char *buf, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0, i;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    buf[n] = 0;
+    return n;
+}
+
+/* one line on stderr, async-signal-safe */
+void ft_warn(const char *msg, const char *detail)
+{
+    char buf[512];
+    size_t n = ft_strlcpy(buf, "funtrace: ", sizeof buf);
+    n += ft_strlcpy(buf + n, msg, sizeof buf - n);
+    if (detail) {
+        n += ft_strlcpy(buf + n, ": ", sizeof buf - n);
+        n += ft_strlcpy(buf + n, detail, sizeof buf - n);
+    }
+    if (n < sizeof buf - 1)
+        buf[n++] = '\n';
+    ssize_t r = write(2, buf, n);
+    (void)r;
+}
+
+/* parse an unsigned decimal (or 0x hex) env var; returns 0 if unset,
+ * -1 if invalid (after a warning), 1 if *out was set */
+static int env_u64(const char *name, uint64_t *out)
+{
+    const char *s = getenv(name);
+    char *end;
+    unsigned long long v;
+    if (!s || !*s)
+        return 0;
+    errno = 0;
+    v = strtoull(s, &end, 0);
+    if (errno || *end || s[0] == '-') {
+        ft_warn("ignoring invalid value of", name);
+        return -1;
+    }
+    *out = v;
+    return 1;
+}
+
+static void read_settings(void)
+{
+    struct ft_root *r = &funtrace_root;
+    uint64_t v;
+    const char *s;
+
+    r->default_buf_size = FT_DEFAULT_BUF;
+    if (env_u64("FUNTRACE_BUF", &v) == 1) {
+        if (v < FT_MIN_BUF || v > FT_MAX_BUF || (v & (v - 1)))
+            ft_warn("FUNTRACE_BUF must be a power of two between 4096 and 2^30 bytes; using 1 MiB", getenv("FUNTRACE_BUF"));
+        else
+            r->default_buf_size = v;
+    }
+    r->gen_ms = FT_DEFAULT_GEN_MS;
+    if (env_u64("FUNTRACE_GEN_MS", &v) == 1) {
+        if (v > 3600000)
+            ft_warn("FUNTRACE_GEN_MS too large; using 100", getenv("FUNTRACE_GEN_MS"));
+        else
+            r->gen_ms = v; /* 0: no housekeeping thread */
+    }
+    r->budget = FT_DEFAULT_BUDGET;
+    if (env_u64("FUNTRACE_BUDGET", &v) == 1)
+        r->budget = v;
+    r->sample_k = FT_DEFAULT_SAMPLE_K;
+    if (env_u64("FUNTRACE_SAMPLE_K", &v) == 1) {
+        if (v < 1 || v > 1000000)
+            ft_warn("FUNTRACE_SAMPLE_K must be 1..1000000; using 16", getenv("FUNTRACE_SAMPLE_K"));
+        else
+            r->sample_k = v;
+    }
+    ft_sample_k = r->sample_k;
+    r->time_mode = FT_TIME_EXACT;
+    s = getenv("FUNTRACE_TIME");
+    if (s && *s) {
+        if (!strcmp(s, "sampled"))
+            r->time_mode = FT_TIME_SAMPLED;
+        else if (strcmp(s, "exact"))
+            ft_warn("FUNTRACE_TIME must be exact or sampled; using exact", s);
+    }
+    ft_sampled_mode = r->time_mode == FT_TIME_SAMPLED;
+    r->enabled = 1;
+}
+
+static void read_cmdline(void)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    size_t cap = 1 << 16, len = 0;
+    char *buf;
+    if (fd < 0)
+        return;
+    buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) {
+        close(fd);
+        return;
+    }
+    for (;;) {
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        if (len == cap)
+            break; /* truncated at 64 KiB */
+    }
+    close(fd);
+    funtrace_root.cmdline = (uint64_t)(uintptr_t)buf;
+    funtrace_root.cmdline_len = len;
+}
+
+static void ft_atexit(void)
+{
+    ft_housekeeper_stop();
+}
+
+extern void ft_psi_start(void) __attribute__((weak));
+extern void ft_fork_init(void) FT_HIDDEN;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void do_init(void)
+{
+    struct ft_root *r = &funtrace_root;
+    int i;
+
+    ft_in_runtime++;
+    r->pid = (uint64_t)getpid();
+    r->h.self = (uint64_t)(uintptr_t)r;
+    read_settings();
+    read_cmdline();
+    ft_tsc_init();
+    ft_registry_init();
+    ft_modules_init();
+    ft_gens_init();
+    ft_fork_init();
+    ft_signals_init();
+    /* the root becomes valid for readers only now */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (i = 0; i < FT_ROOT_MAGIC_LEN; i++)
+        r->h.magic[i] = (uint8_t)~ft_magic_c[i];
+    r->flags |= FT_ROOTF_INITIALIZED;
+    ft_rt.initialized = 1;
+    atexit(ft_atexit);
+    ft_housekeeper_start();
+    if (getenv("FUNTRACE_PSI") && ft_psi_start)
+        ft_psi_start();
+    ft_in_runtime--;
+}
+
+void ft_init(void)
+{
+    pthread_once(&init_once, do_init);
+}
+
+__attribute__((constructor(101))) static void ft_ctor(void)
+{
+    ft_init();
+}

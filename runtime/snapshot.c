@@ -1,0 +1,349 @@
+/*
+ * snapshot.c -- snapshots written by the runtime itself (API, signal,
+ * on-crash, PSI): raw chunks produced by ft_raw_emit() (rawwrite.c) reading
+ * this process's own memory through process_vm_readv, so that a corrupt
+ * pointer in the registry cannot crash the writer.  Async-signal-safe: no
+ * malloc, no stdio, no locks (buffers are mmap'd).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "funtrace.h"
+#include "funtrace_rawwrite.h"
+#include "ft_internal.h"
+
+/* ---- reading our own memory ------------------------------------------- */
+
+static size_t self_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    size_t done = 0;
+    (void)ctx;
+    while (done < len) {
+        struct iovec local = { (char *)buf + done, len - done };
+        struct iovec remote = { (void *)(uintptr_t)(addr + done), len - done };
+        ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            break;
+        }
+        done += (size_t)n;
+    }
+    return done;
+}
+
+/* ---- writers ---------------------------------------------------------- */
+
+static int fd_write(void *ctx, const void *buf, size_t len)
+{
+    int fd = *(int *)ctx;
+    const char *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* ---- MAPPINGS from /proc/self/maps (async-signal-safe) ----------------- */
+
+struct mbuf {
+    char *p;
+    size_t len, cap;
+};
+
+static int mbuf_reserve(struct mbuf *b, size_t more)
+{
+    size_t cap;
+    void *np;
+    if (b->len + more <= b->cap)
+        return 0;
+    cap = b->cap ? b->cap : 65536;
+    while (cap < b->len + more)
+        cap *= 2;
+    if (b->p)
+        np = mremap(b->p, b->cap, cap, MREMAP_MAYMOVE);
+    else
+        np = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (np == MAP_FAILED)
+        return -1;
+    b->p = np;
+    b->cap = cap;
+    return 0;
+}
+
+static void mbuf_free(struct mbuf *b)
+{
+    if (b->p)
+        munmap(b->p, b->cap);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+static uint64_t parse_hex(const char **s)
+{
+    uint64_t v = 0;
+    for (;; (*s)++) {
+        char c = **s;
+        if (c >= '0' && c <= '9')
+            v = v * 16 + (uint64_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = v * 16 + (uint64_t)(c - 'a' + 10);
+        else
+            return v;
+    }
+}
+
+static void skip_field(const char **s, const char *end)
+{
+    while (*s < end && **s != ' ')
+        (*s)++;
+    while (*s < end && **s == ' ')
+        (*s)++;
+}
+
+static void add_mapping(struct mbuf *out, const char *line, const char *end)
+{
+    struct ft_raw_mapping m;
+    const char *s = line, *path;
+    size_t plen, rec;
+    memset(&m, 0, sizeof m);
+    m.start = parse_hex(&s);
+    if (*s++ != '-')
+        return;
+    m.end = parse_hex(&s);
+    while (s < end && *s == ' ')
+        s++;
+    if (end - s < 4)
+        return;
+    m.prot = (s[0] == 'r' ? FT_MAPF_R : 0) | (s[1] == 'w' ? FT_MAPF_W : 0) | (s[2] == 'x' ? FT_MAPF_X : 0);
+    skip_field(&s, end); /* perms */
+    m.offset = parse_hex(&s);
+    while (s < end && *s == ' ')
+        s++;
+    skip_field(&s, end); /* dev */
+    skip_field(&s, end); /* inode */
+    path = s;
+    plen = (size_t)(end - path);
+    if (plen > 4095)
+        plen = 4095;
+    /* build-id of an offset-0 mapping of a module we know */
+    if (m.offset == 0 && plen && ft_modules()) {
+        struct ft_module *mods = ft_modules();
+        uint32_t n = FT_LOAD(funtrace_root.modules_used);
+        for (uint32_t i = 0; i < n; i++) {
+            if (FT_LOAD(mods[i].state) != FT_MOD_LOADED || !mods[i].build_id_len ||
+                mods[i].build_id_len > FT_BUILD_ID_MAX)
+                continue;
+            if (strlen(mods[i].path) == plen && !memcmp(mods[i].path, path, plen)) {
+                m.build_id_len = mods[i].build_id_len;
+                memcpy(m.build_id, mods[i].build_id, m.build_id_len);
+                break;
+            }
+        }
+    }
+    m.path_len = (uint32_t)plen;
+    rec = ft_mapping_record_size(plen);
+    if (mbuf_reserve(out, rec))
+        return;
+    out->len += ft_mapping_record_encode(out->p + out->len, out->cap - out->len, &m, path, plen);
+}
+
+static void build_mappings(struct mbuf *out)
+{
+    char buf[8192];
+    size_t have = 0;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - have);
+        char *p, *nl;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        p = buf;
+        while ((nl = memchr(p, '\n', have - (size_t)(p - buf)))) {
+            add_mapping(out, p, nl);
+            p = nl + 1;
+        }
+        have -= (size_t)(p - buf);
+        memmove(buf, p, have);
+        if (have == sizeof buf) /* absurdly long line: drop it */
+            have = 0;
+    }
+    if (have)
+        add_mapping(out, buf, buf + have);
+    close(fd);
+}
+
+/* ---- the snapshot ----------------------------------------------------- */
+
+static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uint64_t min_tsc)
+{
+    struct ft_reader rd = { NULL, self_read };
+    struct ft_source_info si;
+    struct ft_emit_stats st;
+    struct mbuf maps = { 0, 0, 0 };
+    int rc;
+    if (!(FT_LOAD(funtrace_root.flags) & FT_ROOTF_INITIALIZED))
+        return -2;
+    build_mappings(&maps);
+    memset(&si, 0, sizeof si);
+    memset(&st, 0, sizeof st);
+    si.source = FT_SRC_SNAPSHOT;
+    si.pid = (uint64_t)getpid();
+    si.crash = crash;
+    si.mappings = maps.p;
+    si.mappings_len = maps.len;
+    si.min_tsc = min_tsc;
+    si.live = 1;
+    si.extra_flags = min_tsc ? FT_RAWF_TIME_FILTERED : 0;
+    ft_pause_all();
+    si.taken_tsc = ft_rdtsc();
+    rc = ft_raw_emit(&rd, (uint64_t)(uintptr_t)&funtrace_root, &si, w, &st);
+    ft_resume_all();
+    if (rc == 0)
+        rc = ft_raw_end(w, &st);
+    mbuf_free(&maps);
+    return rc;
+}
+
+int ft_snapshot_to_fd(int fd, const struct ft_raw_crash *crash, uint64_t min_tsc)
+{
+    int saved = errno;
+    struct ft_writer w = { &fd, fd_write };
+    int rc = emit(&w, crash, min_tsc);
+    errno = saved;
+    return rc;
+}
+
+FT_EXPORT int funtrace_write_snapshot_fd(int fd)
+{
+    return ft_snapshot_to_fd(fd, NULL, 0);
+}
+
+FT_EXPORT void funtrace_pause_and_write_current_snapshot(void)
+{
+    int fd = open("funtrace.raw", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        ft_warn("cannot open funtrace.raw", strerror(errno));
+        return;
+    }
+    if (ft_snapshot_to_fd(fd, NULL, 0) == -1)
+        ft_warn("error writing funtrace.raw", strerror(errno));
+    close(fd);
+}
+
+/* ---- in-memory snapshots ---------------------------------------------- */
+
+struct funtrace_snapshot {
+    size_t len, cap;
+    char *data;
+};
+
+static int mem_write(void *ctx, const void *buf, size_t len)
+{
+    struct funtrace_snapshot *s = ctx;
+    if (s->len + len > s->cap) {
+        size_t cap = s->cap ? s->cap : 1 << 20;
+        char *np;
+        while (cap < s->len + len)
+            cap *= 2;
+        np = realloc(s->data, cap);
+        if (!np) {
+            errno = ENOMEM;
+            return -1;
+        }
+        s->data = np;
+        s->cap = cap;
+    }
+    memcpy(s->data + s->len, buf, len);
+    s->len += len;
+    return 0;
+}
+
+static struct funtrace_snapshot *get_snapshot(uint64_t min_tsc)
+{
+    struct funtrace_snapshot *s = calloc(1, sizeof *s);
+    struct ft_writer w = { s, mem_write };
+    if (!s)
+        return NULL;
+    if (emit(&w, NULL, min_tsc) != 0) {
+        free(s->data);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+FT_EXPORT struct funtrace_snapshot *funtrace_pause_and_get_snapshot(void)
+{
+    return get_snapshot(0);
+}
+
+FT_EXPORT struct funtrace_snapshot *funtrace_pause_and_get_snapshot_starting_at_time(uint64_t time)
+{
+    return get_snapshot(time ? time : 1);
+}
+
+FT_EXPORT struct funtrace_snapshot *funtrace_pause_and_get_snapshot_up_to_age(uint64_t max_event_age)
+{
+    uint64_t now = ft_rdtsc();
+    return get_snapshot(max_event_age < now ? now - max_event_age : 1);
+}
+
+FT_EXPORT void funtrace_write_snapshot(const char *filename, struct funtrace_snapshot *snapshot)
+{
+    int fd;
+    if (!snapshot || !filename)
+        return;
+    fd = open(filename, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        ft_warn("cannot open snapshot file", filename);
+        return;
+    }
+    if (fd_write(&fd, snapshot->data, snapshot->len))
+        ft_warn("error writing snapshot file", filename);
+    close(fd);
+}
+
+FT_EXPORT void funtrace_free_snapshot(struct funtrace_snapshot *snapshot)
+{
+    if (!snapshot)
+        return;
+    free(snapshot->data);
+    free(snapshot);
+}
+
+/* ---- time ------------------------------------------------------------- */
+
+FT_EXPORT uint64_t funtrace_time(void)
+{
+    return ft_rdtsc();
+}
+
+FT_EXPORT uint64_t funtrace_ticks_per_second(void)
+{
+    if (!ft_rt.initialized)
+        ft_init();
+    return FT_LOAD(funtrace_root.tsc_hz);
+}

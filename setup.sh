@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# setup.sh -- make this machine able to build and test funtrace, then build it.
+#
+#   ./setup.sh              install the missing Debian packages (apt-get), then `make -j2`
+#   ./setup.sh --no-build   only the packages
+#
+# Idempotent: packages already installed are left alone (apt-get is not run at
+# all when nothing is missing) and the build is incremental.  Each step prints
+# one line ("setup: <step>... ok"); a failing step prints its output and
+# "setup: FAILED at step '<step>'" and the script exits non-zero.
+# It never changes machine-wide settings (core_pattern, sysctl, ulimits).
+set -euo pipefail
+
+cd "$(dirname "$0")"
+
+# Debian packages the build and the test suite need, one per word.
+PACKAGES=(
+    build-essential gcc g++ make libc6-dev  # toolchain
+    binutils pkg-config file
+    clang                                   # funtrace-clang wrapper + its tests
+    gdb                                     # the gdb extension
+    libelf-dev libdw-dev libunwind-dev      # coreextract
+    libzstd-dev liblz4-dev liblzma-dev zlib1g-dev   # compressed cores / debug sections
+    zstd lz4 xz-utils elfutils              # command-line tools used by the tests
+    python3-pytest                          # the test suite
+)
+
+BUILD_JOBS=${FUNTRACE_JOBS:-2}
+DO_BUILD=1
+
+usage() {
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+for arg in "$@"; do
+    case "$arg" in
+        --no-build) DO_BUILD=0 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "setup: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+LOG=$(mktemp "${TMPDIR:-/tmp}/funtrace-setup.XXXXXX")
+trap 'rm -f "$LOG"' EXIT
+
+# step NAME CMD...: run CMD with its output in $LOG; one line of status.
+step() {
+    local name=$1
+    shift
+    printf 'setup: %s... ' "$name"
+    if "$@" >"$LOG" 2>&1; then
+        echo "ok${STEP_NOTE:+ ($STEP_NOTE)}"
+        STEP_NOTE=
+        return 0
+    fi
+    echo "FAILED"
+    echo "----- output of step '$name' (last 60 lines) -----" >&2
+    tail -n 60 "$LOG" >&2
+    echo "-----" >&2
+    echo "setup: FAILED at step '$name'" >&2
+    exit 1
+}
+STEP_NOTE=
+
+is_installed() {
+    local status
+    status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null) || return 1
+    [[ $status == ii* ]]
+}
+
+MISSING=()
+check_packages() {
+    if ! command -v dpkg-query >/dev/null; then
+        echo "dpkg-query not found: setup.sh supports Debian/Ubuntu (apt) machines only;"
+        echo "install the equivalents of: ${PACKAGES[*]}"
+        return 1
+    fi
+    MISSING=()
+    local p
+    for p in "${PACKAGES[@]}"; do
+        is_installed "$p" || MISSING+=("$p")
+    done
+    if ((${#MISSING[@]})); then
+        STEP_NOTE="missing: ${MISSING[*]}"
+    else
+        STEP_NOTE="all ${#PACKAGES[@]} packages installed"
+    fi
+}
+
+as_root() {
+    if [[ $(id -u) == 0 ]]; then
+        "$@"
+    elif command -v sudo >/dev/null; then
+        sudo "$@"
+    else
+        echo "not root and no sudo: cannot run '$*'"
+        return 1
+    fi
+}
+
+install_missing() {
+    export DEBIAN_FRONTEND=noninteractive
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q || return 1
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${MISSING[@]}" \
+        </dev/null || return 1
+    local p still=()
+    for p in "${MISSING[@]}"; do
+        is_installed "$p" || still+=("$p")
+    done
+    if ((${#still[@]})); then
+        echo "apt-get finished but these are still not installed: ${still[*]}"
+        return 1
+    fi
+}
+
+# step() runs its command in the current shell, so MISSING survives.
+step "checking packages" check_packages
+if ((${#MISSING[@]})); then
+    step "installing ${#MISSING[@]} missing package(s): ${MISSING[*]}" install_missing
+fi
+
+if ((DO_BUILD)); then
+    STEP_NOTE="make -j$BUILD_JOBS"
+    step "build" make -j"$BUILD_JOBS"
+fi
