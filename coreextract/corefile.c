@@ -59,8 +59,9 @@ static void parse_notes(struct core *c, Elf *elf, const GElf_Phdr *ph)
         size_t next = gelf_getnote(data, pos, &nh, &name_off, &desc_off);
         if (next == 0 || next <= pos) break;
         pos = next;
-        const uint8_t *desc = (const uint8_t *)data->d_buf + desc_off;
-        const char *name = (const char *)data->d_buf + name_off;
+        /* point into our own mmap: libelf's chunk dies with elf_end() */
+        const uint8_t *desc = c->map + off + desc_off;
+        const char *name = (const char *)c->map + off + name_off;
         size_t dn = nh.n_descsz;
         if (desc_off + dn > data->d_size) break;
         int is_core = nh.n_namesz == 5 && memcmp(name, "CORE", 5) == 0;

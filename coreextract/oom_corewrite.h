@@ -61,6 +61,13 @@ struct ftc_stats {
  * (their registers are partial), -1 on failure (err says why; nothing left
  * attached). */
 int ftc_attach(int pid, int timeout_ms, struct ftc_proc *p, char *err, size_t errlen);
+/* ftc_attach in two steps: ftc_seize seizes and interrupts every thread
+ * without waiting (0 / -1); ftc_stop waits for the stops (same returns as
+ * ftc_attach; on -1 p is released).  Between the two, the caller can wake
+ * tasks that cannot stop yet (raise the limit of an OOM-parked cgroup): they
+ * then stop before running any user code. */
+int ftc_seize(int pid, struct ftc_proc *p, char *err, size_t errlen);
+int ftc_stop(struct ftc_proc *p, int timeout_ms, char *err, size_t errlen);
 
 /* Write the core to fd (a regular file, written with pwrite from offset 0
  * and truncated to its final size).  max_file: refuse (before writing

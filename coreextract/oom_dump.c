@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,7 +182,7 @@ int ow_dump(struct ow_state *s, const char *what)
         o = append(line, sizeof line, o, "no traced process in the target (%zu process%s)", members.n,
                    members.n == 1 ? "" : "es");
     if (s->suppressed)
-        o = append(line, sizeof line, o, " [%u trigger%s ignored since the previous dump: --min-interval]",
+        o = append(line, sizeof line, o, " [+%u trigger%s deferred by --min-interval]",
                    s->suppressed, s->suppressed == 1 ? "" : "s");
     ow_log("%s", line);
     s->suppressed = 0;

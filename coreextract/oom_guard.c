@@ -63,10 +63,11 @@ static void guardian(int rfd)
                 _exit(0); /* everything was restored by the watcher */
             if (line[0] == 'P' && g.n < OG_MAX) {
                 char *tab = strchr(line + 1, '\t');
-                if (tab) {
-                    *tab = 0;
-                    snprintf(g.rec[g.n].file, OG_PATH, "%s", line + 1);
-                    snprintf(g.rec[g.n].value, OG_VAL, "%s", tab + 1);
+                size_t fl = tab ? (size_t)(tab - line - 1) : 0, vl = tab ? strlen(tab + 1) : 0;
+                if (tab && fl < OG_PATH && vl < OG_VAL) {
+                    memcpy(g.rec[g.n].file, line + 1, fl);
+                    g.rec[g.n].file[fl] = 0;
+                    memcpy(g.rec[g.n].value, tab + 1, vl + 1);
                     g.n++;
                 }
             } else if (line[0] == 'O' && g.n > 0) {

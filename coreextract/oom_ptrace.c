@@ -141,18 +141,23 @@ static void wait_stops(struct ftc_proc *p, uint64_t deadline)
     }
 }
 
-int ftc_attach(int pid, int timeout_ms, struct ftc_proc *p, char *err, size_t errlen)
+int ftc_seize(int pid, struct ftc_proc *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     p->pid = pid;
-    uint64_t deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
-    int r = seize_new(p);
-    if (r < 0) {
+    if (seize_new(p) < 0) {
         snprintf(err, errlen, "pid %d: %s", pid, strerror(errno));
         free(p->t);
         memset(p, 0, sizeof *p);
         return -1;
     }
+    return 0;
+}
+
+int ftc_stop(struct ftc_proc *p, int timeout_ms, char *err, size_t errlen)
+{
+    int pid = p->pid;
+    uint64_t deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
     /* threads created while we were stopping the others */
     for (int round = 0; round < 16; round++) {
         wait_stops(p, deadline);
@@ -195,6 +200,13 @@ int ftc_attach(int pid, int timeout_ms, struct ftc_proc *p, char *err, size_t er
         return -1;
     }
     return partial ? 1 : 0;
+}
+
+int ftc_attach(int pid, int timeout_ms, struct ftc_proc *p, char *err, size_t errlen)
+{
+    if (ftc_seize(pid, p, err, errlen) != 0)
+        return -1;
+    return ftc_stop(p, timeout_ms, err, errlen);
 }
 
 void ftc_detach(struct ftc_proc *p)

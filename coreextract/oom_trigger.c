@@ -182,7 +182,7 @@ unsigned ow_triggers_check(struct ow_state *s, const struct pollfd *pfd, const u
 {
     unsigned fired = 0;
     size_t o = 0;
-    char text[512];
+    char text[OC_PATH * 2 + 256];
     what[0] = 0;
     for (int i = 0; i < n; i++) {
         if (kind[i] == OW_T_PSI && (pfd[i].revents & POLLPRI) && !(pfd[i].revents & POLLERR)) {

@@ -121,10 +121,10 @@ int ow_target_members(const struct ow_state *s, struct oc_pids *out)
     if (s->t.v2_given && oc_procs(s->t.v2, 1, out) != 0)
         r = -1;
     oc_pids_sort(out);
-    /* drop zombies */
+    /* drop zombies, and the watcher itself if it was started inside */
     size_t o = 0;
     for (size_t i = 0; i < out->n; i++)
-        if (proc_alive(out->v[i]))
+        if (out->v[i] != getpid() && proc_alive(out->v[i]))
             out->v[o++] = out->v[i];
     out->n = o;
     return r;
@@ -139,6 +139,12 @@ void ow_target_freeze_dir(const struct ow_state *s, const struct oc_pids *member
     else
         common_v2(s, members, cand);
     if (!cand[0] || oc_is_root(&s->t.mounts, cand) || !oc_has(cand, "cgroup.freeze"))
+        return;
+    /* never freeze the watcher itself */
+    char my1[OC_PATH], my2[OC_PATH];
+    size_t cl = strlen(cand);
+    if (oc_of_pid(getpid(), &s->t.mounts, my1, my2) == 0 && !strncmp(my2, cand, cl) &&
+        (my2[cl] == 0 || my2[cl] == '/'))
         return;
     if (!s->t.v2_given) {
         /* derived from the members: freeze only if nothing else lives there */

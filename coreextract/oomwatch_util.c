@@ -14,7 +14,7 @@
 
 static void vlog(const char *fmt, va_list ap)
 {
-    char stamp[32], line[4096];
+    char stamp[32], line[16384];
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -60,7 +60,7 @@ say "running $CRASH in $WORK (ulimit -c unlimited for this run only)"
     exec "$CRASH"
 ) >"$WORK/crash.out" 2>&1 </dev/null &
 PID=$!
-wait "$PID"
+{ wait "$PID"; } 2>/dev/null # (without bash's own "Segmentation fault" line)
 RC=$?
 indent <"$WORK/crash.out"
 if ((RC != 128 + 11)); then

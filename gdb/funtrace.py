@@ -138,7 +138,7 @@ NREGS = 27
 REG_NAMES = ["r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx",
              "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base",
              "gs_base", "ds", "es", "fs", "gs"]
-STACK_MAX_FRAMES = 256
+STACK_MAX_FRAMES = 512   # CE_MAX_FRAMES
 
 RAW_HEADER_FMT = "<IIIIQQIIQQQQQQII4Q"      # struct ft_raw_header (128)
 RAW_CRASH_FMT = "<iiiIQII"                  # struct ft_raw_crash (32)
@@ -197,7 +197,7 @@ class Block:
 
     def __init__(self, addr, data, miss):
         self.addr = addr
-        self.data = data          # bytes, len == requested length
+        self.data = data          # bytes-like, len == requested length
         self.miss = miss          # set of missing page numbers (absolute addr // PAGE)
         self.pg0 = addr // PAGE
         self.npages = ((addr + len(data) - 1) // PAGE - self.pg0 + 1) if data else 0
@@ -261,9 +261,10 @@ class Reader:
         """read_pages(): [addr, addr+n) with unreadable pages zero-filled, as a Block."""
         if n <= 0 or addr < 0 or addr + n > (1 << 64):
             return Block(addr, b"", set())
-        b = self._try(addr, n)
-        if b is not None:
-            return Block(addr, b, set())
+        try:
+            return Block(addr, self.inf.read_memory(addr, n), set())   # no copy
+        except (gdb.MemoryError, gdb.error, ValueError, OverflowError):
+            pass
         out = bytearray(n)
         miss = set()
         self._fill(addr, n, addr, out, miss)
@@ -360,7 +361,7 @@ class CoreFile:
                     continue
                 if ntype == NT_PRSTATUS and len(desc) >= 36:
                     tid, = struct.unpack_from("<I", desc, 32)
-                    cursig, = struct.unpack_from("<H", desc, 12)
+                    cursig, = struct.unpack_from("<h", desc, 12)
                     self.tids.append(tid)
                     self.prstatus_sig[tid] = cursig
                 elif ntype == NT_SIGINFO and self.siginfo is None:
@@ -397,52 +398,99 @@ class CoreFile:
 # Build ids (ELF notes of an object mapped at file offset 0)
 # ===========================================================================
 
-def _build_id_from(read):
-    """read(off, n) -> bytes of the object's file image (prefix may be short)."""
-    ehdr = read(0, 64)
-    if len(ehdr) < 64 or ehdr[:4] != b"\x7fELF" or ehdr[4] != 2 or ehdr[5] != 1:
-        return None
-    e_phoff, = struct.unpack_from("<Q", ehdr, 32)
-    e_phentsize, e_phnum = struct.unpack_from("<HH", ehdr, 54)
-    if e_phentsize < 56 or e_phnum == 0 or e_phnum > 512:
-        return None
-    ph = read(e_phoff, e_phentsize * e_phnum)
-    if len(ph) < e_phentsize * e_phnum:
-        return None
-    for i in range(e_phnum):
-        p_type, _fl, p_offset, _va, _pa, p_filesz, _ms, _al = \
-            struct.unpack_from("<IIQQQQQQ", ph, i * e_phentsize)
-        if p_type != PT_NOTE or p_filesz > (1 << 20):
-            continue
-        seg = read(p_offset, p_filesz)
-        if len(seg) < p_filesz:
-            return None
-        for name, ntype, desc in _notes(seg):
-            if name == b"GNU" and ntype == NT_GNU_BUILD_ID and desc:
-                return desc[:BUILD_ID_MAX]
-    return None
+NOTE_MAX = 8192
+MAX_PHDRS = 256
+PAGE_MASK = ~0xFFF & U64
 
 
-def build_id_of_mapping(rd, start, end, path):
-    """Build id of the ELF object mapped at [start, end) from file offset 0:
-    from the target's memory, else from the file on disk."""
-    size = end - start
-
-    def from_mem(off, n):
-        if off >= size:
+def build_id_in_notes(p):
+    """elf_build_id_in_notes(): the NT_GNU_BUILD_ID of a note buffer, or b""."""
+    off, n = 0, len(p)
+    while off + 12 <= n:
+        namesz, descsz, ntype = struct.unpack_from("<III", p, off)
+        name_off = off + 12
+        desc_off = name_off + ((namesz + 3) & ~3)
+        nxt = desc_off + ((descsz + 3) & ~3)
+        if nxt > n:
             return b""
-        return rd.read(start + off, min(n, size - off))
-    bid = _build_id_from(from_mem)
-    if bid is None and path.startswith(b"/"):
-        try:
-            with open(path, "rb") as f:
-                def from_file(off, n):
-                    f.seek(off)
-                    return f.read(n)
-                bid = _build_id_from(from_file)
-        except (OSError, ValueError, OverflowError):
-            bid = None
-    return bid or b""
+        if ntype == NT_GNU_BUILD_ID and namesz == 4 and p[name_off:name_off + 4] == b"GNU\0" \
+                and descsz > 0:
+            return bytes(p[desc_off:desc_off + min(descsz, BUILD_ID_MAX)])
+        off = nxt
+    return b""
+
+
+def build_id_in_memory(rd, start):
+    """elf_build_id_in_memory(): build-id of the ELF object whose offset-0
+    mapping starts at start, from its headers and notes in target memory."""
+    eh = rd.read(start, 64)
+    if len(eh) < 64 or eh[:4] != b"\x7fELF" or eh[4] != 2:
+        return b""
+    e_phoff, = struct.unpack_from("<Q", eh, 32)
+    e_phentsize, e_phnum = struct.unpack_from("<HH", eh, 54)
+    if e_phentsize != 56 or e_phnum == 0 or e_phnum > MAX_PHDRS or e_phoff > 1 << 20:
+        return b""
+    ph = rd.read(start + e_phoff, 56 * e_phnum)
+    if len(ph) < 56 * e_phnum:
+        return b""
+    phdrs = [struct.unpack_from("<IIQQQQQQ", ph, 56 * i) for i in range(e_phnum)]
+    base = None
+    for p_type, _f, p_offset, p_vaddr, _pa, _fs, _ms, _al in phdrs:
+        if p_type == PT_LOAD and (p_offset & PAGE_MASK) == 0:
+            base = p_vaddr & PAGE_MASK
+            break
+    if base is None:
+        return b""
+    for p_type, _f, _o, p_vaddr, _pa, p_filesz, _ms, _al in phdrs:
+        if p_type != PT_NOTE or p_filesz == 0:
+            continue
+        addr = (start + (p_vaddr - base)) & U64
+        r = build_id_in_notes(rd.read(addr, min(p_filesz, NOTE_MAX)))
+        if r:
+            return r
+    return b""
+
+
+def build_id_on_disk(path):
+    """elf_info_load()'s build-id: the first PT_NOTE of an x86-64 ELF file holding one."""
+    try:
+        with open(path, "rb") as f:
+            eh = f.read(64)
+            if len(eh) < 64 or eh[:4] != b"\x7fELF" or eh[4] != 2 or eh[5] != 1:
+                return b""
+            e_machine, = struct.unpack_from("<H", eh, 18)
+            if e_machine != 62:
+                return b""
+            e_phoff, = struct.unpack_from("<Q", eh, 32)
+            e_phentsize, e_phnum = struct.unpack_from("<HH", eh, 54)
+            if e_phentsize != 56 or e_phnum == 0xFFFF:
+                return b""
+            f.seek(e_phoff)
+            ph = f.read(56 * e_phnum)
+            size = os.fstat(f.fileno()).st_size
+            for i in range(len(ph) // 56):
+                p_type, _f, p_offset, _va, _pa, p_filesz, _ms, _al = \
+                    struct.unpack_from("<IIQQQQQQ", ph, 56 * i)
+                if p_type != PT_NOTE or p_filesz == 0:
+                    continue
+                n = min(p_filesz, NOTE_MAX)
+                if p_offset + n > size:
+                    continue
+                f.seek(p_offset)
+                r = build_id_in_notes(f.read(n))
+                if r:
+                    return r
+    except (OSError, ValueError, OverflowError):
+        pass
+    return b""
+
+
+def mapping_build_id(rd, start, offset, path):
+    """Build-id of a mapping (maps_finish): offset-0 file mappings only, from
+    target memory, else from the file on disk."""
+    if offset != 0 or not path or path.startswith(b"["):
+        return b""
+    return build_id_in_memory(rd, start) or build_id_on_disk(path)
 
 
 def mapping_record(start, end, offset, prot, build_id, path):
@@ -812,7 +860,7 @@ def read_cmdline(rd, root, pr):
 
 class Ring:
     """A planned ring: THRDSTAT results and the TRACE* payload."""
-    __slots__ = ("tsf", "ok", "pos_off", "first_off", "n_entries", "n_dropped", "esz", "data",
+    __slots__ = ("tsf", "ok", "pos_off", "first_off", "n_entries", "n_dropped", "esz", "parts",
                  "pages", "missing_pages")
 
     def __init__(self):
@@ -823,7 +871,7 @@ class Ring:
         self.n_entries = 0
         self.n_dropped = 0
         self.esz = 0
-        self.data = b""
+        self.parts = []         # the TRACE* payload: buffers, oldest first
         self.pages = 0
         self.missing_pages = 0
 
@@ -843,38 +891,57 @@ def ring_geometry(ring, size, fmt, pos, r):
     return True
 
 
-def _nonzero_words(w, stride, i0, i1):
-    """Number of slots in [i0, i1) whose first word is non-zero (w: array of u64)."""
+def _word_bytes(q, stride, i0, i1):
+    """The first words of slots [i0, i1) as contiguous bytes (q: the ring as u64s)."""
     if i1 <= i0:
-        return 0
-    sl = w[i0 * stride:i1 * stride:stride]
-    return len(sl) - sl.count(0)
+        return b""
+    return q[i0 * stride:i1 * stride:stride].tobytes()
+
+
+def _first_written(q, stride, i0, i1):
+    """Index (relative to i0) of the first slot in [i0, i1) with a non-zero word, or None."""
+    if i1 <= i0:
+        return None
+    if q[i0 * stride]:
+        return 0    # the common case (full or wrapped ring): no copy
+    return _first_nonzero_word(_word_bytes(q, stride, i0, i1))
+
+
+def _first_nonzero_word(wb):
+    """Index of the first non-zero u64 in wb, or None."""
+    rest = wb.lstrip(b"\0")
+    if not rest:
+        return None
+    return (len(wb) - len(rest)) // 8
 
 
 def ring_plan(blk, r):
-    """Plan and linearize a ring read into blk (a Block of the whole ring)."""
-    size = len(blk.data)
+    """Plan and linearize a ring read into blk (a Block of the whole ring).
+
+    Missing pages read as zeros, so rawwrite.c's "readable and word != 0" is
+    "word != 0" here; only the count and the copy skip missing pages."""
+    mv = memoryview(blk.data)
+    size = len(mv)
     esz = r.esz
     exact = esz == 16
     stride = esz // 8
     n = size // esz
     p = r.pos_off // esz
+    q = mv.cast("Q")
     r.pages, r.missing_pages = blk.npages, blk.nmiss
     if r.missing_pages == r.pages:
         r.tsf |= TSF_RING_MISSING
     elif r.missing_pages:
         r.tsf |= TSF_RING_PARTIAL
-    w = array.array("Q")
-    w.frombytes(blk.data)   # missing pages read as zeros: "!miss && word" == "word"
     # slot at pos (A) and the slot before it (N, newest committed)
-    a_w = w[p * stride]
-    a_t = w[p * stride + 1] if exact else 0
-    n_w = w[((p + n - 1) % n) * stride]
-    n_ok = n_w != 0
-    n_t = w[((p + n - 1) % n) * stride + 1] if exact and n_ok else 0
+    a_w = q[p * stride]
+    a_t = q[p * stride + 1] if exact else 0
+    nn = (p + n - 1) % n
+    n_ok = q[nn * stride] != 0
+    n_t = q[nn * stride + 1] if exact and n_ok else 0
     # F: a written slot after pos, to the end of the ring (sampled: past the
     # word the writer may have in flight after pos)
-    F_ = _nonzero_words(w, stride, p + 1 + (0 if exact else 1), n) > 0
+    F_ = _first_written(q, stride, p + 1 + (0 if exact else 1), n) is not None
     if exact:
         wrapped = F_ or bool(a_w and a_t and n_ok and a_t <= n_t)
     else:
@@ -889,61 +956,48 @@ def ring_plan(blk, r):
             if exact:
                 r.tsf |= TSF_TORN
             r.n_dropped += 1
-    # the walk: wrapped -> p+1 .. p-1, else 0 .. p-1
+    # the walk: wrapped -> p+1 .. p-1, else 0 .. p-1, as up to two runs [a, b)
     if wrapped:
         start, ln = (p + 1) % n, n - 1
     else:
         start, ln = 0, p
-    # the range as up to two contiguous slot runs [a, b)
     runs = [(start, min(n, start + ln))]
     if start + ln > n:
         runs.append((0, start + ln - n))
     # skip leading never-written (or missing) slots
-    skipped = 0
-    new_runs = []
-    leading = True
-    for a, b in runs:
-        if leading:
-            sl = w[a * stride:b * stride:stride]
-            k = next((j for j, x in enumerate(sl) if x), None) if sl.count(0) else 0
-            if k is None:
-                skipped += b - a
-                continue
-            skipped += k
-            a += k
-            leading = False
-        new_runs.append((a, b))
-    runs = new_runs
-    if runs:
-        r.first_off = runs[0][0] * esz
-    else:
-        r.first_off = r.pos_off
-    # the entries: readable slots of the range
+    while runs:
+        a, b = runs[0]
+        k = _first_written(q, stride, a, b)
+        if k is None:
+            runs.pop(0)
+            continue
+        runs[0] = (a + k, b)
+        break
+    r.first_off = runs[0][0] * esz if runs else r.pos_off
+    # the entries: readable slots of the range (slots never straddle pages)
     parts = []
     cnt = 0
     for a, b in runs:
         if not blk.miss:
-            parts.append(blk.data[a * esz:b * esz])
+            parts.append(mv[a * esz:b * esz])
             cnt += b - a
             continue
-        # drop the slots of missing pages (slots never straddle pages)
-        s = a
-        while s < b:
-            off = s * esz
-            pg_end = ((blk.addr + off) // PAGE + 1) * PAGE - blk.addr
-            e = min(b, max(s + 1, pg_end // esz))
-            if (blk.addr + off) // PAGE not in blk.miss:
-                parts.append(blk.data[s * esz:e * esz])
-                cnt += e - s
-            s = e
+        s_ = a
+        while s_ < b:
+            pg = (blk.addr + s_ * esz) // PAGE
+            e = min(b, max(s_ + 1, ((pg + 1) * PAGE - blk.addr) // esz))
+            if pg not in blk.miss:
+                parts.append(mv[s_ * esz:e * esz])
+                cnt += e - s_
+            s_ = e
     if has_unc:
         r.tsf |= TSF_UNCOMMITTED
         if cnt == 0:
             r.first_off = r.pos_off
-        parts.append(blk.data[p * esz:p * esz + 16])
+        parts.append(mv[p * esz:p * esz + 16])
         cnt += 1
     r.n_entries = cnt
-    r.data = b"".join(parts)
+    r.parts = parts
 
 
 def plan_thread(rd, t):
@@ -958,7 +1012,7 @@ def plan_thread(rd, t):
         r.first_off = r.pos_off
         r.n_entries = 0
         r.n_dropped = 0
-        r.data = b""
+        r.parts = []
     return r
 
 
@@ -1085,7 +1139,7 @@ def raw_emit(rd, root, si, w, stats, td=None):
     for t, r in zip(td.threads, td.rings):
         w.chunk(CH_THREADID, struct.pack("<QQ", pid, t.tid) + t.name)
         w.chunk(CH_THREADSTAT, thread_stat(t, r))
-        w.chunk(CH_TRACEW08 if t.fmt == FMT_SAMPLED8 else CH_TRACEBUF, r.data if r.ok else b"")
+        w.chunk(CH_TRACEW08 if t.fmt == FMT_SAMPLED8 else CH_TRACEBUF, *(r.parts if r.ok else ()))
         stats.nthreads += 1
         stats.nevents += r.n_entries if r.ok else 0
         if r.tsf & TSF_RING_MISSING and has_ring(t.state):
@@ -1209,14 +1263,18 @@ class Source:
     def crash(self):
         """(signo, code, errno, tid, addr, sender_pid) or None."""
         if self.core is not None:
-            si = self.core.siginfo
-            if si is None or len(si) < 24 or not self.core.tids:
-                return None
-            signo, errno_, code = struct.unpack_from("<iii", si, 0)
-            if signo == 0:
-                return None
-            tid = self.core.tids[0]
-            return crash_tuple(signo, code, errno_, tid, si)
+            # core_crash(): NT_SIGINFO, else the first thread's pr_cursig
+            core = self.core
+            tid = core.tids[0] if core.tids else 0
+            si = core.siginfo
+            if si is not None and len(si) >= 24:
+                signo, errno_, code = struct.unpack_from("<iii", si, 0)
+                if signo <= 0:
+                    return None
+                return crash_tuple(signo, code, errno_, tid, si)
+            if core.tids and core.prstatus_sig.get(tid, 0) > 0:
+                return (core.prstatus_sig[tid], 0, 0, tid, 0, 0)
+            return None
         return self._live_crash()
 
     def _live_crash(self):
@@ -1259,11 +1317,14 @@ class Source:
         return c[3] if c else None
 
     def mappings(self):
-        """MAPPINGS payload."""
+        """MAPPINGS payload: every mapping with a path (cores: NT_FILE order;
+        live: /proc/PID/maps order, including [heap], [stack], ...)."""
         recs = []
         if self.core is not None:
             for start, end, offset, path in self.core.files:
-                bid = build_id_of_mapping(self.rd, start, end, path) if offset == 0 else b""
+                if not path:
+                    continue
+                bid = mapping_build_id(self.rd, start, offset, path)
                 recs.append(mapping_record(start, end, offset, self.core.prot_at(start), bid, path))
             return b"".join(recs)
         try:
@@ -1273,18 +1334,16 @@ class Source:
             return b""
         for line in lines:
             parts = line.split(None, 5)
-            if len(parts) < 5:
+            if len(parts) < 6 or not parts[5].strip():
                 continue
-            path = parts[5].strip() if len(parts) > 5 else b""
-            if not path.startswith(b"/"):
-                continue
-            s, e = parts[0].split(b"-")
-            start, end = int(s, 16), int(e, 16)
+            path = parts[5].strip()
+            s_, e_ = parts[0].split(b"-")
+            start, end = int(s_, 16), int(e_, 16)
             perms = parts[1]
             prot = ((MAPF_R if perms[0:1] == b"r" else 0) | (MAPF_W if perms[1:2] == b"w" else 0)
                     | (MAPF_X if perms[2:3] == b"x" else 0))
             offset = int(parts[2], 16)
-            bid = build_id_of_mapping(self.rd, start, end, path) if offset == 0 else b""
+            bid = mapping_build_id(self.rd, start, offset, path)
             recs.append(mapping_record(start, end, offset, prot, bid, path))
         return b"".join(recs)
 
@@ -1301,10 +1360,10 @@ class Source:
 
 def crash_tuple(signo, code, errno_, tid, si):
     addr = sender = 0
-    if signo in FAULT_SIGNALS and code > 0 and len(si) >= 24:
-        addr, = struct.unpack_from("<Q", si, 16)
-    if code <= 0 and len(si) >= 20:
-        sender, = struct.unpack_from("<I", si, 16)
+    if code > 0 and signo in FAULT_SIGNALS:
+        addr, = struct.unpack_from("<Q", si, 16)      # si_addr
+    elif code <= 0:
+        sender, = struct.unpack_from("<I", si, 16)    # si_pid
     return (signo, code, errno_, tid, addr, sender)
 
 
@@ -1331,7 +1390,37 @@ def _reg(frame, name):
         return 0
 
 
+def _unwind(f):
+    """pcs (innermost first, physical frames only) and FT_STKF_TRUNCATED or 0."""
+    pcs = []
+    while True:
+        if f.type() != gdb.INLINE_FRAME:
+            if len(pcs) >= STACK_MAX_FRAMES:
+                return pcs, STKF_TRUNCATED
+            try:
+                pc = f.pc() & U64
+            except gdb.error:
+                return pcs, STKF_TRUNCATED
+            if pc == 0 and pcs:
+                return pcs, 0       # gdb's "0x0 in ??" past the outermost frame
+            pcs.append(pc)
+        try:
+            older = f.older()
+        except gdb.error:
+            return pcs, STKF_TRUNCATED
+        if older is None:
+            try:
+                why = f.unwind_stop_reason()
+            except gdb.error:
+                return pcs, 0
+            ok = why in (gdb.FRAME_UNWIND_NO_REASON, gdb.FRAME_UNWIND_OUTERMOST)
+            return pcs, 0 if ok else STKF_TRUNCATED
+        f = older
+
+
 def stack_chunks(src, crashed_tid):
+    """FINSTACK payloads, one per thread of the source, unwound by gdb (past
+    main, like libunwind), in source order."""
     out = []
     sel = gdb.selected_thread()
     try:
@@ -1339,6 +1428,12 @@ def stack_chunks(src, crashed_tid):
     except gdb.error:
         sel_frame = None
     try:
+        past_main = gdb.parameter("backtrace past-main")
+    except (gdb.error, RuntimeError):
+        past_main = None
+    try:
+        if past_main is False:
+            gdb.execute("set backtrace past-main on", to_string=True)
         for thr in src.thread_order():
             thr.switch()
             tid = thr.ptid[1]
@@ -1347,36 +1442,14 @@ def stack_chunks(src, crashed_tid):
             except gdb.error:
                 continue
             regs = [_reg(f, n) for n in REG_NAMES]
-            pcs = []
-            flags = STKF_CRASHED if tid == crashed_tid else 0
-            last = f
-            while f is not None:
-                last = f
-                if f.type() != gdb.INLINE_FRAME:
-                    if len(pcs) >= STACK_MAX_FRAMES:
-                        flags |= STKF_TRUNCATED
-                        break
-                    try:
-                        pcs.append(f.pc() & ((1 << 64) - 1))
-                    except gdb.error:
-                        flags |= STKF_TRUNCATED
-                        break
-                try:
-                    f = f.older()
-                except gdb.error:
-                    flags |= STKF_TRUNCATED
-                    f = None
-                    last = None
-            if last is not None and f is None:
-                try:
-                    why = last.unwind_stop_reason()
-                    if why not in (gdb.FRAME_UNWIND_NO_REASON, gdb.FRAME_UNWIND_OUTERMOST):
-                        flags |= STKF_TRUNCATED
-                except gdb.error:
-                    pass
+            pcs, flags = _unwind(f)
+            if tid == crashed_tid:
+                flags |= STKF_CRASHED
             payload = struct.pack(RAW_STACK_FMT, tid, UNW_GDB, len(pcs), flags, *regs, 0)
             out.append(payload + struct.pack("<%dQ" % len(pcs), *pcs))
     finally:
+        if past_main is False:
+            gdb.execute("set backtrace past-main off", to_string=True)
         if sel is not None and sel.is_valid():
             sel.switch()
             if sel_frame is not None:
@@ -1475,7 +1548,8 @@ class Trace:
             return self._events[t.index]
         r = self.rings[t.index]
         a = array.array("Q")
-        a.frombytes(r.data[:len(r.data) - len(r.data) % 8])
+        for part in r.parts:
+            a.frombytes(part)
         out = []
         if r.esz == 16:
             out = list(zip(a[0::2], a[1::2]))
@@ -1539,8 +1613,8 @@ def tname(t):
 
 
 def fmt_seconds(s):
-    neg = s < 0
     a = abs(s)
+    neg = s < 0 and a >= 0.5e-9
     if a >= 1:
         v = "%.3f s" % a
     elif a >= 1e-3:
@@ -1554,10 +1628,33 @@ def fmt_seconds(s):
 
 # ---- symbolization -----------------------------------------------------------
 
+def parse_modules(recs):
+    """[(bias, [(start, size)], path)] from MODULES records (current layout)."""
+    out = []
+    for b in recs:
+        bias, = struct.unpack_from("<Q", b, 0)
+        nseg, = struct.unpack_from("<I", b, 44)
+        segs = [struct.unpack_from("<QQ", b, 48 + 16 * i) for i in range(min(nseg, MOD_SEGS))]
+        path = b[176:496].split(b"\0")[0].decode("utf-8", "replace")
+        out.append((bias, segs, path))
+    return out
+
+
 class Symbolizer:
-    def __init__(self, modules=None):
+    """Function, source line and object of an address, as gdb resolves them;
+    the runtime's module table names what gdb cannot (stripped, unloaded)."""
+
+    def __init__(self, modules=()):
         self.cache = {}
         self.ps = gdb.current_progspace()
+        self.modules = list(modules)
+
+    def _module_name(self, addr):
+        for bias, segs, path in self.modules:
+            for start, size in segs:
+                if start <= addr < start + size:
+                    return "%s+0x%x" % (os.path.basename(path) or "exe", addr - bias)
+        return None
 
     def func(self, addr):
         """(start, name, 'file:line' or '', solib or '')."""
@@ -1593,7 +1690,7 @@ class Symbolizer:
         except (RuntimeError, gdb.error):
             lib = ""
         if name is None:
-            name = "0x%x" % addr
+            name = self._module_name(addr) or "0x%x" % addr
         res = (start, name, where, lib)
         self.cache[addr] = res
         return res
@@ -1683,7 +1780,7 @@ def cmd_tail(arg):
     if not threads:
         print("funtrace: no traced threads")
         return
-    sym = Symbolizer()
+    sym = Symbolizer(parse_modules(tr.td.modules))
     ref = tr.last_tsc()
     lines = []
     for t in threads:

@@ -10,7 +10,7 @@
 #include "ft_internal.h"
 
 void ft_tsc_after_fork_child(void) FT_HIDDEN;
-void ft_signals_after_fork_child(void) FT_HIDDEN;
+void ft_snapshot_after_fork_child(void) FT_HIDDEN;
 void ft_fork_init(void) FT_HIDDEN;
 
 static void prepare(void)
@@ -35,7 +35,7 @@ static void child(void)
     ft_gens_after_fork_child();
     ft_registry_after_fork_child();
     ft_modules_after_fork_child();
-    ft_signals_after_fork_child();
+    ft_snapshot_after_fork_child();
     ft_in_runtime--;
     ft_housekeeper_start();
 }

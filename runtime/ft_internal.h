@@ -134,6 +134,7 @@ void ft_thread_altstack_free(void) FT_HIDDEN;
 
 /* snapshot.c */
 int ft_snapshot_to_fd(int fd, const struct ft_raw_crash *crash, uint64_t min_tsc) FT_HIDDEN;
+extern int ft_append_busy FT_HIDDEN; /* a snapshot is being appended to a file */
 
 /* util */
 size_t ft_u64_to_dec(char *buf, uint64_t v) FT_HIDDEN;

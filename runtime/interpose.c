@@ -19,7 +19,8 @@ void ft_log_event(uint64_t word) FT_HIDDEN;
 
 typedef void *(*begin_catch_fn)(void *);
 
-FT_EXPORT void *__cxa_begin_catch(void *exc)
+/* weak: with a static libstdc++ its own definition wins (then no catch events) */
+FT_EXPORT __attribute__((weak)) void *__cxa_begin_catch(void *exc)
 {
     static begin_catch_fn real;
     ft_log_event((uint64_t)(uintptr_t)__builtin_return_address(0) | FT_F_CATCH);
@@ -30,7 +31,7 @@ FT_EXPORT void *__cxa_begin_catch(void *exc)
 
 typedef int (*setname_fn)(pthread_t, const char *);
 
-FT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
+FT_EXPORT __attribute__((weak)) int pthread_setname_np(pthread_t th, const char *name)
 {
     static setname_fn real;
     int rc;
@@ -47,11 +48,11 @@ FT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
 /* gcrt1.o (linked by "gcc -pg" when linking) calls these; no gmon.out */
 void __monstartup(unsigned long lowpc, unsigned long highpc);
 void _mcleanup(void);
-void __monstartup(unsigned long lowpc, unsigned long highpc)
+__attribute__((weak)) void __monstartup(unsigned long lowpc, unsigned long highpc)
 {
     (void)lowpc;
     (void)highpc;
 }
-void _mcleanup(void)
+__attribute__((weak)) void _mcleanup(void)
 {
 }

@@ -230,7 +230,7 @@ void ft_modules_after_fork_child(void)
 typedef void *(*dlopen_fn)(const char *, int);
 typedef int (*dlclose_fn)(void *);
 
-FT_EXPORT void *dlopen(const char *file, int mode)
+FT_EXPORT __attribute__((weak)) void *dlopen(const char *file, int mode)
 {
     static dlopen_fn real;
     uint64_t g0;
@@ -249,7 +249,7 @@ FT_EXPORT void *dlopen(const char *file, int mode)
     return h;
 }
 
-FT_EXPORT int dlclose(void *handle)
+FT_EXPORT __attribute__((weak)) int dlclose(void *handle)
 {
     static dlclose_fn real;
     int rc;

@@ -211,12 +211,14 @@ void ft_slow_event(uint64_t word)
 {
     struct ft_thread *t;
     if (ft_in_runtime)
-        return;
+        return; /* e.g. a signal handler interrupted this thread in the runtime */
+    ft_in_runtime++;
     if (!ft_rt.initialized)
         ft_init();
     if (my_rec) { /* record exists but the hot pointer was reset: restore */
         set_hot_ptr(my_rec);
         ft_write_event(my_rec, word);
+        ft_in_runtime--;
         return;
     }
     ft_lock();
@@ -224,6 +226,7 @@ void ft_slow_event(uint64_t word)
     ft_unlock();
     if (!t || t->state != FT_THR_ALIVE) {
         set_hot_ptr(&ft_thread_dummy_dead);
+        ft_in_runtime--;
         return;
     }
     my_rec = t;
@@ -231,6 +234,7 @@ void ft_slow_event(uint64_t word)
     ft_thread_altstack();
     set_hot_ptr(t);
     ft_write_event(t, word);
+    ft_in_runtime--;
 }
 
 /* pthread key destructor: the thread is exiting (return, pthread_exit or

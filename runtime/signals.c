@@ -19,7 +19,6 @@
 static const int crash_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
 #define NCRASH (sizeof crash_sigs / sizeof crash_sigs[0])
 static struct sigaction old_crash[NCRASH];
-static int signal_busy;
 static __thread void *altstack __attribute__((tls_model("initial-exec")));
 
 static pid_t tid_now(void)
@@ -34,7 +33,7 @@ static void snapshot_signal_handler(int sig, siginfo_t *si, void *uc)
     (void)sig;
     (void)si;
     (void)uc;
-    if (__atomic_exchange_n(&signal_busy, 1, __ATOMIC_ACQUIRE))
+    if (__atomic_exchange_n(&ft_append_busy, 1, __ATOMIC_ACQUIRE))
         goto out; /* a snapshot is being written already */
     ft_in_runtime++;
     fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -45,7 +44,7 @@ static void snapshot_signal_handler(int sig, siginfo_t *si, void *uc)
         ft_warn("cannot open the signal snapshot file", path);
     }
     ft_in_runtime--;
-    __atomic_store_n(&signal_busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ft_append_busy, 0, __ATOMIC_RELEASE);
 out:
     errno = saved;
 }
@@ -202,11 +201,4 @@ void ft_signals_init(void)
         install_crash_handlers();
         ft_thread_altstack(); /* the initializing (normally the main) thread */
     }
-}
-
-/* fork child: the alt stack mapping and handlers are inherited as they are */
-void ft_signals_after_fork_child(void) FT_HIDDEN;
-void ft_signals_after_fork_child(void)
-{
-    signal_busy = 0;
 }

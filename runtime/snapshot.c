@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -241,16 +242,35 @@ FT_EXPORT int funtrace_write_snapshot_fd(int fd)
     return ft_snapshot_to_fd(fd, NULL, 0);
 }
 
+/* appending snapshots to a file: one writer at a time (the API waits, the
+ * signal handler skips), so the chunks of two traces never interleave */
+static pthread_mutex_t append_mutex = PTHREAD_MUTEX_INITIALIZER;
+int ft_append_busy;
+
+/* fork child: another thread may have been appending */
+void ft_snapshot_after_fork_child(void) FT_HIDDEN;
+void ft_snapshot_after_fork_child(void)
+{
+    pthread_mutex_init(&append_mutex, NULL);
+    ft_append_busy = 0;
+}
+
 FT_EXPORT void funtrace_pause_and_write_current_snapshot(void)
 {
-    int fd = open("funtrace.raw", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd;
+    pthread_mutex_lock(&append_mutex);
+    while (__atomic_exchange_n(&ft_append_busy, 1, __ATOMIC_ACQUIRE))
+        usleep(1000);
+    fd = open("funtrace.raw", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
         ft_warn("cannot open funtrace.raw", strerror(errno));
-        return;
+    } else {
+        if (ft_snapshot_to_fd(fd, NULL, 0) == -1)
+            ft_warn("error writing funtrace.raw", strerror(errno));
+        close(fd);
     }
-    if (ft_snapshot_to_fd(fd, NULL, 0) == -1)
-        ft_warn("error writing funtrace.raw", strerror(errno));
-    close(fd);
+    __atomic_store_n(&ft_append_busy, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&append_mutex);
 }
 
 /* ---- in-memory snapshots ---------------------------------------------- */

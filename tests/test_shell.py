@@ -3,6 +3,7 @@ README's two commands, .ci/run and .gitignore.
 
 Everything that could disturb the session's build/ (make clean, a rebuild)
 runs in a copy of the tree, never in the real one."""
+import json
 import os
 import re
 import shutil
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+import rawfile
+from conftest import ROOT, require_tools
 
 README = ROOT / "README.md"
 CI_RUN = ROOT / ".ci" / "run"
@@ -289,3 +291,44 @@ def test_gitignore_covers_build_outputs():
             ".pytest_cache/x", "x/trace.raw", "core", "examples/core", "trace.json"], cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.splitlines()) == 8, r.stdout
+
+
+# --------------------------------------------------------------------------
+# the README's 60-second tour, run as written
+# --------------------------------------------------------------------------
+
+TOUR_PROG = r"""
+#include <pthread.h>
+#include <stdio.h>
+static int *volatile nowhere;
+__attribute__((noinline)) void tour_inner(int x) { if (x == 3) *nowhere = x; }
+__attribute__((noinline)) void tour_outer(int x) { tour_inner(x); }
+static void *tour_thread(void *arg) { for (int i = 0; i < 5; i++) tour_outer(i); return arg; }
+int main(void) { pthread_t t; pthread_create(&t, 0, tour_thread, 0); pthread_join(t, 0); return 0; }
+"""
+
+
+def readme_tour():
+    text = README.read_text()
+    tour = text.split("## A 60-second tour", 1)[1]
+    m = re.search(r"^```sh\n(.*?)^```", tour, re.S | re.M)
+    return m.group(1)
+
+
+def test_readme_tour_runs_as_written(tree, tmp_path):
+    """The tour's commands, pasted into a shell next to a crashing myprog.c."""
+    require_tools(tree, "funtrace-gcc", "coreextract", "funtrace-decode")
+    assert (tree.build / "share/funtrace/gdb/funtrace.py").exists()
+    (tmp_path / "build").symlink_to(tree.build)  # the tour's paths are relative to the checkout
+    (tmp_path / "myprog.c").write_text(TOUR_PROG)
+    r = sh(["bash", "-c", readme_tour()], cwd=tmp_path, timeout=300)
+    out = r.stdout
+    assert (tmp_path / "core").exists(), r.stdout + r.stderr
+    raw = rawfile.parse(tmp_path / "trace.raw")
+    assert raw.ended and raw.siginfo and raw.siginfo["signo"] == 11
+    gdb_raw = rawfile.parse(tmp_path / "funtrace.raw")
+    assert gdb_raw.ended and len(gdb_raw.threads) == len(raw.threads)
+    assert out.count("tour_inner") >= 2, out  # gdb's tail and funtrace-decode --text
+    events = json.loads((tmp_path / "trace.json").read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert any(e.get("name") == "tour_inner" for e in events if isinstance(e, dict))

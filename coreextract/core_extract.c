@@ -1,0 +1,191 @@
+/* core_extract.c -- extract the raw trace from a core file (see core_extract.h) */
+#include "core_extract.h"
+#include "corefile.h"
+#include "elfinfo.h"
+#include "input.h"
+#include "live.h"
+#include "maps.h"
+#include "rootfind.h"
+#include "unwind.h"
+#include "util.h"
+
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t prot_of(uint32_t pf)
+{
+    return ((pf & PF_R) ? FT_MAPF_R : 0) | ((pf & PF_W) ? FT_MAPF_W : 0) | ((pf & PF_X) ? FT_MAPF_X : 0);
+}
+
+/* executable path: the NT_FILE mapping holding AT_PHDR (else AT_ENTRY) */
+static const char *core_exe(const struct core *c)
+{
+    uint64_t keys[2] = { core_auxv(c, AT_PHDR), core_auxv(c, AT_ENTRY) };
+    for (int k = 0; k < 2; k++) {
+        if (!keys[k]) continue;
+        for (size_t i = 0; i < c->nfiles; i++)
+            if (keys[k] >= c->files[i].start && keys[k] < c->files[i].end) return c->files[i].path;
+    }
+    return c->nfiles ? c->files[0].path : NULL;
+}
+
+static int core_is_exec(void *ctx, uint64_t addr)
+{
+    const struct core_seg *s = core_seg_at(ctx, addr);
+    return s && (s->flags & PF_X);
+}
+
+static int write_stacks(struct core *c, struct ce_maps *maps, const struct ft_reader *rd,
+                        const struct ft_writer *w, struct ft_emit_stats *st, int signalled)
+{
+    uint64_t *pcs = ce_xmalloc(sizeof(uint64_t) * CE_MAX_FRAMES);
+    int rc = 0;
+    for (size_t i = 0; i < c->nthreads && rc == 0; i++) {
+        struct unw_src src = { rd, maps, c->threads[i].regs, core_is_exec, c };
+        int trunc;
+        size_t n = ce_unwind(&src, pcs, CE_MAX_FRAMES, &trunc);
+        uint32_t flags = (trunc ? FT_STKF_TRUNCATED : 0) | (i == 0 && signalled ? FT_STKF_CRASHED : 0);
+        rc = ce_emit_stack(w, st, c->threads[i].tid, FT_UNW_LIBUNWIND, flags, c->threads[i].regs, pcs,
+                           (uint32_t)n);
+        ce_note("thread %u: %zu frame(s)%s", c->threads[i].tid, n, trunc ? " (truncated)" : "");
+    }
+    free(pcs);
+    return rc;
+}
+
+int ce_core_extract(const struct ce_core_opts *o)
+{
+    const char *name = strcmp(o->core, "-") == 0 ? "<stdin>" : o->core;
+    char err[1024];
+    struct ce_input in;
+    if (ce_input_open(o->core, &in, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", ce_prog, name, err);
+        return FT_EXIT_BADINPUT;
+    }
+    if (in.how[0]) ce_note("%s: input is %s, decompressed/copied to a temporary file", name, in.how);
+    if (in.truncated) ce_warn("%s: the compressed stream ends early; the core is truncated", name);
+    struct core c;
+    if (core_open(&c, in.fd, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", ce_prog, name, err);
+        ce_input_close(&in);
+        return FT_EXIT_BADINPUT;
+    }
+    int truncated = c.size < c.expected_size || in.truncated;
+    ce_note("%s: %zu segment(s), %zu thread(s), %zu file mapping(s), %llu of %llu bytes present", name, c.nsegs,
+            c.nthreads, c.nfiles, (unsigned long long)c.size, (unsigned long long)c.expected_size);
+    struct ft_reader rd = { &c, core_read };
+
+    /* mappings */
+    struct ce_maps maps;
+    memset(&maps, 0, sizeof maps);
+    for (size_t i = 0; i < c.nfiles; i++) {
+        const struct core_seg *s = core_seg_at(&c, c.files[i].start);
+        maps_add(&maps, c.files[i].start, c.files[i].end, c.files[i].offset, s ? prot_of(s->flags) : 0,
+                 c.files[i].path);
+    }
+    maps_finish(&maps, &rd, core_auxv(&c, AT_SYSINFO_EHDR));
+
+    /* root */
+    struct root_range *wr = ce_xcalloc(c.nsegs ? c.nsegs : 1, sizeof *wr);
+    size_t nwr = 0;
+    for (size_t i = 0; i < c.nsegs; i++)
+        if ((c.segs[i].flags & PF_W) && c.segs[i].avail) {
+            wr[nwr].start = c.segs[i].vaddr;
+            wr[nwr].end = c.segs[i].vaddr + c.segs[i].avail;
+            nwr++;
+        }
+    struct root_search rs;
+    memset(&rs, 0, sizeof rs);
+    rs.rd = &rd;
+    rs.maps = &maps;
+    rs.exe = core_exe(&c);
+    rs.exe_file = o->exe;
+    rs.writable = wr;
+    rs.nwritable = nwr;
+    /* exe bias from AT_ENTRY - e_entry (PIE and non-PIE) */
+    uint64_t at_entry = core_auxv(&c, AT_ENTRY);
+    struct elf_info ei;
+    const char *exe_file = o->exe ? o->exe : rs.exe;
+    if (exe_file && at_entry && elf_info_load(exe_file, NULL, &ei, err, sizeof err) == 0 && ei.entry) {
+        rs.exe_bias = at_entry - ei.entry;
+        rs.exe_bias_ok = 1;
+    }
+    struct root_found rf;
+    int rc;
+    if (root_find(&rs, &rf) != 0) {
+        free(wr);
+        maps_free(&maps);
+        if (truncated && !rf.runtime_seen)
+            fprintf(stderr, "%s: %s: no funtrace trace found in this truncated core (%llu of %llu bytes): %s\n",
+                    ce_prog, name, (unsigned long long)c.size, (unsigned long long)c.expected_size, rf.why_not);
+        else if (rf.runtime_seen)
+            fprintf(stderr, "%s: %s: the funtrace runtime is linked but holds no trace: %s\n", ce_prog, name,
+                    rf.why_not);
+        else
+            fprintf(stderr, "%s: %s: no funtrace trace in this core (not a funtrace-instrumented program?): %s\n",
+                    ce_prog, name, rf.why_not[0] ? rf.why_not : "no root found");
+        core_close(&c);
+        ce_input_close(&in);
+        return truncated && rf.runtime_seen ? FT_EXIT_PARTIAL : FT_EXIT_NOTRACE;
+    }
+    free(wr);
+    ce_note("%s", rf.how);
+
+    /* output */
+    struct ce_out out;
+    if (ce_out_open(&out, o->out, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", ce_prog, err);
+        ce_out_abort(&out);
+        maps_free(&maps);
+        core_close(&c);
+        ce_input_close(&in);
+        return FT_EXIT_BADINPUT;
+    }
+    struct ce_buf mp = { 0 };
+    maps_payload(&maps, &mp);
+    struct ft_raw_crash crash;
+    int signalled = core_crash(&c, &crash);
+    struct ft_source_info si;
+    memset(&si, 0, sizeof si);
+    si.source = FT_SRC_CORE;
+    si.crash = signalled ? &crash : NULL;
+    si.mappings = mp.p;
+    si.mappings_len = mp.len;
+    si.extra_flags = rf.by_scan ? FT_RAWF_ROOT_BY_SCAN : 0;
+    struct ft_emit_stats st;
+    memset(&st, 0, sizeof st);
+    int e = ft_raw_emit(&rd, rf.addr, &si, &out.w, &st);
+    if (e == 0 && o->stacks) e = write_stacks(&c, &maps, &rd, &out.w, &st, signalled) ? -1 : 0;
+    if (e == 0) e = ft_raw_end(&out.w, &st);
+    ce_buf_free(&mp);
+    maps_free(&maps);
+    if (e == -2) { /* cannot happen: root was checked */
+        fprintf(stderr, "%s: %s: %s\n", ce_prog, name, st.problem);
+        ce_out_abort(&out);
+        rc = FT_EXIT_NOTRACE;
+    } else if (e != 0 || ce_out_commit(&out, err, sizeof err) != 0) {
+        if (e != 0) snprintf(err, sizeof err, "cannot write the output: %s", strerror(out.o->err));
+        fprintf(stderr, "%s: %s\n", ce_prog, err);
+        ce_out_abort(&out);
+        rc = FT_EXIT_WRITE;
+    } else {
+        ce_note("wrote %llu bytes: %u thread(s), %llu event(s), %u module(s), %u generation(s)",
+                (unsigned long long)st.bytes, st.nthreads, (unsigned long long)st.nevents, st.nmodules, st.ngens);
+        if (st.header_flags & FT_RAWF_PARTIAL) {
+            fprintf(stderr, "%s: %s: trace incomplete%s: %s\n", ce_prog, name,
+                    truncated ? " (the core is truncated)" : "", st.problem[0] ? st.problem : "parts were not readable");
+            rc = FT_EXIT_PARTIAL;
+        } else {
+            if (truncated)
+                ce_warn("%s: the core is truncated (%llu of %llu bytes) but the trace is complete", name,
+                        (unsigned long long)c.size, (unsigned long long)c.expected_size);
+            rc = FT_EXIT_OK;
+        }
+        ce_out_abort(&out); /* frees; the committed file stays */
+    }
+    core_close(&c);
+    ce_input_close(&in);
+    return rc;
+}

@@ -1,0 +1,19 @@
+/*
+ * core_extract.h -- `coreextract CORE [EXE]`: the raw trace out of a core.
+ */
+#ifndef FT_CE_CORE_EXTRACT_H
+#define FT_CE_CORE_EXTRACT_H
+
+#include "output.h"
+
+struct ce_core_opts {
+    const char *core;      /* path or "-" */
+    const char *exe;       /* NULL: from the core */
+    const char *out;       /* NULL: stdout */
+    int stacks;            /* FINSTACK chunks (default 1) */
+};
+
+/* returns the exit code (live.h FT_EXIT_*), having printed its one line */
+int ce_core_extract(const struct ce_core_opts *o);
+
+#endif

@@ -1,0 +1,126 @@
+/* main.c -- coreextract's command line */
+#include "core_extract.h"
+#include "live.h"
+#include "output.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+"usage: coreextract [options] CORE [EXE]\n"
+"       coreextract [options] --pid PID\n"
+"\n"
+"Extract the funtrace trace (raw format, see FORMAT.md) from a core file of a\n"
+"program linked with the funtrace runtime, or from a live process, without gdb.\n"
+"Decode the result with funtrace-decode.\n"
+"\n"
+"  CORE            core file; `-` reads it from stdin; zstd, lz4 (frame) and xz\n"
+"                  compressed cores are recognised by their magic\n"
+"  EXE             the executable that dumped the core (default: the one named in\n"
+"                  the core's NT_FILE note); if it is missing or its build-id\n"
+"                  differs, the root is found by scanning the core's memory\n"
+"  -o, --output FILE\n"
+"                  write to FILE (via FILE.tmp, renamed when complete; nothing is\n"
+"                  left behind on exit 1, 2 or 4) instead of stdout; binary data\n"
+"                  is never written to a terminal\n"
+"  -p, --pid PID   read a live process (running, stopped, frozen or OOM-halted)\n"
+"                  with process_vm_readv, without stopping it; events that may\n"
+"                  have been overwritten while a ring was copied are dropped\n"
+"  -s, --stacks    live mode: also record each thread's stack (stops each thread\n"
+"                  briefly with ptrace)\n"
+"  -S, --no-stacks core mode: do not unwind the threads (no FINSTACK chunks)\n"
+"  -v, --verbose   say what was found and how (root by symbol or scan, counts)\n"
+"  -h, --help      this text\n"
+"\n"
+"Exit status:\n"
+"  0  trace extracted\n"
+"  1  the input is fine but holds no funtrace trace (program not linked with\n"
+"     the funtrace runtime, or the runtime had not initialised)\n"
+"  2  unusable input: not a core, not x86-64/little-endian/64-bit, unreadable\n"
+"     file, no such process, permission denied, bad arguments\n"
+"  3  partial: a trace was written but parts are missing (e.g. a truncated core\n"
+"     or a core without the ring memory); the raw's header has the PARTIAL flag\n"
+"     and stderr says what is missing\n"
+"  4  the output could not be written\n"
+"Every failure prints exactly one line on stderr saying what and where.\n"
+"\n"
+"Saving only the trace from a crashing process (as root; the kernel pipes the\n"
+"core to stdin; write the line to /proc/sys/kernel/core_pattern):\n"
+"  |/usr/local/bin/coreextract -o /var/crash/%e-%p.raw -\n"
+"The pipe is read once and streamed to an unlinked temporary file in $TMPDIR\n"
+"(default /tmp), which needs room for the whole core.\n";
+
+int main(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        { "output", required_argument, 0, 'o' }, { "pid", required_argument, 0, 'p' },
+        { "stacks", no_argument, 0, 's' },       { "no-stacks", no_argument, 0, 'S' },
+        { "verbose", no_argument, 0, 'v' },      { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    const char *out = NULL, *pid_s = NULL;
+    int stacks = -1;
+    int ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "+o:p:sSvh", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'o': out = optarg; break;
+        case 'p': pid_s = optarg; break;
+        case 's': stacks = 1; break;
+        case 'S': stacks = 0; break;
+        case 'v': ce_verbose = 1; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        default:
+            if (optopt && strchr("op", optopt))
+                fprintf(stderr, "%s: option -%c needs an argument (try --help)\n", ce_prog, optopt);
+            else
+                fprintf(stderr, "%s: unknown option '%s' (try --help)\n", ce_prog, argv[optind - 1]);
+            return FT_EXIT_BADINPUT;
+        }
+    }
+    int nargs = argc - optind;
+    if (pid_s) {
+        char *end;
+        long pid = strtol(pid_s, &end, 10);
+        if (*pid_s == 0 || *end || pid <= 0 || pid > 0x3fffffff) {
+            fprintf(stderr, "%s: --pid wants a process id, not '%s'\n", ce_prog, pid_s);
+            return FT_EXIT_BADINPUT;
+        }
+        if (nargs) {
+            fprintf(stderr, "%s: --pid takes no CORE argument (try --help)\n", ce_prog);
+            return FT_EXIT_BADINPUT;
+        }
+        char err[512];
+        struct ce_out o;
+        if (ce_out_open(&o, out, err, sizeof err) != 0) {
+            fprintf(stderr, "%s: %s\n", ce_prog, err);
+            ce_out_abort(&o);
+            return FT_EXIT_BADINPUT;
+        }
+        struct ft_live_opts lopts = { stacks == 1, ce_verbose, 0 };
+        struct ft_emit_stats st;
+        int rc = ft_live_extract((int)pid, &lopts, &o.w, &st);
+        if (rc == FT_EXIT_OK || rc == FT_EXIT_PARTIAL) {
+            if (ce_out_commit(&o, err, sizeof err) != 0) {
+                fprintf(stderr, "%s: %s\n", ce_prog, err);
+                ce_out_abort(&o);
+                return FT_EXIT_WRITE;
+            }
+            if (rc == FT_EXIT_PARTIAL)
+                fprintf(stderr, "%s: pid %ld: trace incomplete: %s\n", ce_prog, pid, st.problem);
+        } else {
+            fprintf(stderr, "%s: pid %ld: %s\n", ce_prog, pid, st.problem[0] ? st.problem : "failed");
+        }
+        ce_out_abort(&o);
+        return rc;
+    }
+    if (nargs < 1 || nargs > 2) {
+        fprintf(stderr, "%s: %s (try --help)\n", ce_prog, nargs < 1 ? "no CORE given" : "too many arguments");
+        return FT_EXIT_BADINPUT;
+    }
+    struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0 };
+    return ce_core_extract(&co);
+}

@@ -1,0 +1,157 @@
+/* unwind.c -- libunwind remote unwinding over a core or live memory (see unwind.h) */
+#include "unwind.h"
+
+#include <libunwind.h>
+#include <string.h>
+
+extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,
+                                              unw_proc_info_t *pi, int need_unwind_info, void *arg);
+
+/* libunwind x86-64 register number -> user_regs_struct index */
+static const int8_t regmap[17] = {
+    [UNW_X86_64_RAX] = 10, [UNW_X86_64_RDX] = 12, [UNW_X86_64_RCX] = 11, [UNW_X86_64_RBX] = 5,
+    [UNW_X86_64_RSI] = 13, [UNW_X86_64_RDI] = 14, [UNW_X86_64_RBP] = 4, [UNW_X86_64_RSP] = 19,
+    [UNW_X86_64_R8] = 9, [UNW_X86_64_R9] = 8, [UNW_X86_64_R10] = 7, [UNW_X86_64_R11] = 6,
+    [UNW_X86_64_R12] = 3, [UNW_X86_64_R13] = 2, [UNW_X86_64_R14] = 1, [UNW_X86_64_R15] = 0,
+    [UNW_X86_64_RIP] = 16,
+};
+
+static int src_read(struct unw_src *s, uint64_t addr, void *buf, size_t len)
+{
+    if (s->mem->read(s->mem->ctx, addr, buf, len) == len) return 0;
+    if (maps_file_read(s->maps, addr, buf, len) == len) return 0;
+    return -1;
+}
+
+static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+    (void)as;
+    if (write) return -UNW_EINVAL;
+    return src_read(arg, addr, val, sizeof *val) == 0 ? 0 : -UNW_EINVAL;
+}
+
+static int acc_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
+{
+    (void)as;
+    struct unw_src *s = arg;
+    if (write || reg < 0 || reg > UNW_X86_64_RIP) return -UNW_EBADREG;
+    *val = s->regs[regmap[reg]];
+    return 0;
+}
+
+static int acc_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write, void *arg)
+{
+    (void)as; (void)reg; (void)val; (void)write; (void)arg;
+    return -UNW_EBADREG;
+}
+
+static int acc_resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
+{
+    (void)as; (void)c; (void)arg;
+    return -UNW_EINVAL;
+}
+
+static int acc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len, unw_word_t *off,
+                    void *arg)
+{
+    (void)as; (void)addr; (void)buf; (void)len; (void)off; (void)arg;
+    return -UNW_ENOINFO;
+}
+
+static int acc_dyn(unw_addr_space_t as, unw_word_t *addr, void *arg)
+{
+    (void)as; (void)addr; (void)arg;
+    return -UNW_ENOINFO;
+}
+
+static void acc_put(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+    (void)as; (void)pi; (void)arg; /* libunwind frees table-format info itself */
+}
+
+static int acc_find(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need, void *arg)
+{
+    struct unw_src *s = arg;
+    struct ce_obj *o = maps_obj_at(s->maps, ip);
+    if (!o || !o->info_ok || !o->eh_hdr || ip < o->text_lo || ip >= o->text_hi) return -UNW_ENOINFO;
+    uint8_t h[12];
+    if (src_read(s, o->eh_hdr, h, sizeof h)) return -UNW_ENOINFO;
+    /* version 1; eh_frame_ptr any 4-byte encoding; fde_count udata4; table datarel|sdata4 */
+    if (h[0] != 1 || (h[1] & 0x0f) != 0x0b || h[2] != 0x03 || h[3] != 0x3b) return -UNW_ENOINFO;
+    uint32_t fde_count;
+    memcpy(&fde_count, h + 8, 4);
+    if (fde_count == 0 || fde_count > (1u << 26)) return -UNW_ENOINFO;
+    unw_dyn_info_t di;
+    memset(&di, 0, sizeof di);
+    di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+    di.start_ip = o->text_lo;
+    di.end_ip = o->text_hi;
+    di.u.rti.segbase = o->eh_hdr;
+    di.u.rti.table_data = o->eh_hdr + 12;
+    di.u.rti.table_len = (uint64_t)fde_count * 8 / sizeof(unw_word_t);
+    return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need, arg);
+}
+
+static unw_accessors_t accessors = {
+    .find_proc_info = acc_find,
+    .put_unwind_info = acc_put,
+    .get_dyn_info_list_addr = acc_dyn,
+    .access_mem = acc_mem,
+    .access_reg = acc_reg,
+    .access_fpreg = acc_fpreg,
+    .resume = acc_resume,
+    .get_proc_name = acc_name,
+};
+
+size_t ce_unwind(struct unw_src *s, uint64_t *pcs, size_t max, int *truncated)
+{
+    size_t n = 0;
+    *truncated = 0;
+    if (max == 0) return 0;
+    pcs[n++] = s->regs[16];
+    unw_addr_space_t as = unw_create_addr_space(&accessors, 0);
+    if (!as) { *truncated = 1; return n; }
+    unw_set_caching_policy(as, UNW_CACHE_NONE);
+    unw_cursor_t cur;
+    if (unw_init_remote(&cur, as, s) < 0) {
+        *truncated = 1;
+        unw_destroy_addr_space(as);
+        return n;
+    }
+    unw_word_t pip = s->regs[16], psp = s->regs[19];
+    for (;;) {
+        int r = unw_step(&cur);
+        if (r < 0) { *truncated = 1; break; }
+        if (r == 0) break;
+        unw_word_t ip = 0, sp = 0;
+        unw_get_reg(&cur, UNW_REG_IP, &ip);
+        unw_get_reg(&cur, UNW_REG_SP, &sp);
+        if (ip == 0) break;
+        if (s->is_exec && !s->is_exec(s->exec_ctx, ip)) break; /* garbage: end of the stack */
+        if (ip == pip && sp == psp) { *truncated = 1; break; }
+        if (n == max) { *truncated = 1; break; }
+        pcs[n++] = ip;
+        pip = ip;
+        psp = sp;
+    }
+    unw_destroy_addr_space(as);
+    return n;
+}
+
+int ce_emit_stack(const struct ft_writer *w, struct ft_emit_stats *st, uint32_t tid,
+                  uint32_t unwinder, uint32_t flags, const uint64_t regs[FT_NREGS],
+                  const uint64_t *pcs, uint32_t n)
+{
+    struct ft_raw_stack h;
+    memset(&h, 0, sizeof h);
+    h.tid = tid;
+    h.unwinder = unwinder;
+    h.nframes = n;
+    h.flags = flags;
+    memcpy(h.regs, regs, sizeof h.regs);
+    if (ft_raw_chunk_header(w, FT_CHUNK_STACK, sizeof h + 8ull * n, st)) return -1;
+    if (w->write(w->ctx, &h, sizeof h)) return -1;
+    if (n && w->write(w->ctx, pcs, 8ull * n)) return -1;
+    if (st) st->bytes += sizeof h + 8ull * n;
+    return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * unwind.h -- unwind a thread of a core or of a stopped live thread with
+ * libunwind's remote unwinder, over our own accessors: target memory first
+ * (core segments / process_vm_readv), then the mapped files on disk (text and
+ * .eh_frame are usually not in a core), unwind tables from each object's
+ * .eh_frame_hdr (located through NT_FILE / /proc/PID/maps), registers from
+ * NT_PRSTATUS / PTRACE_GETREGS.  (libunwind-coredump 1.6's own accessors read
+ * backing files at the wrong offset for multi-segment ELF objects.)
+ */
+#ifndef FT_CE_UNWIND_H
+#define FT_CE_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "funtrace_rawwrite.h"
+#include "maps.h"
+
+#define CE_MAX_FRAMES 512
+
+struct unw_src {
+    const struct ft_reader *mem;
+    struct ce_maps *maps;
+    const uint64_t *regs;          /* FT_NREGS, user_regs_struct order */
+    /* is addr in executable memory of the target? (unwinding stops at the
+     * first return address that is not) */
+    int (*is_exec)(void *ctx, uint64_t addr);
+    void *exec_ctx;
+};
+
+/* pcs innermost first (pcs[0] = rip). Returns the count; *truncated set when
+ * unwinding stopped on an error, a loop, or the frame limit. */
+size_t ce_unwind(struct unw_src *s, uint64_t *pcs, size_t max, int *truncated);
+
+/* write one FINSTACK chunk */
+int ce_emit_stack(const struct ft_writer *w, struct ft_emit_stats *st, uint32_t tid,
+                  uint32_t unwinder, uint32_t flags, const uint64_t regs[FT_NREGS],
+                  const uint64_t *pcs, uint32_t n);
+
+#endif

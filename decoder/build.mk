@@ -1,0 +1,48 @@
+# decoder/build.mk -- funtrace-decode (raw -> Chrome JSON / text / summary).
+#
+#   make funtrace-decode          the tool: $(BIN)/funtrace-decode
+#                                 (SAN=1: ASan+UBSan build in build-san/bin)
+#   make fuzz-decoder             libFuzzer harness over the raw parser and the
+#                                 stack replay (clang), run for FUZZ_TIME seconds
+#                                 (default 60) on decoder/fuzz/corpus (not in `all`)
+
+DEC_COMMA := ,
+DEC_SANFLAGS := $(if $(SAN),-fsanitize=address$(DEC_COMMA)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+DEC_CFLAGS := $(CSTD) $(WARN) $(OPT) -g $(DEC_SANFLAGS) -Iruntime/include -Idecoder -MMD -MP
+DEC_LDFLAGS := $(DEC_SANFLAGS)
+DEC_LDLIBS := -ldw -lelf -ldl -lstdc++
+
+# raw.c + raw.h: the reusable raw reader
+DEC_LIB_SRCS := raw.c outbuf.c clock.c hmap.c demangle.c symtab.c cuts.c evsrc.c replay.c json.c \
+                text.c summary.c fmt.c decode.c
+DEC_LIB_OBJS := $(patsubst %.c,$(OBJ)/decoder/%.o,$(DEC_LIB_SRCS))
+DEC_BIN := $(BIN)/funtrace-decode
+
+ALL_TARGETS += $(DEC_BIN)
+INSTALL_STEPS += install -m 755 $(DEC_BIN) $(DESTDIR)$(PREFIX)/bin/;
+
+.PHONY: funtrace-decode fuzz-decoder
+funtrace-decode: $(DEC_BIN)
+
+$(OBJ)/decoder/%.o: decoder/%.c
+	@mkdir -p $(@D)
+	$(CC) $(DEC_CFLAGS) -c -o $@ $<
+
+$(DEC_BIN): $(DEC_LIB_OBJS) $(OBJ)/decoder/main.o
+	@mkdir -p $(@D)
+	$(CC) $(DEC_LDFLAGS) -o $@ $^ $(DEC_LDLIBS)
+
+# ---- fuzzing (clang libFuzzer + ASan/UBSan) --------------------------------
+DEC_FUZZ_BIN := $(BUILD)/fuzz/decoder-fuzz
+DEC_FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 \
+                  $(CSTD) -Iruntime/include -Idecoder
+FUZZ_TIME ?= 60
+
+$(DEC_FUZZ_BIN): decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(wildcard decoder/*.h)
+	@mkdir -p $(@D)
+	clang $(DEC_FUZZ_FLAGS) -o $@ decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(DEC_LDLIBS)
+
+fuzz-decoder: $(DEC_FUZZ_BIN)
+	@mkdir -p $(BUILD)/fuzz/decoder-corpus
+	$(DEC_FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+	    $(BUILD)/fuzz/decoder-corpus decoder/fuzz/corpus

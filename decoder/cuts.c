@@ -1,0 +1,224 @@
+/*
+ * cuts.c -- where each generation starts in a thread's ring.
+ *
+ * THRDSTAT gen_pos[g % 64] = {g, ring offset of the write position at the
+ * boundary}; offset -> item index via first_off (the ring offset of item 0):
+ * idx = ((off - first_off) mod ring_size) / item_size.  The cut is checked
+ * against the timestamps around it (items before it must not be newer than
+ * the generation's start_tsc, items after it not older, within a
+ * tolerance); a missing or inconsistent gen_pos falls back to a cut by
+ * timestamp (binary search; sampled mode: the first time word >= start).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+
+#define NONE UINT64_MAX
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) {
+        fprintf(stderr, "funtrace-decode: out of memory\n");
+        exit(EXIT_BAD_INPUT);
+    }
+    return p;
+}
+
+struct stamps {
+    uint64_t *idx, *tsc;
+    size_t n;
+    int done;
+};
+
+static void stamps_load(struct dec *d, struct dthread *th, uint64_t ref, struct stamps *s)
+{
+    static uint64_t buf[8192];
+    size_t cap = 0;
+    s->done = 1;
+    for (uint64_t i = 0; i < th->rt->n;) {
+        size_t got = ftr_read_entries(&d->src, th->rt, i, 8192, buf);
+        if (!got)
+            break;
+        for (size_t k = 0; k < got; k++) {
+            if (!FT_IS_TIME_WORD(buf[k]))
+                continue;
+            if (s->n == cap) {
+                cap = cap ? cap * 2 : 1024;
+                s->idx = realloc(s->idx, cap * sizeof *s->idx);
+                s->tsc = realloc(s->tsc, cap * sizeof *s->tsc);
+                if (!s->idx || !s->tsc) {
+                    fprintf(stderr, "funtrace-decode: out of memory\n");
+                    exit(EXIT_BAD_INPUT);
+                }
+            }
+            s->idx[s->n] = i + k;
+            s->tsc[s->n] = ev_restore_tsc(buf[k], ref);
+            s->n++;
+        }
+        i += got;
+    }
+}
+
+static uint64_t tsc_cut(struct dec *d, struct dthread *th, uint64_t S, struct stamps *st, uint64_t ref)
+{
+    uint64_t n = th->rt->n;
+    if (th->rt->fmt == FT_FMT_EXACT16) {
+        uint64_t lo = 0, hi = n; /* first item with tsc >= S */
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            struct ft_entry e;
+            if (ftr_read_entries(&d->src, th->rt, mid, 1, &e) != 1)
+                break;
+            if (e.tsc < S)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        return lo;
+    }
+    if (!st->done)
+        stamps_load(d, th, ref, st);
+    for (size_t i = 0; i < st->n; i++)
+        if (st->tsc[i] >= S)
+            return st->idx[i];
+    return n;
+}
+
+/* previous time word before i (sampled), within a window */
+static int prev_stamp(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref, uint64_t *tsc)
+{
+    uint64_t buf[512];
+    uint64_t from = i > 512 ? i - 512 : 0;
+    size_t got = ftr_read_entries(&d->src, th->rt, from, i - from, buf);
+    for (size_t k = got; k > 0; k--)
+        if (FT_IS_TIME_WORD(buf[k - 1])) {
+            *tsc = ev_restore_tsc(buf[k - 1], ref);
+            return 1;
+        }
+    return 0;
+}
+
+static int first_tsc(struct dec *d, struct dthread *th, uint64_t ref, uint64_t *tsc)
+{
+    uint64_t buf[1024];
+    for (uint64_t i = 0; i < th->rt->n && i < (1u << 22);) {
+        if (th->rt->fmt == FT_FMT_EXACT16) {
+            struct ft_entry e[64];
+            size_t got = ftr_read_entries(&d->src, th->rt, i, 64, e);
+            if (!got)
+                return 0;
+            for (size_t k = 0; k < got; k++)
+                if (e[k].word) {
+                    *tsc = e[k].tsc;
+                    return 1;
+                }
+            i += got;
+        } else {
+            size_t got = ftr_read_entries(&d->src, th->rt, i, 1024, buf);
+            if (!got)
+                return 0;
+            for (size_t k = 0; k < got; k++)
+                if (FT_IS_TIME_WORD(buf[k])) {
+                    *tsc = ev_restore_tsc(buf[k], ref);
+                    return 1;
+                }
+            i += got;
+        }
+    }
+    return 0;
+}
+
+void cuts_compute(struct dec *d, struct dthread *th)
+{
+    const struct ftr_thread *rt = th->rt;
+    size_t G = d->ngens;
+    uint64_t n = rt->n;
+    th->cut = xcalloc(G + 1, sizeof *th->cut);
+    th->incomplete = xcalloc(G, 1);
+    th->by_tsc = xcalloc(G, 1);
+    struct stamps st = {0};
+    uint64_t ref_last = d->gens[G - 1].clk.ref_tsc;
+
+    if (rt->has_stat)
+        th->lost_older = (rt->st.flags & (FT_TSF_WRAPPED | FT_TSF_COPY_RACED | FT_TSF_RING_PARTIAL)) ||
+                         (d->t.has_header && (d->t.hdr.flags & FT_RAWF_TIME_FILTERED));
+    else
+        th->lost_older = 1; /* original format: cannot tell */
+    th->has_first = first_tsc(d, th, ref_last, &th->first_tsc);
+
+    uint64_t tol = ft_ns_ticks(&d->gens[G - 1].clk, 2000000); /* 2 ms */
+    size_t isz = rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16;
+    uint64_t prev = 0;
+    for (size_t gi = 0; gi < G; gi++) {
+        const struct dgen *g = &d->gens[gi];
+        uint64_t idx = 0;
+        if (!g->synthetic) {
+            uint64_t S = g->start_tsc, ref = g->clk.ref_tsc;
+            idx = NONE;
+            int had_pos = 0;
+            if (rt->has_stat && rt->st.ring_size && !(rt->st.ring_size & (rt->st.ring_size - 1))) {
+                const unsigned slot = (unsigned)(g->gen % FT_GEN_SLOTS);
+                if (rt->st.gen_pos[slot].gen == g->gen) {
+                    had_pos = 1;
+                    uint64_t rel = (rt->st.gen_pos[slot].off - rt->st.first_off) & (rt->st.ring_size - 1);
+                    if (rel % isz == 0 && rel / isz <= n)
+                        idx = rel / isz;
+                    else if (rel % isz == 0)
+                        idx = 0; /* overwritten: the ring starts after the boundary */
+                }
+            }
+            if (idx != NONE && idx > 0 && idx <= n) { /* check against timestamps */
+                uint64_t t;
+                int ok = 1;
+                if (rt->fmt == FT_FMT_EXACT16) {
+                    if (ev_tsc_at(d, th, idx - 1, ref, &t) && t > S + tol)
+                        ok = 0;
+                    if (idx < n && ev_tsc_at(d, th, idx, ref, &t) && t + tol < S)
+                        ok = 0;
+                } else {
+                    if (prev_stamp(d, th, idx, ref, &t) && t > S + tol)
+                        ok = 0;
+                    if (idx < n && ev_tsc_at(d, th, idx, ref, &t) && t + tol < S)
+                        ok = 0;
+                }
+                if (!ok)
+                    idx = NONE;
+            } else if (idx == 0 && th->has_first && th->first_tsc + tol < S) {
+                idx = NONE; /* the ring starts well before the boundary: inconsistent */
+            }
+            if (idx == NONE) {
+                idx = tsc_cut(d, th, S, &st, ref);
+                th->by_tsc[gi] = (uint8_t)had_pos;
+            }
+        }
+        if (idx < prev)
+            idx = prev;
+        if (idx > n)
+            idx = n;
+        th->cut[gi] = prev = idx;
+    }
+    th->cut[G] = n;
+
+    /* generations whose start the ring does not reach */
+    uint64_t tstart = rt->has_stat ? rt->st.start_tsc : 0;
+    uint64_t texit = rt->has_stat ? rt->st.exit_tsc : 0;
+    for (size_t gi = 0; gi < G; gi++) {
+        const struct dgen *g = &d->gens[gi];
+        if (!th->lost_older || !th->has_first)
+            continue;
+        if (g->synthetic) {
+            th->incomplete[gi] = 1; /* before the oldest record: its start is unknown */
+            continue;
+        }
+        uint64_t S = g->start_tsc;
+        uint64_t E = gi + 1 < G ? d->gens[gi + 1].start_tsc : UINT64_MAX;
+        uint64_t from = S > tstart ? S : tstart;
+        if (th->first_tsc > from && tstart < E && (!texit || texit > S))
+            th->incomplete[gi] = 1;
+    }
+    free(st.idx);
+    free(st.tsc);
+}

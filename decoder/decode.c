@@ -1,0 +1,356 @@
+/*
+ * decode.c -- the decoding pipeline (see decode.h).
+ */
+#define _GNU_SOURCE
+#include "decode.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int decode_main(struct dec_opts *o);
+
+void dec_warn(struct dec *d, const char *fmt, ...)
+{
+    if (d->o.sym.quiet)
+        return;
+    if (d->nwarn++ >= 40) {
+        if (d->nwarn == 41)
+            fprintf(stderr, "funtrace-decode: (more warnings suppressed)\n");
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("funtrace-decode: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void raw_warn(void *ctx, const char *msg)
+{
+    dec_warn(ctx, "warning: %s", msg);
+}
+
+static void sym_warn(void *ctx, const char *msg)
+{
+    dec_warn(ctx, "%s", msg);
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) {
+        fprintf(stderr, "funtrace-decode: out of memory\n");
+        exit(EXIT_BAD_INPUT);
+    }
+    return p;
+}
+
+static int gen_cmp(const void *a, const void *b)
+{
+    const struct ft_gen *x = a, *y = b;
+    return x->gen < y->gen ? -1 : x->gen > y->gen;
+}
+
+static void build_gens(struct dec *d)
+{
+    const struct ftr_trace *t = &d->t;
+    struct ft_gen *v = xcalloc(t->ngens, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < t->ngens; i++)
+        if ((t->gens[i].flags & FT_GENF_VALID) && t->gens[i].start_tsc)
+            v[n++] = t->gens[i];
+    qsort(v, n, sizeof *v, gen_cmp);
+    size_t m = 0; /* drop duplicates and boundaries going back in time */
+    for (size_t i = 0; i < n; i++) {
+        if (m && (v[i].gen == v[m - 1].gen || v[i].start_tsc < v[m - 1].start_tsc)) {
+            dec_warn(d, "warning: generation record %llu is inconsistent and was ignored",
+                     (unsigned long long)v[i].gen);
+            continue;
+        }
+        v[m++] = v[i];
+    }
+    d->gens = xcalloc(m + 1, sizeof *d->gens);
+    if (!m) {
+        struct dgen *g = &d->gens[0];
+        g->synthetic = 1;
+        ft_clock_init(&g->clk, 0, 0, d->tsc_hz);
+        g->start_ns = INT64_MIN / 4;
+        g->end_ns = INT64_MAX / 4;
+        g->space = sym_space(d->sym, 0, 1);
+        d->ngens = 1;
+        free(v);
+        return;
+    }
+    /* events older than the oldest record */
+    struct dgen *pre = &d->gens[0];
+    pre->synthetic = 1;
+    pre->gen = v[0].gen ? v[0].gen - 1 : 0;
+    pre->space = sym_space(d->sym, pre->gen, 0);
+    for (size_t i = 0; i < m; i++) {
+        struct dgen *g = &d->gens[i + 1];
+        g->gen = v[i].gen;
+        g->start_tsc = v[i].start_tsc;
+        ft_clock_init(&g->clk, v[i].clk_tsc, (int64_t)v[i].clk_mono_ns, v[i].tsc_hz ? v[i].tsc_hz : d->tsc_hz);
+        g->start_ns = ft_clock_ns(&g->clk, g->start_tsc);
+        g->wall_off = (int64_t)v[i].clk_real_ns - (int64_t)v[i].clk_mono_ns;
+        g->space = sym_space(d->sym, g->gen, 0);
+        if (v[i].clk_real_ns) {
+            d->have_wall = 1;
+            d->wall_off = g->wall_off;
+        }
+    }
+    pre->clk = d->gens[1].clk;
+    pre->wall_off = d->gens[1].wall_off;
+    pre->start_ns = INT64_MIN / 4;
+    d->ngens = m + 1;
+    for (size_t i = 0; i < d->ngens; i++) {
+        struct dgen *g = &d->gens[i];
+        g->end_ns = i + 1 < d->ngens ? d->gens[i + 1].start_ns : INT64_MAX / 4;
+        if (g->end_ns < g->start_ns)
+            g->end_ns = g->start_ns;
+    }
+    free(v);
+}
+
+static int64_t local_midnight(int64_t wall_ns)
+{
+    time_t sec = (time_t)(wall_ns / 1000000000);
+    struct tm tm;
+    localtime_r(&sec, &tm);
+    tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+    tm.tm_isdst = -1;
+    return (int64_t)mktime(&tm) * 1000000000;
+}
+
+static int run(struct dec *d)
+{
+    struct dec_opts *o = &d->o;
+    int fd = !strcmp(o->input, "-") ? 0 : open(o->input, O_RDONLY);
+    char err[512];
+    if (fd < 0) {
+        fprintf(stderr, "funtrace-decode: cannot open %s: %s\n", o->input, strerror(errno));
+        return EXIT_BAD_INPUT;
+    }
+    if (ftr_src_fd(&d->src, fd, err, sizeof err)) {
+        fprintf(stderr, "funtrace-decode: %s: %s\n", o->input, err);
+        return EXIT_BAD_INPUT;
+    }
+    int rc = ftr_load(&d->src, o->sample, &d->t, raw_warn, d);
+    if (rc == FTR_ENOSAMPLE) {
+        fprintf(stderr, "funtrace-decode: %s: there is no sample %d in the file\n", o->input, o->sample);
+        return EXIT_BAD_INPUT;
+    }
+    if (rc != FTR_OK || (!d->t.has_header && !d->t.tsc_hz && !d->t.nthreads)) {
+        fprintf(stderr, "funtrace-decode: %s: %s\n", o->input,
+                rc == FTR_OK || rc == FTR_ENOTRAW ? "not a funtrace raw file" : ftr_strerror(rc));
+        if (rc == FTR_OK)
+            ftr_free(&d->t);
+        return EXIT_BAD_INPUT;
+    }
+    struct ftr_trace *t = &d->t;
+    d->pid = t->has_header ? t->hdr.pid : 0;
+    for (size_t i = 0; !d->pid && i < t->nthreads; i++)
+        d->pid = t->threads[i].pid;
+    d->tsc_hz = t->has_header && t->hdr.tsc_hz ? t->hdr.tsc_hz : t->tsc_hz;
+    if (!d->tsc_hz)
+        dec_warn(d, "warning: the TSC frequency is unknown: times are TSC ticks shown as ns");
+    d->sampled = t->has_header && t->hdr.time_mode == FT_TIME_SAMPLED;
+    for (size_t i = 0; i < t->nthreads; i++)
+        if (t->threads[i].fmt == FT_FMT_SAMPLED8)
+            d->sampled = 1;
+
+    d->sym = sym_new(t, &o->sym, sym_warn, d);
+    if (!d->sym) {
+        fprintf(stderr, "funtrace-decode: out of memory\n");
+        return EXIT_BAD_INPUT;
+    }
+    build_gens(d);
+
+    /* threads */
+    d->nth = t->nthreads;
+    d->th = xcalloc(d->nth, sizeof *d->th);
+    d->crash_tid = t->has_crash ? t->crash.tid : 0;
+    for (size_t k = 0; !d->crash_tid && k < t->nstacks; k++)
+        if (t->stacks[k].h.flags & FT_STKF_CRASHED)
+            d->crash_tid = t->stacks[k].h.tid;
+    for (size_t i = 0; i < d->nth; i++) {
+        struct dthread *th = &d->th[i];
+        th->rt = &t->threads[i];
+        th->index = (int)i;
+        th->crashed = th->rt->tid == d->crash_tid;
+        cuts_compute(d, th);
+        replay_discover(d, th);
+        d->total_events += th->nevents;
+    }
+
+    /* the end of the trace */
+    const struct dgen *lastg = &d->gens[d->ngens - 1];
+    d->end_ns = INT64_MIN / 4;
+    for (size_t i = 0; i < d->nth; i++)
+        if (d->th[i].nevents && d->th[i].last_ns > d->end_ns)
+            d->end_ns = d->th[i].last_ns;
+    if (t->has_header && t->hdr.taken_tsc && !lastg->synthetic) {
+        int64_t tk = ft_clock_ns(&lastg->clk, t->hdr.taken_tsc);
+        if (tk > d->end_ns && tk - d->end_ns < 3600ll * 1000000000)
+            d->end_ns = tk;
+    }
+    for (size_t i = 0; i < d->nth; i++) {
+        struct dthread *th = &d->th[i];
+        const struct ftr_thread *rt = th->rt;
+        th->end_ns = d->end_ns;
+        if (rt->has_stat && rt->st.exit_tsc && (rt->st.state == FT_THR_EXITED || rt->st.state == FT_THR_EVICTED)) {
+            size_t gi = d->ngens - 1;
+            while (gi > 0 && !d->gens[gi].synthetic && rt->st.exit_tsc < d->gens[gi].start_tsc)
+                gi--;
+            int64_t e = ft_clock_ns(&d->gens[gi].clk, rt->st.exit_tsc);
+            if (e < th->last_ns)
+                e = th->last_ns;
+            if (e < th->end_ns)
+                th->end_ns = e;
+        }
+    }
+
+    if (!d->total_events) {
+        fprintf(stderr, "funtrace-decode: %s: no trace events in the input (%zu threads)\n", o->input, d->nth);
+        if (o->summary) {
+            struct outbuf ob;
+            if (!ob_open(&ob, 1, 1 << 16)) {
+                summary_print(d, &ob);
+                ob_close(&ob);
+            }
+        }
+        return EXIT_NO_TRACE;
+    }
+
+    /* which generations are shown */
+    size_t first_data = d->ngens;
+    for (size_t i = 0; i < d->nth; i++) {
+        struct dthread *th = &d->th[i];
+        for (size_t gi = 0; gi < d->ngens && gi < first_data; gi++)
+            if (th->cut[gi] < th->cut[gi + 1]) {
+                first_data = gi;
+                break;
+            }
+    }
+    if (first_data == d->ngens)
+        first_data = d->ngens - 1;
+    size_t from = first_data;
+    if (o->generations > 0 && d->ngens - from > (size_t)o->generations)
+        from = d->ngens - (size_t)o->generations;
+    d->first_emit = (int)from;
+    for (size_t gi = 0; gi < d->ngens; gi++) {
+        struct dgen *g = &d->gens[gi];
+        g->emit = gi >= from;
+        for (size_t i = 0; i < d->nth; i++) {
+            struct dthread *th = &d->th[i];
+            g->nthreads_with_events += th->cut[gi] < th->cut[gi + 1];
+            g->nthreads_incomplete += th->incomplete[gi];
+        }
+    }
+    /* the JSON time origin */
+    const struct dgen *fg = &d->gens[from];
+    d->base_ns = INT64_MAX;
+    for (size_t i = 0; i < d->nth; i++)
+        if (d->th[i].nevents && d->th[i].first_ns < d->base_ns)
+            d->base_ns = d->th[i].first_ns;
+    if (!fg->synthetic && fg->start_ns > INT64_MIN / 4 && fg->start_ns < d->base_ns)
+        d->base_ns = fg->start_ns;
+    if (o->wallclock && d->have_wall)
+        d->base_ns = local_midnight(d->base_ns + d->wall_off) - d->wall_off;
+
+    if (o->text)
+        for (size_t i = 0; i < d->nth; i++)
+            d->th[i].ring = xcalloc((size_t)o->ncalls, sizeof(struct trec));
+
+    /* emission, generation by generation */
+    if (o->json_path && json_begin(d, o->json_path)) {
+        fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", o->json_path, strerror(errno));
+        return EXIT_OUTPUT;
+    }
+    struct replay **rp = xcalloc(d->nth, sizeof *rp);
+    for (size_t i = 0; i < d->nth; i++)
+        rp[i] = replay_new(d, &d->th[i]);
+    for (size_t gi = 0; gi < d->ngens; gi++)
+        for (size_t i = 0; i < d->nth; i++)
+            replay_gen(rp[i], gi);
+    for (size_t i = 0; i < d->nth; i++)
+        replay_free(rp[i]);
+    free(rp);
+    int out_rc = EXIT_OK;
+    if (o->json_path) {
+        if (json_end(d)) {
+            fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", o->json_path, strerror(errno));
+            out_rc = EXIT_OUTPUT;
+        } else if (!o->sym.quiet && strcmp(o->json_path, "-")) {
+            uint64_t ns = 0;
+            for (size_t i = 0; i < d->nth; i++)
+                ns += d->th[i].slices;
+            fprintf(stderr, "funtrace-decode: wrote %s: %zu threads, %llu slices\n", o->json_path, d->nth,
+                    (unsigned long long)ns);
+        }
+    }
+    if (o->text || o->summary) {
+        struct outbuf ob;
+        if (ob_open(&ob, 1, 1 << 16) == 0) {
+            if (o->summary)
+                summary_print(d, &ob);
+            if (o->text) {
+                if (o->summary)
+                    ob_char(&ob, '\n');
+                text_print(d, &ob);
+            }
+            if (ob_close(&ob))
+                out_rc = EXIT_OUTPUT;
+        }
+    }
+    if (out_rc)
+        return out_rc;
+
+    /* decoded with problems? */
+    uint32_t bad = t->problems & ~(uint32_t)FTR_P_UNKNOWN;
+    for (size_t i = 0; i < d->nth; i++) {
+        const struct ftr_thread *rt = d->th[i].rt;
+        if (rt->truncated || (rt->has_stat && (rt->st.flags & (FT_TSF_RING_MISSING | FT_TSF_RING_PARTIAL |
+                                                               FT_TSF_BAD_POS))))
+            bad |= 0x80000000u;
+    }
+    if (bad) {
+        fprintf(stderr, "funtrace-decode: %s: the trace is incomplete or damaged (see --summary)\n", o->input);
+        return EXIT_PROBLEMS;
+    }
+    return EXIT_OK;
+}
+
+int decode_main(struct dec_opts *o)
+{
+    struct dec d;
+    memset(&d, 0, sizeof d);
+    d.o = *o;
+    int rc = run(&d);
+    /* release (keeps ASan's leak checker meaningful) */
+    sym_free(d.sym);
+    for (size_t i = 0; i < d.nth; i++) {
+        struct dthread *th = &d.th[i];
+        free(th->cut);
+        free(th->incomplete);
+        free(th->by_tsc);
+        free(th->pre);
+        free(th->abandoned);
+        free(th->final_funcs);
+        free(th->ring);
+    }
+    free(d.th);
+    free(d.gens);
+    if (d.t.nthreads || d.t.cmdline)
+        ftr_free(&d.t);
+    if (d.src.fd > 2)
+        close(d.src.fd);
+    return rc;
+}

@@ -1,0 +1,268 @@
+/*
+ * outbuf.c -- buffered output and number formatting.
+ */
+#define _GNU_SOURCE
+#include "outbuf.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int ob_open(struct outbuf *o, int fd, size_t cap)
+{
+    memset(o, 0, sizeof *o);
+    o->fd = fd;
+    o->buf = malloc(cap);
+    if (!o->buf)
+        return -1;
+    o->cap = cap;
+    return 0;
+}
+
+void ob_flush(struct outbuf *o)
+{
+    size_t off = 0;
+    while (off < o->len && !o->err) {
+        ssize_t w = write(o->fd, o->buf + off, o->len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            o->err = errno;
+            break;
+        }
+        off += (size_t)w;
+    }
+    o->total += o->len;
+    o->len = 0;
+}
+
+int ob_close(struct outbuf *o)
+{
+    if (o->buf)
+        ob_flush(o);
+    free(o->buf);
+    o->buf = NULL;
+    return o->err;
+}
+
+void ob_write_slow(struct outbuf *o, const void *p, size_t n)
+{
+    const char *s = p;
+    while (n) {
+        if (o->len == o->cap)
+            ob_flush(o);
+        size_t k = o->cap - o->len;
+        if (k > n)
+            k = n;
+        memcpy(o->buf + o->len, s, k);
+        o->len += k;
+        s += k;
+        n -= k;
+    }
+}
+
+static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                 "8081828384858687888990919293949596979899";
+
+int fmt_u64(char *p, uint64_t v)
+{
+    char tmp[24];
+    int i = 24;
+    while (v >= 100) {
+        unsigned d = (unsigned)(v % 100) * 2;
+        v /= 100;
+        tmp[--i] = digits2[d + 1];
+        tmp[--i] = digits2[d];
+    }
+    if (v >= 10) {
+        unsigned d = (unsigned)v * 2;
+        tmp[--i] = digits2[d + 1];
+        tmp[--i] = digits2[d];
+    } else {
+        tmp[--i] = (char)('0' + v);
+    }
+    memcpy(p, tmp + i, (size_t)(24 - i));
+    return 24 - i;
+}
+
+int fmt_i64(char *p, int64_t v)
+{
+    if (v < 0) {
+        *p = '-';
+        return 1 + fmt_u64(p + 1, (uint64_t)0 - (uint64_t)v);
+    }
+    return fmt_u64(p, (uint64_t)v);
+}
+
+int fmt_us3(char *p, int64_t ns)
+{
+    int n = 0;
+    uint64_t a;
+    if (ns < 0) {
+        p[n++] = '-';
+        a = (uint64_t)0 - (uint64_t)ns;
+    } else {
+        a = (uint64_t)ns;
+    }
+    n += fmt_u64(p + n, a / 1000);
+    unsigned f = (unsigned)(a % 1000);
+    p[n++] = '.';
+    p[n++] = (char)('0' + f / 100);
+    p[n++] = (char)('0' + f / 10 % 10);
+    p[n++] = (char)('0' + f % 10);
+    return n;
+}
+
+void ob_u64(struct outbuf *o, uint64_t v)
+{
+    char *p = ob_reserve(o, 24);
+    o->len += (size_t)fmt_u64(p, v);
+}
+
+void ob_i64(struct outbuf *o, int64_t v)
+{
+    char *p = ob_reserve(o, 24);
+    o->len += (size_t)fmt_i64(p, v);
+}
+
+void ob_us3(struct outbuf *o, int64_t ns)
+{
+    char *p = ob_reserve(o, 32);
+    o->len += (size_t)fmt_us3(p, ns);
+}
+
+void ob_hex(struct outbuf *o, uint64_t v)
+{
+    char *p = ob_reserve(o, 20);
+    static const char hx[] = "0123456789abcdef";
+    char tmp[16];
+    int i = 16;
+    do {
+        tmp[--i] = hx[v & 15];
+        v >>= 4;
+    } while (v);
+    p[0] = '0';
+    p[1] = 'x';
+    memcpy(p + 2, tmp + i, (size_t)(16 - i));
+    o->len += (size_t)(2 + 16 - i);
+}
+
+/* length of a valid UTF-8 sequence at s (max n bytes), 0 if invalid */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t l;
+    unsigned min;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xe0) == 0xc0) {
+        l = 2;
+        min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+        l = 3;
+        min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+        l = 4;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (l > n)
+        return 0;
+    unsigned cp = c & (0x7f >> l);
+    for (size_t i = 1; i < l; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return l;
+}
+
+void ob_json_str(struct outbuf *o, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    static const char hx[] = "0123456789abcdef";
+    ob_char(o, '"');
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
+            run++;
+        if (run > i) {
+            ob_write(o, s + i, run - i);
+            i = run;
+            continue;
+        }
+        unsigned c = s[i];
+        char e[8];
+        if (c == '"' || c == '\\') {
+            e[0] = '\\';
+            e[1] = (char)c;
+            ob_write(o, e, 2);
+            i++;
+        } else if (c < 0x20) {
+            const char *esc = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
+            if (esc) {
+                ob_write(o, esc, 2);
+            } else {
+                memcpy(e, "\\u00", 4);
+                e[4] = hx[c >> 4];
+                e[5] = hx[c & 15];
+                ob_write(o, e, 6);
+            }
+            i++;
+        } else {
+            size_t l = utf8_len(s + i, n - i);
+            if (l) {
+                ob_write(o, s + i, l);
+                i += l;
+            } else {
+                ob_write(o, "\\ufffd", 6);
+                i++;
+            }
+        }
+    }
+    ob_char(o, '"');
+}
+
+void ob_printf(struct outbuf *o, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof tmp) {
+        ob_write(o, tmp, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    ob_write(o, big, (size_t)n);
+    free(big);
+}
+
+char *json_quote(const char *s)
+{
+    /* format into a memory outbuf without an fd: use a growing buffer */
+    size_t n = strlen(s);
+    size_t cap = n * 6 + 3;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    struct outbuf o = {.fd = -1, .buf = out, .cap = cap};
+    ob_json_str(&o, s, n); /* never flushes: cap is the worst case */
+    out[o.len] = 0;
+    return out;
+}

@@ -1,0 +1,67 @@
+/*
+ * outbuf.h -- a large output buffer with hand-rolled number formatting
+ * (JSON can be hundreds of MB: no stdio per event).
+ */
+#ifndef FT_DECODER_OUTBUF_H
+#define FT_DECODER_OUTBUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+struct outbuf {
+    int fd;
+    int err;        /* errno of the first write error, 0 if none */
+    char *buf;
+    size_t len, cap;
+    uint64_t total; /* bytes written so far */
+};
+
+int ob_open(struct outbuf *o, int fd, size_t cap);
+void ob_flush(struct outbuf *o);
+/* flush and free; returns 0 or the errno of the first error */
+int ob_close(struct outbuf *o);
+
+static inline char *ob_reserve(struct outbuf *o, size_t n)
+{
+    if (o->cap - o->len < n)
+        ob_flush(o);
+    return o->buf + o->len;
+}
+
+void ob_write_slow(struct outbuf *o, const void *p, size_t n);
+static inline void ob_write(struct outbuf *o, const void *p, size_t n)
+{
+    if (o->cap - o->len >= n) {
+        memcpy(o->buf + o->len, p, n);
+        o->len += n;
+    } else {
+        ob_write_slow(o, p, n);
+    }
+}
+static inline void ob_str(struct outbuf *o, const char *s) { ob_write(o, s, strlen(s)); }
+static inline void ob_char(struct outbuf *o, char c)
+{
+    if (o->len == o->cap)
+        ob_flush(o);
+    o->buf[o->len++] = c;
+}
+
+/* decimal formatting into p; return the number of chars written */
+int fmt_u64(char *p, uint64_t v);
+int fmt_i64(char *p, int64_t v);
+/* ns as microseconds with 3 decimals ("12.345", "-0.001") */
+int fmt_us3(char *p, int64_t ns);
+
+void ob_u64(struct outbuf *o, uint64_t v);
+void ob_i64(struct outbuf *o, int64_t v);
+void ob_us3(struct outbuf *o, int64_t ns);
+void ob_hex(struct outbuf *o, uint64_t v); /* 0x... */
+/* a JSON string literal (with quotes) of s[0..n) (invalid UTF-8 bytes become U+FFFD) */
+void ob_json_str(struct outbuf *o, const char *s, size_t n);
+void ob_printf(struct outbuf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* JSON string literal into a malloc'd C string */
+char *json_quote(const char *s);
+
+#endif

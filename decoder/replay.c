@@ -1,0 +1,528 @@
+/*
+ * replay.c -- rebuilding a thread's call stack from its events.
+ *
+ * The rules (also in the README section "funtrace-decode"):
+ *   call f            push f (a bit-61 call is marked: its return is logged
+ *                     even when an exception unwinds it)
+ *   return f          f on top: pop it.  f deeper in the stack: the frames
+ *                     above it lost their returns (longjmp, tail call through
+ *                     uninstrumented code, exception through uninstrumented
+ *                     code): they end at the previous event ("return
+ *                     missing"), then f is popped.  f not on the stack: an
+ *                     orphan return (its call was overwritten in the ring).
+ *   catch in f        a C++ exception was caught in f: frames above f are
+ *                     popped, ending at the catch ("unwound"); popping never
+ *                     crosses a bit-61 frame (it logs its own return) nor a
+ *                     frame known to return later.  f not found: every such
+ *                     frame is popped.
+ *   return-with-caller (bit 62 only, original XRay mode) pops the top frame
+ *                     and then returns into the logged caller.
+ *   thunks            "virtual/non-virtual thunk to ..." events are ignored
+ *                     (-pg logs their returns but not their calls).
+ *
+ * Two passes per thread.  Discovery replays the whole ring without output
+ * and collects the orphan returns: each one is a frame that was open when
+ * the ring starts, innermost first.  With a final stack (FINSTACK), the
+ * frames still open at the end are aligned with it (longest common
+ * subsequence by function): open frames missing from the final stack were
+ * abandoned; final-stack frames below the outermost matched frame, up to
+ * the innermost instrumented one, were open during the whole ring and are
+ * added below the orphan-return frames.  Emission then starts with that
+ * complete stack at the ring's start, so every return meets its frame and
+ * every generation starts with its real open stack.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+
+#define NONE UINT64_MAX
+#define FR_ROT 1u   /* bit-61 call */
+#define FR_PRE 2u   /* open at the ring start */
+#define FR_EXACT 4u /* start time measured */
+
+struct frame {
+    uint32_t func, match, flags;
+    int64_t start;
+    uint64_t call_idx; /* NONE: open at the ring start */
+    int64_t slice;     /* index into the generation's slices, -1 */
+    uint64_t text;     /* text ring seq + 1, 0 = none */
+};
+
+struct replay {
+    struct dec *d;
+    struct dthread *th;
+    int discovery;
+    struct frame *stk;
+    size_t n, cap;
+    int64_t last_ns, prev_ns;
+    int started, finished;
+    size_t gi;
+    const struct dgen *g;
+    int emitting;
+    int cur_exact;
+    struct ev_carry carry;
+    uint64_t memo_addr;
+    uint32_t memo_func;
+    uint32_t expect; /* bit-62 returns: the last function returned into */
+    uint32_t *pre;   /* discovery: orphan-returned frames, innermost first */
+    size_t npre, precap;
+    struct slice *sl;
+    size_t nsl, slcap;
+};
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *r = realloc(p, n ? n : 1);
+    if (!r) {
+        fprintf(stderr, "funtrace-decode: out of memory\n");
+        exit(EXIT_BAD_INPUT);
+    }
+    return r;
+}
+
+static struct replay *rnew(struct dec *d, struct dthread *th, int discovery)
+{
+    struct replay *r = calloc(1, sizeof *r);
+    if (!r) {
+        fprintf(stderr, "funtrace-decode: out of memory\n");
+        exit(EXIT_BAD_INPUT);
+    }
+    r->d = d;
+    r->th = th;
+    r->discovery = discovery;
+    r->memo_addr = NONE;
+    r->expect = HMAP_NONE;
+    r->last_ns = INT64_MIN / 4;
+    return r;
+}
+
+void replay_free(struct replay *r)
+{
+    if (!r)
+        return;
+    free(r->stk);
+    free(r->pre);
+    free(r->sl);
+    free(r);
+}
+
+/* ---- frames, slices and text records ------------------------------------ */
+
+static void open_out(struct replay *r, struct frame *fr)
+{
+    fr->slice = -1;
+    if (!r->emitting)
+        return;
+    struct dec *d = r->d;
+    const struct dgen *g = r->g;
+    uint16_t depth = (uint16_t)(fr - r->stk > 65535 ? 65535 : fr - r->stk);
+    if (d->o.json_path) {
+        if (r->nsl == r->slcap) {
+            r->slcap = r->slcap ? r->slcap * 2 : 4096;
+            r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
+        }
+        struct slice *s = &r->sl[r->nsl];
+        s->func = fr->func;
+        s->depth = depth;
+        s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
+        s->start = fr->start;
+        if (s->start < g->start_ns) {
+            s->start = g->start_ns;
+            s->flags |= SL_FROM_PREV;
+        }
+        s->end = s->start;
+        fr->slice = (int64_t)r->nsl++;
+    }
+    if (d->o.text && !fr->text && r->th->ring) {
+        uint64_t seq = r->th->ring_seq++;
+        struct trec *t = &r->th->ring[seq % (uint64_t)d->o.ncalls];
+        t->func = fr->func;
+        t->depth = depth;
+        t->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
+        t->start = fr->start;
+        t->end = fr->start;
+        fr->text = seq + 1;
+    }
+}
+
+static void close_out(struct replay *r, struct frame *fr, int64_t end, unsigned flags, int end_exact)
+{
+    struct dec *d = r->d;
+    if (end < fr->start)
+        end = fr->start;
+    unsigned unm = d->sampled && (!(fr->flags & FR_EXACT) || !end_exact) ? SL_UNMEASURED : 0;
+    if (fr->slice >= 0) {
+        struct slice *s = &r->sl[fr->slice];
+        s->end = end < s->start ? s->start : end;
+        s->flags = (uint16_t)((s->flags & ~SL_PENDING) | flags | unm);
+        fr->slice = -1;
+    }
+    if (fr->text) {
+        uint64_t seq = fr->text - 1;
+        if (r->th->ring_seq - seq <= (uint64_t)d->o.ncalls) {
+            struct trec *t = &r->th->ring[seq % (uint64_t)d->o.ncalls];
+            t->end = end;
+            t->flags = (uint16_t)((t->flags & ~SL_PENDING) | flags | unm);
+        }
+        fr->text = 0;
+    }
+}
+
+static struct frame *push(struct replay *r, uint32_t func, uint32_t flags, int64_t start, uint64_t idx)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 256;
+        r->stk = xrealloc(r->stk, r->cap * sizeof *r->stk);
+    }
+    struct frame *fr = &r->stk[r->n++];
+    fr->func = func;
+    fr->match = sym_func(r->d->sym, func)->match;
+    fr->flags = flags;
+    fr->start = start;
+    fr->call_idx = idx;
+    fr->slice = -1;
+    fr->text = 0;
+    open_out(r, fr);
+    return fr;
+}
+
+static void pop(struct replay *r, int64_t end, unsigned flags, int end_exact)
+{
+    struct frame *fr = &r->stk[--r->n];
+    if (!r->discovery)
+        close_out(r, fr, end, flags, end_exact);
+}
+
+/* index of the topmost frame with this match id; stops at barriers when
+ * `barriers` (bit-61 frames and frames open at the ring start) */
+static long find(const struct replay *r, uint32_t match, int barriers)
+{
+    for (size_t i = r->n; i > 0; i--) {
+        const struct frame *fr = &r->stk[i - 1];
+        if (fr->match == match)
+            return (long)(i - 1);
+        if (barriers && (fr->flags & (FR_ROT | FR_PRE)))
+            return -1;
+    }
+    return -1;
+}
+
+static void pre_add(struct replay *r, uint32_t func)
+{
+    if (r->npre == r->precap) {
+        r->precap = r->precap ? r->precap * 2 : 64;
+        r->pre = xrealloc(r->pre, r->precap * sizeof *r->pre);
+    }
+    r->pre[r->npre++] = func;
+}
+
+/* the stack open at the ring start, at the first event */
+static void start(struct replay *r, int64_t t)
+{
+    r->started = 1;
+    if (r->discovery)
+        return;
+    struct dthread *th = r->th;
+    for (size_t i = 0; i < th->npre; i++)
+        push(r, th->pre[i], FR_PRE, t, NONE);
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t idx)
+{
+    struct replay *r = ctx;
+    struct dec *d = r->d;
+    struct dthread *th = r->th;
+    const struct dgen *g = r->g;
+    uint64_t addr = word & FT_ADDR_MASK;
+    uint32_t f;
+    if (addr == r->memo_addr) {
+        f = r->memo_func;
+    } else {
+        f = sym_lookup(d->sym, g->space, addr);
+        r->memo_addr = addr;
+        r->memo_func = f;
+    }
+    int64_t t = ft_clock_ns(&g->clk, tsc);
+    if (t < g->start_ns)
+        t = g->start_ns;
+    if (t > g->end_ns)
+        t = g->end_ns;
+    if (t < r->last_ns) {
+        if (r->discovery)
+            th->out_of_order++;
+        t = r->last_ns;
+    }
+    r->prev_ns = r->last_ns;
+    r->last_ns = t;
+    r->cur_exact = exact;
+    if (!r->started) {
+        r->prev_ns = t;
+        if (r->discovery) {
+            th->first_ns = t;
+        } else if (th->lost_older && r->emitting && d->o.json_path) {
+            json_instant_thread(d, th, t, "ring starts here (older events were overwritten)", NULL);
+        }
+        start(r, t);
+    }
+    struct func *fn = sym_func(d->sym, f);
+    if (r->discovery) {
+        th->nevents++;
+        th->last_ns = t;
+        fn->seen = 1;
+    }
+    if (fn->ignored)
+        return;
+    int catch = (word & FT_F_CATCH) == FT_F_CATCH;
+    if (catch) {
+        if (r->discovery)
+            th->ncatches++;
+        long k = find(r, fn->match, 1);
+        if (k >= 0) {
+            while (r->n > (size_t)k + 1)
+                pop(r, t, SL_UNWOUND, exact);
+        } else {
+            if (r->discovery)
+                th->unmatched_catches++;
+            while (r->n && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE)))
+                pop(r, t, SL_UNWOUND, exact);
+        }
+        return;
+    }
+    if (word & FT_F_RET) {
+        if (r->discovery)
+            th->nrets++;
+        if (r->n && r->stk[r->n - 1].match == fn->match) {
+            pop(r, t, 0, exact);
+            return;
+        }
+        long k = find(r, fn->match, 0);
+        if (k >= 0) {
+            if (r->discovery)
+                th->mismatches++;
+            while (r->n > (size_t)k + 1)
+                pop(r, r->prev_ns, SL_ABANDONED, 0);
+            pop(r, t, 0, exact);
+            return;
+        }
+        /* orphan return */
+        if (r->discovery) {
+            th->orphans++;
+            while (r->n)
+                pop(r, r->prev_ns, SL_ABANDONED, 0);
+            pre_add(r, f);
+        } else {
+            th->unnamed++; /* inconsistent with the discovery pass: ignored */
+        }
+        return;
+    }
+    if (word & FT_F_RET_WITH_CALLER) {
+        if (r->discovery)
+            th->nrets++;
+        if (r->n) {
+            pop(r, t, 0, exact);
+            if (r->n && r->stk[r->n - 1].match != fn->match) {
+                long k = find(r, fn->match, 0);
+                if (k >= 0)
+                    while (r->n > (size_t)k + 1)
+                        pop(r, r->prev_ns, SL_ABANDONED, 0);
+            }
+        } else if (r->discovery) {
+            th->orphans++;
+            if (r->expect != HMAP_NONE)
+                pre_add(r, r->expect);
+            else
+                th->unnamed++;
+        }
+        r->expect = f;
+        return;
+    }
+    if (r->discovery)
+        th->ncalls++;
+    push(r, f, ((word & FT_F_CALL_RET_ON_THROW) ? FR_ROT : 0) | (exact ? FR_EXACT : 0), t, idx);
+}
+
+/* ---- generations ------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int is_abandoned(const struct dthread *th, uint64_t call_idx)
+{
+    return call_idx != NONE && th->nabandoned &&
+           bsearch(&call_idx, th->abandoned, th->nabandoned, sizeof *th->abandoned, cmp_u64);
+}
+
+/* the end of the thread: close what is still open */
+static void finish(struct replay *r)
+{
+    struct dthread *th = r->th;
+    r->finished = 1;
+    if (!r->n)
+        return;
+    int64_t *ends = xrealloc(NULL, r->n * sizeof *ends);
+    unsigned *fl = xrealloc(NULL, r->n * sizeof *fl);
+    for (size_t i = 0; i < r->n; i++) {
+        int ab = is_abandoned(th, r->stk[i].call_idx);
+        ends[i] = ab ? th->last_ns : th->end_ns;
+        fl[i] = ab ? SL_ABANDONED : SL_OPEN;
+        if (i && ends[i] > ends[i - 1]) /* children never outlive parents */
+            ends[i] = ends[i - 1];
+    }
+    while (r->n) {
+        size_t i = r->n - 1;
+        pop(r, ends[i], fl[i], 1);
+    }
+    free(ends);
+    free(fl);
+}
+
+void replay_gen(struct replay *r, size_t gi)
+{
+    struct dec *d = r->d;
+    struct dthread *th = r->th;
+    const struct dgen *g = &d->gens[gi];
+    r->gi = gi;
+    r->g = g;
+    r->memo_addr = NONE;
+    if (r->finished)
+        return;
+    r->emitting = !r->discovery && g->emit;
+    r->nsl = 0;
+    if (r->emitting)
+        for (size_t i = 0; i < r->n; i++)
+            open_out(r, &r->stk[i]);
+    ev_run(d, th, th->cut[gi], th->cut[gi + 1], g->clk.ref_tsc, &r->carry, on_event, r);
+    if (r->discovery)
+        return;
+    int last = gi + 1 == d->ngens || (r->started && th->end_ns <= g->end_ns);
+    if (last) {
+        finish(r);
+    } else if (r->emitting) {
+        for (size_t i = 0; i < r->n; i++) {
+            struct frame *fr = &r->stk[i];
+            if (fr->slice >= 0) {
+                struct slice *s = &r->sl[fr->slice];
+                s->end = g->end_ns < s->start ? s->start : g->end_ns;
+                s->flags = (uint16_t)((s->flags & ~SL_PENDING) | SL_TO_NEXT);
+                fr->slice = -1;
+            }
+        }
+    }
+    if (r->emitting && r->nsl && d->o.json_path) {
+        json_slices(d, th, r->sl, r->nsl);
+        th->slices += r->nsl;
+    }
+}
+
+struct replay *replay_new(struct dec *d, struct dthread *th)
+{
+    return rnew(d, th, 0);
+}
+
+/* ---- discovery --------------------------------------------------------- */
+
+/* longest common subsequence of F and S (by match id); mf[i] = index in S
+ * matched by F[i] or -1.  Ties favour the innermost frames. */
+static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long *mf)
+{
+    for (size_t i = 0; i < nf; i++)
+        mf[i] = -1;
+    if (!nf || !ns || nf > 4096 || ns > 4096)
+        return;
+    uint16_t *L = calloc((nf + 1) * (ns + 1), sizeof *L);
+    if (!L)
+        return;
+#define AT(i, j) L[(i) * (ns + 1) + (j)]
+    for (size_t i = 1; i <= nf; i++)
+        for (size_t j = 1; j <= ns; j++)
+            AT(i, j) = F[i - 1] == S[j - 1]                      ? (uint16_t)(AT(i - 1, j - 1) + 1)
+                       : AT(i - 1, j) >= AT(i, j - 1) ? AT(i - 1, j)
+                                                      : AT(i, j - 1);
+    size_t i = nf, j = ns;
+    while (i && j) {
+        if (F[i - 1] == S[j - 1]) {
+            mf[i - 1] = (long)(j - 1);
+            i--;
+            j--;
+        } else if (AT(i - 1, j) >= AT(i, j - 1)) {
+            i--;
+        } else {
+            j--;
+        }
+    }
+#undef AT
+    free(L);
+}
+
+void replay_discover(struct dec *d, struct dthread *th)
+{
+    struct replay *r = rnew(d, th, 1);
+    th->first_ns = th->last_ns = 0;
+    for (size_t gi = 0; gi < d->ngens; gi++)
+        replay_gen(r, gi);
+
+    /* the final stack, outermost first */
+    const struct ftr_stack *fs = th->rt->stack >= 0 ? &d->t.stacks[th->rt->stack] : NULL;
+    size_t nS = fs ? fs->npcs : 0;
+    uint32_t *Sm = NULL;
+    int space = d->gens[d->ngens - 1].space;
+    if (nS) {
+        th->final_funcs = xrealloc(NULL, nS * sizeof *th->final_funcs);
+        Sm = xrealloc(NULL, nS * sizeof *Sm);
+        for (size_t k = 0; k < nS; k++) {
+            size_t j = nS - 1 - k; /* pcs are innermost first */
+            uint64_t pc = fs->pcs[j];
+            uint32_t f = sym_lookup(d->sym, space, j && pc ? pc - 1 : pc);
+            th->final_funcs[k] = f;
+            Sm[k] = sym_func(d->sym, f)->match;
+        }
+        th->nfinal = nS;
+    }
+    /* F: frames open at the end */
+    uint32_t *Fm = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *Fm);
+    long *mf = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *mf);
+    for (size_t i = 0; i < r->n; i++)
+        Fm[i] = r->stk[i].match;
+    size_t first_match = nS;
+    if (nS) {
+        lcs(Fm, r->n, Sm, nS, mf);
+        th->abandoned = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *th->abandoned);
+        for (size_t i = 0; i < r->n; i++) {
+            if (mf[i] < 0)
+                th->abandoned[th->nabandoned++] = r->stk[i].call_idx;
+            else if ((size_t)mf[i] < first_match)
+                first_match = (size_t)mf[i];
+        }
+        qsort(th->abandoned, th->nabandoned, sizeof *th->abandoned, cmp_u64);
+    }
+    /* final-stack frames open during the whole ring */
+    long w = -1;
+    for (size_t j = 0; j < first_match; j++) {
+        uint32_t f = th->final_funcs[j];
+        struct func *fn = sym_func(d->sym, f);
+        if (fn->unknown || fn->ignored)
+            continue;
+        if (fn->seen || sym_instrumented(d->sym, f))
+            w = (long)j;
+    }
+    size_t np = (size_t)(w + 1) + r->npre;
+    th->pre = xrealloc(NULL, (np ? np : 1) * sizeof *th->pre);
+    th->npre = 0;
+    for (long j = 0; j <= w; j++)
+        if (!sym_func(d->sym, th->final_funcs[j])->unknown)
+            th->pre[th->npre++] = th->final_funcs[j];
+    th->npre_final = th->npre;
+    for (size_t i = r->npre; i > 0; i--)
+        th->pre[th->npre++] = r->pre[i - 1];
+    free(Fm);
+    free(mf);
+    free(Sm);
+    replay_free(r);
+}

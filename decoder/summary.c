@@ -1,0 +1,168 @@
+/*
+ * summary.c -- --summary: what the raw holds, what was decoded, and what is
+ * incomplete and why.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "decode.h"
+
+static const char *state_name(uint32_t s)
+{
+    static const char *n[] = {"free", "alive", "exited", "evicted", "ignored"};
+    return s < 5 ? n[s] : "?";
+}
+
+static void tsf(struct outbuf *o, uint32_t f)
+{
+    static const struct {
+        uint32_t bit;
+        const char *name;
+    } t[] = {
+        {FT_TSF_WRAPPED, "WRAPPED"},         {FT_TSF_UNCOMMITTED, "UNCOMMITTED"}, {FT_TSF_TORN, "TORN"},
+        {FT_TSF_RING_MISSING, "RING_MISSING"}, {FT_TSF_RING_PARTIAL, "RING_PARTIAL"},
+        {FT_TSF_COPY_RACED, "COPY_RACED"},   {FT_TSF_BAD_POS, "BAD_POS"},
+    };
+    int any = 0;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (f & t[i].bit) {
+            ob_printf(o, "%s%s", any ? "," : "", t[i].name);
+            any = 1;
+        }
+    if (!any)
+        ob_str(o, "-");
+}
+
+void summary_print(struct dec *d, struct outbuf *o)
+{
+    const struct ftr_trace *t = &d->t;
+    char b1[64], b2[64];
+    ob_printf(o, "input:       %s, sample %d of %d (%llu bytes)%s\n", d->o.input, t->sample, t->nsamples,
+              (unsigned long long)t->bytes, t->original ? ", original funtrace format" : "");
+    if (t->has_header) {
+        static const char *src[] = {"?", "core", "live process", "snapshot"};
+        ob_printf(o, "source:      %s, raw version %u, ABI %u\n", t->hdr.source < 4 ? src[t->hdr.source] : "?",
+                  t->hdr.raw_version, t->hdr.abi_version);
+    }
+    ob_printf(o, "process:     pid %llu, `%s`\n", (unsigned long long)d->pid, t->cmdline);
+    ob_printf(o, "clock:       TSC %llu Hz, %s time\n", (unsigned long long)d->tsc_hz,
+              d->sampled ? "sampled" : "exact");
+    if (t->has_crash && t->crash.signo)
+        ob_printf(o, "signal:      %s, si_code %d, address 0x%llx, thread %u\n", sig_name(t->crash.signo),
+                  t->crash.si_code, (unsigned long long)t->crash.addr, t->crash.tid);
+    ob_printf(o, "modules:     %zu in the module table, %zu mappings%s\n", t->nmods, t->nmaps,
+              t->maps_from_procmaps ? " (PROCMAPS)" : "");
+
+    /* generations */
+    size_t real = 0;
+    for (size_t gi = 0; gi < d->ngens; gi++)
+        real += !d->gens[gi].synthetic;
+    ob_printf(o, "generations: %zu recorded", real);
+    if (t->has_header)
+        ob_printf(o, ", current #%llu, every %llu ms", (unsigned long long)t->hdr.gen_current,
+                  (unsigned long long)t->hdr.gen_ms);
+    ob_char(o, '\n');
+    for (size_t gi = 0; gi < d->ngens; gi++) {
+        const struct dgen *g = &d->gens[gi];
+        if (g->synthetic && real)
+            ob_str(o, "  (before the oldest record)");
+        else if (g->synthetic)
+            ob_str(o, "  (whole trace)     ");
+        else
+            ob_printf(o, "  #%-6llu           ", (unsigned long long)g->gen);
+        if (!g->synthetic && d->have_wall) {
+            fmt_wall(b1, sizeof b1, g->start_ns + g->wall_off, 0);
+            ob_printf(o, " start %s", b1);
+        }
+        int64_t end = g->end_ns < d->end_ns ? g->end_ns : d->end_ns;
+        if (!g->synthetic && end >= g->start_ns) {
+            fmt_dur(b2, sizeof b2, end - g->start_ns);
+            ob_printf(o, "  length %s", b2);
+        }
+        ob_printf(o, "  threads with events %u, incomplete %u%s\n", g->nthreads_with_events, g->nthreads_incomplete,
+                  g->emit ? "" : "  (not decoded)");
+    }
+
+    /* threads */
+    ob_printf(o, "threads:     %zu", d->nth);
+    if (t->has_header)
+        ob_printf(o, " (header: %u, lost %u)", t->hdr.nthreads, t->hdr.nthreads_lost);
+    ob_char(o, '\n');
+    for (size_t i = 0; i < d->nth; i++) {
+        const struct dthread *th = &d->th[i];
+        const struct ftr_thread *rt = th->rt;
+        int64_t span = th->nevents ? th->last_ns - th->first_ns : 0;
+        fmt_dur(b1, sizeof b1, span);
+        ob_printf(o, "  tid %-8llu %-16s %-8s %-7s %10llu events  span %-12s flags ", (unsigned long long)rt->tid,
+                  rt->name, rt->has_stat ? state_name(rt->st.state) : "?",
+                  rt->fmt == FT_FMT_SAMPLED8 ? "sampled" : rt->fmt ? "exact" : "none",
+                  (unsigned long long)th->nevents, b1);
+        tsf(o, rt->has_stat ? rt->st.flags : 0);
+        if (rt->truncated)
+            ob_str(o, ",TRUNCATED");
+        if (rt->tid == d->crash_tid)
+            ob_str(o, "  [crashed]");
+        ob_char(o, '\n');
+        int any = 0;
+        for (size_t gi = 0; gi < d->ngens; gi++)
+            if (th->incomplete[gi] && d->gens[gi].emit) {
+                if (!any)
+                    ob_str(o, "      incomplete (ring does not reach back to the start) in generations:");
+                ob_printf(o, " %s%llu", d->gens[gi].synthetic ? "<" : "#", (unsigned long long)d->gens[gi].gen +
+                                                                            d->gens[gi].synthetic);
+                any = 1;
+            }
+        if (any)
+            ob_char(o, '\n');
+        if (th->orphans || th->mismatches || th->unmatched_catches || th->out_of_order || th->nabandoned ||
+            th->unnamed)
+            ob_printf(o,
+                      "      %llu orphan returns (calls overwritten), %llu returns with missing inner returns, "
+                      "%llu unmatched catches, %llu out-of-order timestamps, %zu frames not on the final stack, "
+                      "%llu unresolvable returns\n",
+                      (unsigned long long)th->orphans, (unsigned long long)th->mismatches,
+                      (unsigned long long)th->unmatched_catches, (unsigned long long)th->out_of_order,
+                      th->nabandoned, (unsigned long long)th->unnamed);
+        if (rt->stack >= 0)
+            ob_printf(o, "      final stack: %u frames, %zu of them open during the whole ring\n",
+                      d->t.stacks[rt->stack].npcs, th->npre_final);
+    }
+
+    struct sym_stats ss;
+    sym_stats(d->sym, &ss);
+    ob_printf(o, "symbols:     %u files opened, %u missing, %u build-id mismatches, %u unresolved addresses\n",
+              ss.files - ss.files_missing, ss.files_missing, ss.buildid_mismatch, ss.unknown_addrs);
+
+    ob_str(o, "problems:    ");
+    int any = 0;
+#define P(cond, txt)                                                                                     \
+    if (cond) {                                                                                          \
+        ob_printf(o, "%s%s", any ? "\n             " : "", txt);                                    \
+        any = 1;                                                                                         \
+    }
+    P(t->problems & FTR_P_TRUNCATED, "the raw file is truncated (no ENDTRACE or a chunk cut short)");
+    P(t->problems & FTR_P_CORRUPT, "a corrupt chunk header: the rest of the file was ignored");
+    P(t->problems & FTR_P_BADCHUNK, "chunks with invalid contents were skipped");
+    P(t->problems & FTR_P_PARTIAL, "the producer could not read all of the trace (PARTIAL)");
+    P(t->problems & FTR_P_LOST, "some thread records could not be read (threads lost)");
+    P(t->problems & FTR_P_COUNT, "fewer threads than the header announces");
+    P(t->has_header && (t->hdr.flags & FT_RAWF_TIME_FILTERED), "events older than a time limit were left out");
+    for (size_t i = 0; i < d->nth; i++) {
+        const struct ftr_thread *rt = d->th[i].rt;
+        if (rt->has_stat && (rt->st.flags & (FT_TSF_RING_MISSING | FT_TSF_RING_PARTIAL | FT_TSF_BAD_POS |
+                                             FT_TSF_COPY_RACED))) {
+            char m[128];
+            snprintf(m, sizeof m, "thread %u: ring %s", rt->st.tid,
+                     rt->st.flags & FT_TSF_RING_MISSING   ? "missing from the source"
+                     : rt->st.flags & FT_TSF_BAD_POS      ? "position invalid (ring not emitted)"
+                     : rt->st.flags & FT_TSF_RING_PARTIAL ? "partly missing"
+                                                          : "overwritten while copied");
+            P(1, m);
+        }
+    }
+    if (!any)
+        ob_str(o, "none");
+    ob_char(o, '\n');
+#undef P
+}

@@ -1,0 +1,869 @@
+/*
+ * symtab.c -- see symtab.h
+ */
+#define _GNU_SOURCE
+#include "symtab.h"
+
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "demangle.h"
+
+struct modfile {
+    char *path;    /* as recorded in the trace */
+    char *name;    /* basename, for module+0xoff names */
+    uint8_t bid[FT_BUILD_ID_MAX];
+    uint32_t bidlen;
+    int state;     /* 0 untried, 1 open, 2 failed */
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+};
+
+struct seg {
+    uint64_t start, end;
+    uint32_t inst;
+};
+
+struct modinst {
+    int32_t file;
+    uint64_t bias;
+    int bias_state; /* 0 unknown (mapping: computed on open), 1 known, 2 unknown for good */
+    uint64_t gen_lo, gen_hi;
+    int from_map;
+    uint64_t map_start, map_off;
+};
+
+struct space {
+    uint64_t gen;
+    int synthetic;
+    struct seg *segs;
+    size_t nsegs;
+};
+
+struct symtab {
+    struct symtab_hot hot; /* must stay first */
+    const struct ftr_trace *t;
+    struct sym_opts opts;
+    sym_warn_fn warn;
+    void *wctx;
+    struct modfile *files;
+    size_t nfiles, files_cap;
+    struct modinst *insts;
+    size_t ninsts, insts_cap;
+    struct seg *modsegs; /* every MODULES segment (all generations) */
+    size_t nmodsegs;
+    struct seg *mapsegs; /* executable mappings */
+    size_t nmapsegs;
+    struct space *spaces;
+    size_t nspaces, spaces_cap;
+    struct func *funcs;
+    size_t nfuncs, funcs_cap;
+    struct hmap vaddr_cache; /* (file, vaddr) -> func */
+    struct hmap sym_cache;   /* (file, symbol start) -> func */
+    struct smap match_ids;   /* "file\1name" -> match id */
+    uint32_t nmatch;
+    struct smap names;       /* display name -> first func with it */
+    struct smap strings;     /* interned source paths */
+    char **strs;
+    size_t nstrs, strs_cap;
+    char *debuginfo_path;
+    Dwfl_Callbacks cb;
+    struct sym_stats stats;
+    void *dbgd_lib;
+    void *dbgd_client;
+};
+
+static void swarn(struct symtab *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void swarn(struct symtab *s, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    if (!s->warn || s->opts.quiet)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->warn(s->wctx, msg);
+}
+
+static void *xgrow(void *arr, size_t *cap, size_t need, size_t elsz)
+{
+    if (need <= *cap)
+        return arr;
+    size_t nc = *cap ? *cap * 2 : 16;
+    while (nc < need)
+        nc *= 2;
+    void *n = realloc(arr, nc * elsz);
+    if (!n) {
+        fprintf(stderr, "funtrace-decode: out of memory\n");
+        exit(2);
+    }
+    *cap = nc;
+    return n;
+}
+
+static char *xstrdup(const char *p)
+{
+    char *r = strdup(p ? p : "");
+    if (!r) {
+        fprintf(stderr, "funtrace-decode: out of memory\n");
+        exit(2);
+    }
+    return r;
+}
+
+static const char *intern(struct symtab *s, const char *str)
+{
+    uint32_t i = sm_get(&s->strings, str);
+    if (i != HMAP_NONE)
+        return s->strs[i];
+    s->strs = xgrow(s->strs, &s->strs_cap, s->nstrs + 1, sizeof *s->strs);
+    s->strs[s->nstrs] = xstrdup(str);
+    sm_put(&s->strings, str, (uint32_t)s->nstrs);
+    return s->strs[s->nstrs++];
+}
+
+char *sym_subst(const struct symtab *s, const char *path)
+{
+    for (int i = 0; i < s->opts.nsubst; i++) {
+        size_t fl = strlen(s->opts.subst_from[i]);
+        if (fl && !strncmp(path, s->opts.subst_from[i], fl)) {
+            char *r;
+            if (asprintf(&r, "%s%s", s->opts.subst_to[i], path + fl) < 0)
+                return xstrdup(path);
+            return r;
+        }
+    }
+    return xstrdup(path);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+static int32_t add_file(struct symtab *s, const char *path, const uint8_t *bid, uint32_t bidlen)
+{
+    for (size_t i = 0; i < s->nfiles; i++) {
+        struct modfile *f = &s->files[i];
+        if (!strcmp(f->path, path) && (!bidlen || !f->bidlen || (f->bidlen == bidlen && !memcmp(f->bid, bid, bidlen)))) {
+            if (!f->bidlen && bidlen) {
+                memcpy(f->bid, bid, bidlen);
+                f->bidlen = bidlen;
+            }
+            return (int32_t)i;
+        }
+    }
+    s->files = xgrow(s->files, &s->files_cap, s->nfiles + 1, sizeof *s->files);
+    struct modfile *f = &s->files[s->nfiles];
+    memset(f, 0, sizeof *f);
+    f->path = xstrdup(path);
+    char *nm = xstrdup(base_name(path));
+    char *del = strstr(nm, " (deleted)");
+    if (del)
+        *del = 0;
+    f->name = nm;
+    if (bidlen && bidlen <= FT_BUILD_ID_MAX) {
+        memcpy(f->bid, bid, bidlen);
+        f->bidlen = bidlen;
+    }
+    if (!path[0] || path[0] == '[' || s->opts.no_symbols)
+        f->state = 2;
+    return (int32_t)s->nfiles++;
+}
+
+static int seg_cmp(const void *a, const void *b)
+{
+    const struct seg *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static const struct seg *seg_find(const struct seg *v, size_t n, uint64_t addr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* last seg with start <= addr */
+        size_t mid = (lo + hi) / 2;
+        if (v[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* segments may overlap across generations: scan back a little */
+    for (size_t i = lo; i > 0 && lo - i < 64; i--)
+        if (addr >= v[i - 1].start && addr < v[i - 1].end)
+            return &v[i - 1];
+    return NULL;
+}
+
+/* ---- construction ------------------------------------------------------- */
+
+static const struct ftr_mapping *map_covering(const struct ftr_trace *t, uint64_t addr)
+{
+    for (size_t i = 0; i < t->nmaps; i++)
+        if (addr >= t->maps[i].start && addr < t->maps[i].end)
+            return &t->maps[i];
+    return NULL;
+}
+
+struct symtab *sym_new(const struct ftr_trace *t, const struct sym_opts *o, sym_warn_fn warn, void *ctx)
+{
+    struct symtab *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->t = t;
+    s->opts = *o;
+    s->warn = warn;
+    s->wctx = ctx;
+    s->cb.find_elf = dwfl_build_id_find_elf;
+    s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+    s->cb.section_address = dwfl_offline_section_address;
+    s->cb.debuginfo_path = &s->debuginfo_path;
+
+    /* MODULES: one instance per record */
+    for (size_t i = 0; i < t->nmods; i++) {
+        const struct ft_module *m = &t->mods[i];
+        if (m->state == FT_MOD_FREE || !m->nseg)
+            continue;
+        const char *path = m->path;
+        if (!path[0]) { /* main executable not resolved by the runtime */
+            const struct ftr_mapping *mp = map_covering(t, m->seg[0].start);
+            if (mp)
+                path = mp->path;
+        }
+        s->insts = xgrow(s->insts, &s->insts_cap, s->ninsts + 1, sizeof *s->insts);
+        struct modinst *in = &s->insts[s->ninsts];
+        memset(in, 0, sizeof *in);
+        in->file = add_file(s, path, m->build_id, m->build_id_len);
+        in->bias = m->bias;
+        in->bias_state = 1;
+        in->gen_lo = m->gen_loaded;
+        in->gen_hi = m->gen_unloaded;
+        s->ninsts++;
+    }
+    /* all module segments */
+    size_t cap = 0;
+    for (size_t i = 0, ii = 0; i < t->nmods; i++) {
+        const struct ft_module *m = &t->mods[i];
+        if (m->state == FT_MOD_FREE || !m->nseg)
+            continue;
+        for (uint32_t k = 0; k < m->nseg; k++) {
+            if (!m->seg[k].size || m->seg[k].start + m->seg[k].size < m->seg[k].start)
+                continue;
+            s->modsegs = xgrow(s->modsegs, &cap, s->nmodsegs + 1, sizeof *s->modsegs);
+            s->modsegs[s->nmodsegs++] = (struct seg){m->seg[k].start, m->seg[k].start + m->seg[k].size,
+                                                     (uint32_t)ii};
+        }
+        ii++;
+    }
+    if (s->nmodsegs)
+        qsort(s->modsegs, s->nmodsegs, sizeof *s->modsegs, seg_cmp);
+
+    /* executable file mappings (MAPPINGS / PROCMAPS): fallback instances */
+    cap = 0;
+    for (size_t i = 0; i < t->nmaps; i++) {
+        const struct ftr_mapping *mp = &t->maps[i];
+        if (!(mp->prot & FT_MAPF_X) || mp->end <= mp->start)
+            continue;
+        s->insts = xgrow(s->insts, &s->insts_cap, s->ninsts + 1, sizeof *s->insts);
+        struct modinst *in = &s->insts[s->ninsts];
+        memset(in, 0, sizeof *in);
+        in->file = add_file(s, mp->path, mp->build_id, mp->build_id_len);
+        in->from_map = 1;
+        in->map_start = mp->start;
+        in->map_off = mp->offset;
+        in->gen_lo = 0;
+        in->gen_hi = FT_GEN_NONE;
+        s->mapsegs = xgrow(s->mapsegs, &cap, s->nmapsegs + 1, sizeof *s->mapsegs);
+        s->mapsegs[s->nmapsegs++] = (struct seg){mp->start, mp->end, (uint32_t)s->ninsts};
+        s->ninsts++;
+    }
+    if (s->nmapsegs)
+        qsort(s->mapsegs, s->nmapsegs, sizeof *s->mapsegs, seg_cmp);
+    return s;
+}
+
+void sym_free(struct symtab *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nfiles; i++) {
+        if (s->files[i].dwfl)
+            dwfl_end(s->files[i].dwfl);
+        free(s->files[i].path);
+        free(s->files[i].name);
+    }
+    free(s->files);
+    free(s->insts);
+    free(s->modsegs);
+    free(s->mapsegs);
+    for (size_t i = 0; i < s->nspaces; i++)
+        free(s->spaces[i].segs);
+    free(s->spaces);
+    for (size_t i = 0; i < s->nfuncs; i++) {
+        free(s->funcs[i].name);
+        free(s->funcs[i].jname);
+    }
+    free(s->funcs);
+    hm_free(&s->hot.addr_cache);
+    hm_free(&s->vaddr_cache);
+    hm_free(&s->sym_cache);
+    sm_free(&s->match_ids);
+    sm_free(&s->names);
+    sm_free(&s->strings);
+    for (size_t i = 0; i < s->nstrs; i++)
+        free(s->strs[i]);
+    free(s->strs);
+    if (s->dbgd_lib) {
+        void (*end)(void *) = (void (*)(void *))dlsym(s->dbgd_lib, "debuginfod_end");
+        if (end && s->dbgd_client)
+            end(s->dbgd_client);
+        dlclose(s->dbgd_lib);
+    }
+    free(s);
+}
+
+int sym_space(struct symtab *s, uint64_t g, int synthetic)
+{
+    for (size_t i = 0; i < s->nspaces; i++)
+        if (s->spaces[i].gen == g && s->spaces[i].synthetic == synthetic)
+            return (int)i;
+    s->spaces = xgrow(s->spaces, &s->spaces_cap, s->nspaces + 1, sizeof *s->spaces);
+    struct space *sp = &s->spaces[s->nspaces];
+    memset(sp, 0, sizeof *sp);
+    sp->gen = g;
+    sp->synthetic = synthetic;
+    size_t cap = 0;
+    /* MODULES instances are the first ones, in the order of modsegs' inst ids */
+    for (size_t k = 0; k < s->nmodsegs; k++) {
+        const struct modinst *in = &s->insts[s->modsegs[k].inst];
+        int live = synthetic ? in->gen_hi == FT_GEN_NONE : (in->gen_lo <= g && g < in->gen_hi);
+        if (!live)
+            continue;
+        sp->segs = xgrow(sp->segs, &cap, sp->nsegs + 1, sizeof *sp->segs);
+        sp->segs[sp->nsegs++] = s->modsegs[k];
+    }
+    return (int)s->nspaces++;
+}
+
+/* ---- opening ELF files -------------------------------------------------- */
+
+typedef void *(*dbgd_begin_fn)(void);
+typedef int (*dbgd_find_fn)(void *, const unsigned char *, int, char **);
+
+static int debuginfod_fetch(struct symtab *s, const struct modfile *f, char **path)
+{
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    if (!urls || !*urls || !f->bidlen)
+        return -1;
+    if (!s->dbgd_lib) {
+        s->dbgd_lib = dlopen("libdebuginfod.so.1", RTLD_NOW);
+        if (!s->dbgd_lib)
+            return -1;
+        dbgd_begin_fn begin = (dbgd_begin_fn)dlsym(s->dbgd_lib, "debuginfod_begin");
+        s->dbgd_client = begin ? begin() : NULL;
+    }
+    dbgd_find_fn find = (dbgd_find_fn)dlsym(s->dbgd_lib, "debuginfod_find_executable");
+    if (!find || !s->dbgd_client)
+        return -1;
+    int fd = find(s->dbgd_client, f->bid, (int)f->bidlen, path);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+static char *build_id_path(const struct modfile *f)
+{
+    if (!f->bidlen || f->bidlen < 2)
+        return NULL;
+    char hex[2 * FT_BUILD_ID_MAX + 1];
+    for (uint32_t i = 0; i < f->bidlen; i++)
+        sprintf(hex + 2 * i, "%02x", f->bid[i]);
+    char *p;
+    if (asprintf(&p, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2) < 0)
+        return NULL;
+    return p;
+}
+
+static Dwfl_Module *report(struct symtab *s, struct modfile *f, const char *path)
+{
+    Dwfl *d = dwfl_begin(&s->cb);
+    if (!d)
+        return NULL;
+    dwfl_report_begin(d);
+    Dwfl_Module *m = dwfl_report_elf(d, f->name, path, -1, 0, true);
+    dwfl_report_end(d, NULL, NULL);
+    if (!m) {
+        dwfl_end(d);
+        return NULL;
+    }
+    f->dwfl = d;
+    return m;
+}
+
+static int bid_matches(const struct modfile *f, Dwfl_Module *m)
+{
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    if (!f->bidlen)
+        return 1;
+    int n = dwfl_module_build_id(m, &bits, &vaddr);
+    if (n <= 0)
+        return 1; /* no build-id in the file: cannot check */
+    return (uint32_t)n == f->bidlen && !memcmp(bits, f->bid, f->bidlen);
+}
+
+static void drop(struct modfile *f)
+{
+    if (f->dwfl)
+        dwfl_end(f->dwfl);
+    f->dwfl = NULL;
+    f->mod = NULL;
+}
+
+static int open_file(struct symtab *s, int32_t fi)
+{
+    struct modfile *f = &s->files[fi];
+    if (f->state)
+        return f->state == 1;
+    f->state = 2;
+    s->stats.files++;
+    char *path = sym_subst(s, f->path);
+    char *del = strstr(path, " (deleted)");
+    if (del && access(path, R_OK) != 0)
+        *del = 0;
+    int mismatch = 0;
+    if (access(path, R_OK) == 0) {
+        f->mod = report(s, f, path);
+        if (f->mod && !bid_matches(f, f->mod)) {
+            mismatch = 1;
+            drop(f);
+        }
+    }
+    if (!f->mod) { /* by build-id: the local debug directory, then debuginfod */
+        char *bp = build_id_path(f);
+        if (bp && access(bp, R_OK) == 0) {
+            f->mod = report(s, f, bp);
+            if (f->mod && !bid_matches(f, f->mod))
+                drop(f);
+        }
+        free(bp);
+    }
+    if (!f->mod) {
+        char *dp = NULL;
+        if (debuginfod_fetch(s, f, &dp) == 0 && dp) {
+            f->mod = report(s, f, dp);
+            if (f->mod && !bid_matches(f, f->mod))
+                drop(f);
+        }
+        free(dp);
+    }
+    if (!f->mod && mismatch) { /* use the rebuilt file anyway, with a warning */
+        f->mod = report(s, f, path);
+        s->stats.buildid_mismatch++;
+        swarn(s, "warning: %s does not have the traced build-id (rebuilt since?): names may be wrong",
+              path);
+    }
+    if (!f->mod) {
+        s->stats.files_missing++;
+        swarn(s, "warning: cannot open %s%s: its functions are shown as %s+0xOFFSET", path,
+              s->opts.nsubst ? "" : " (see --substitute-path)", f->name);
+        free(path);
+        return 0;
+    }
+    free(path);
+    f->state = 1;
+    return 1;
+}
+
+/* bias of a mapping instance, from the file's program headers */
+static void map_bias(struct symtab *s, struct modinst *in)
+{
+    in->bias_state = 2;
+    struct modfile *f = &s->files[in->file];
+    if (!open_file(s, in->file))
+        return;
+    GElf_Addr b;
+    Elf *e = dwfl_module_getelf(f->mod, &b);
+    size_t phnum;
+    if (!e || elf_getphdrnum(e, &phnum) != 0)
+        return;
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+            continue;
+        uint64_t al = ph.p_align > 1 ? ph.p_align : 4096;
+        if (ph.p_offset / al * al != in->map_off && !(in->map_off >= ph.p_offset &&
+                                                       in->map_off < ph.p_offset + ph.p_filesz))
+            continue;
+        /* vaddr of the mapping start */
+        uint64_t v = ph.p_vaddr + in->map_off - ph.p_offset;
+        in->bias = in->map_start - v;
+        in->bias_state = 1;
+        return;
+    }
+}
+
+/* ---- functions ------------------------------------------------------------ */
+
+static uint32_t match_id(struct symtab *s, int32_t file, const char *name)
+{
+    char *key;
+    if (asprintf(&key, "%d\1%s", file, name) < 0)
+        return s->nmatch++;
+    uint32_t m = sm_get(&s->match_ids, key);
+    if (m == HMAP_NONE) {
+        m = s->nmatch++;
+        sm_put(&s->match_ids, key, m);
+    }
+    free(key);
+    return m;
+}
+
+static void src_of(struct symtab *s, Dwfl_Module *mod, uint64_t vaddr, struct func *fn)
+{
+    Dwarf_Addr bias;
+    Dwarf_Die *cu = dwfl_module_addrdie(mod, vaddr, &bias);
+    if (cu) {
+        Dwarf_Die *scopes = NULL;
+        int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
+        for (int i = 0; i < n; i++) {
+            if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
+                continue;
+            const char *file = dwarf_decl_file(&scopes[i]);
+            int line = 0;
+            if (file && dwarf_decl_line(&scopes[i], &line) == 0) {
+                fn->file = intern(s, file);
+                fn->line = (uint32_t)line;
+            }
+            break;
+        }
+        free(scopes);
+    }
+    if (!fn->file) {
+        Dwfl_Line *l = dwfl_module_getsrc(mod, vaddr);
+        int line = 0;
+        const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+        if (file) {
+            fn->file = intern(s, file);
+            fn->line = (uint32_t)line;
+        }
+    }
+}
+
+static uint32_t new_func(struct symtab *s, int32_t file, uint64_t vaddr, char *name, int unknown)
+{
+    s->funcs = xgrow(s->funcs, &s->funcs_cap, s->nfuncs + 1, sizeof *s->funcs);
+    uint32_t id = (uint32_t)s->nfuncs++;
+    struct func *fn = &s->funcs[id];
+    memset(fn, 0, sizeof *fn);
+    fn->name = name;
+    fn->modfile = file;
+    fn->vaddr = vaddr;
+    fn->unknown = (uint8_t)unknown;
+    fn->ignored = (uint8_t)ft_is_thunk(name);
+    if (!unknown && file >= 0 && s->files[file].mod)
+        src_of(s, s->files[file].mod, vaddr, fn);
+    fn->match = match_id(s, file, name);
+    /* JSON name: unique per function (same name elsewhere gets its location) */
+    uint32_t other = sm_get(&s->names, name);
+    char *jn = NULL;
+    if (other == HMAP_NONE) {
+        sm_put(&s->names, name, id);
+    } else {
+        struct func *o = &s->funcs[other];
+        if (o->match != fn->match || o->file != fn->file) {
+            if (fn->file) {
+                if (asprintf(&jn, "%s (%s:%u)", name, base_name(fn->file), fn->line) < 0)
+                    jn = NULL;
+            } else if (file >= 0) {
+                if (asprintf(&jn, "%s [%s]", name, s->files[file].name) < 0)
+                    jn = NULL;
+            }
+        }
+    }
+    fn->jname = json_quote(jn ? jn : name);
+    if (!fn->jname) {
+        fprintf(stderr, "funtrace-decode: out of memory\n");
+        exit(2);
+    }
+    free(jn);
+    if (unknown)
+        s->stats.unknown_addrs++;
+    return id;
+}
+
+static uint32_t func_unknown_addr(struct symtab *s, uint64_t addr)
+{
+    uint32_t id = hm_get(&s->vaddr_cache, UINT64_MAX, addr);
+    if (id != HMAP_NONE)
+        return id;
+    char *nm;
+    if (asprintf(&nm, "0x%llx", (unsigned long long)addr) < 0)
+        nm = xstrdup("?");
+    id = new_func(s, -1, addr, nm, 1);
+    hm_put(&s->vaddr_cache, UINT64_MAX, addr, id);
+    return id;
+}
+
+static uint32_t func_at(struct symtab *s, int32_t file, uint64_t vaddr)
+{
+    uint32_t id = hm_get(&s->vaddr_cache, (uint64_t)file, vaddr);
+    if (id != HMAP_NONE)
+        return id;
+    struct modfile *f = &s->files[file];
+    const char *sym = NULL;
+    GElf_Off off = 0;
+    if (open_file(s, file)) {
+        GElf_Sym es;
+        sym = dwfl_module_addrinfo(f->mod, vaddr, &off, &es, NULL, NULL, NULL);
+        if (sym && (!*sym || (GELF_ST_TYPE(es.st_info) != STT_FUNC && GELF_ST_TYPE(es.st_info) != STT_GNU_IFUNC &&
+                              GELF_ST_TYPE(es.st_info) != STT_NOTYPE)))
+            sym = NULL;
+    }
+    if (sym) {
+        uint64_t start = vaddr - off;
+        id = hm_get(&s->sym_cache, (uint64_t)file, start);
+        if (id == HMAP_NONE) {
+            char *nm = ft_display_name(sym);
+            id = new_func(s, file, start, nm ? nm : xstrdup(sym), 0);
+            hm_put(&s->sym_cache, (uint64_t)file, start, id);
+        }
+    } else {
+        char *nm;
+        if (asprintf(&nm, "%s+0x%llx", f->name, (unsigned long long)vaddr) < 0)
+            nm = xstrdup("?");
+        id = new_func(s, file, vaddr, nm, 1);
+    }
+    hm_put(&s->vaddr_cache, (uint64_t)file, vaddr, id);
+    return id;
+}
+
+/* the module instance holding addr in space: MODULES of the generation, then
+ * the mappings, then MODULES of any generation (nearest first) */
+static struct modinst *resolve(struct symtab *s, int space, uint64_t addr)
+{
+    struct space *sp = &s->spaces[space];
+    const struct seg *sg = seg_find(sp->segs, sp->nsegs, addr);
+    if (sg)
+        return &s->insts[sg->inst];
+    sg = seg_find(s->mapsegs, s->nmapsegs, addr);
+    if (sg)
+        return &s->insts[sg->inst];
+    struct modinst *best = NULL;
+    uint64_t bestd = UINT64_MAX;
+    for (size_t k = 0; k < s->nmodsegs; k++) {
+        const struct seg *x = &s->modsegs[k];
+        if (addr < x->start || addr >= x->end)
+            continue;
+        struct modinst *in = &s->insts[x->inst];
+        uint64_t d = sp->gen < in->gen_lo ? in->gen_lo - sp->gen
+                     : (in->gen_hi != FT_GEN_NONE && sp->gen >= in->gen_hi) ? sp->gen - in->gen_hi + 1 : 0;
+        if (d < bestd) {
+            bestd = d;
+            best = in;
+        }
+    }
+    return best;
+}
+
+static int inst_vaddr(struct symtab *s, struct modinst *in, uint64_t addr, uint64_t *vaddr)
+{
+    if (in->from_map && in->bias_state == 0)
+        map_bias(s, in);
+    if (in->bias_state == 1) {
+        *vaddr = addr - in->bias;
+        return 1;
+    }
+    /* mapping without a usable file: file offset */
+    *vaddr = addr - in->map_start + in->map_off;
+    return 0;
+}
+
+uint32_t sym_lookup_slow(struct symtab *s, int space, uint64_t addr)
+{
+    struct modinst *in = resolve(s, space, addr);
+    uint32_t id;
+    if (!in) {
+        id = func_unknown_addr(s, addr);
+    } else {
+        uint64_t vaddr;
+        inst_vaddr(s, in, addr, &vaddr);
+        id = func_at(s, in->file, vaddr);
+    }
+    hm_put(&s->hot.addr_cache, addr, (uint64_t)space, id);
+    return id;
+}
+
+struct func *sym_func(struct symtab *s, uint32_t id)
+{
+    return &s->funcs[id];
+}
+
+uint32_t sym_nfuncs(const struct symtab *s)
+{
+    return (uint32_t)s->nfuncs;
+}
+
+void sym_stats(const struct symtab *s, struct sym_stats *st)
+{
+    *st = s->stats;
+}
+
+/* ---- instrumentation check ---------------------------------------------- */
+
+int sym_instrumented(struct symtab *s, uint32_t id)
+{
+    struct func *fn = &s->funcs[id];
+    if (fn->instr)
+        return fn->instr == 1;
+    fn->instr = 2;
+    if (fn->unknown || fn->modfile < 0 || !open_file(s, fn->modfile))
+        return 0;
+    Dwfl_Module *mod = s->files[fn->modfile].mod;
+    Dwarf_Addr a = fn->vaddr, bias;
+    Elf_Scn *scn = dwfl_module_address_section(mod, &a, &bias);
+    if (!scn)
+        return 0;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d || !d->d_buf || a >= d->d_size)
+        return 0;
+    const uint8_t *b = (const uint8_t *)d->d_buf + a;
+    size_t n = d->d_size - a;
+    if (n > 80)
+        n = 80;
+    size_t i = 0;
+    if (n >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa)
+        i = 4; /* endbr64 */
+    if (i < n && b[i] == 0x67) /* addr32 prefix (gcc pads the fentry call to 6 bytes) */
+        i++;
+    if (i < n && b[i] == 0xe8) { /* -pg -mfentry: call __fentry__ first */
+        fn->instr = 1;
+        return 1;
+    }
+    /* -finstrument-functions: the function loads its own address into rdi */
+    for (size_t j = i; j + 7 <= n; j++) {
+        if (b[j] == 0x48 && b[j + 1] == 0x8d && b[j + 2] == 0x3d) {
+            int32_t disp;
+            memcpy(&disp, b + j + 3, 4);
+            if (fn->vaddr + j + 7 + (int64_t)disp == fn->vaddr) {
+                fn->instr = 1;
+                return 1;
+            }
+        }
+        if (b[j] == 0xbf) {
+            uint32_t imm;
+            memcpy(&imm, b + j + 1, 4);
+            if (imm == fn->vaddr) {
+                fn->instr = 1;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- final stack frames ----------------------------------------------- */
+
+static void put_loc(struct outbuf *o, const char *file, int line)
+{
+    if (file) {
+        ob_str(o, " at ");
+        ob_str(o, file);
+        ob_char(o, ':');
+        ob_u64(o, (uint64_t)(line > 0 ? line : 0));
+    }
+}
+
+static char *die_name(Dwarf_Die *die)
+{
+    Dwarf_Attribute a;
+    const char *ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+    if (!ln)
+        ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+    if (ln) {
+        char *d = ft_display_name(ln);
+        if (d)
+            return d;
+    }
+    const char *n = dwarf_diename(die);
+    return xstrdup(n ? n : "??");
+}
+
+void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, struct outbuf *o,
+                     const char *indent)
+{
+    uint64_t q = ret_addr && pc ? pc - 1 : pc;
+    struct modinst *in = resolve(s, space, q);
+    if (!in) {
+        ob_str(o, "??\n");
+        return;
+    }
+    uint64_t vaddr;
+    inst_vaddr(s, in, q, &vaddr);
+    uint32_t id = func_at(s, in->file, vaddr);
+    struct func *fn = &s->funcs[id];
+    struct modfile *f = &s->files[in->file];
+    if (fn->unknown || !f->mod) {
+        ob_str(o, fn->name);
+        ob_char(o, '\n');
+        return;
+    }
+    /* innermost location */
+    int line = 0;
+    const char *file = NULL;
+    Dwfl_Line *l = dwfl_module_getsrc(f->mod, vaddr);
+    if (l)
+        file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+    Dwarf_Addr bias;
+    Dwarf_Die *cu = dwfl_module_addrdie(f->mod, vaddr, &bias);
+    Dwarf_Die *scopes = NULL;
+    int n = cu ? dwarf_getscopes(cu, vaddr - bias, &scopes) : 0;
+    int first = 1;
+    for (int i = 0; i < n; i++) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+            continue;
+        char *nm = tag == DW_TAG_subprogram ? xstrdup(fn->name) : die_name(&scopes[i]);
+        if (!first) {
+            ob_str(o, indent);
+            ob_str(o, "inlined into ");
+        }
+        ob_str(o, nm);
+        put_loc(o, file, line);
+        ob_char(o, '\n');
+        free(nm);
+        first = 0;
+        if (tag == DW_TAG_subprogram)
+            break;
+        /* the call site of this inlined instance, in the next scope out */
+        Dwarf_Attribute a;
+        Dwarf_Word fidx = 0, cl = 0;
+        file = NULL;
+        line = 0;
+        if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &fidx) == 0) {
+            Dwarf_Files *files;
+            size_t nf;
+            if (dwarf_getsrcfiles(cu, &files, &nf) == 0 && fidx < nf)
+                file = dwarf_filesrc(files, fidx, NULL, NULL);
+        }
+        if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &cl) == 0)
+            line = (int)cl;
+    }
+    free(scopes);
+    if (first) {
+        ob_str(o, fn->name);
+        put_loc(o, file, line);
+        ob_char(o, '\n');
+    }
+}

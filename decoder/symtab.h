@@ -1,0 +1,87 @@
+/*
+ * symtab.h -- addresses -> functions (libdwfl), per generation.
+ *
+ * Module instances come from the MODULES table (each valid for the
+ * generations gen_loaded <= g < gen_unloaded) and, as a fallback, from the
+ * MAPPINGS (or original PROCMAPS) chunk.  Every distinct ELF file gets its own
+ * Dwfl, reported at bias 0, so the same library loaded at different
+ * addresses, or different libraries loaded at the same address in different
+ * generations, never clash.  Each (address space, address) is symbolized
+ * once: address -> (file, vaddr) -> symbol -> function id, all hashed.
+ */
+#ifndef FT_DECODER_SYMTAB_H
+#define FT_DECODER_SYMTAB_H
+
+#include <stdint.h>
+#include "raw.h"
+#include "outbuf.h"
+#include "hmap.h"
+
+struct func {
+    char *name;     /* display name (demangled, clone suffix stripped) */
+    char *jname;    /* JSON string literal, unique per function */
+    const char *file; /* source file or NULL */
+    uint32_t line;
+    int32_t modfile; /* -1: no module */
+    uint64_t vaddr; /* symbol start in the file (or the address itself) */
+    uint32_t match; /* functions with equal match ids are "the same" for call/return matching */
+    uint8_t ignored; /* thunks */
+    uint8_t instr;   /* 0 unknown, 1 instrumented, 2 not (see sym_instrumented) */
+    uint8_t seen;    /* appears in a trace event */
+    uint8_t used;    /* appears in the output */
+    uint8_t unknown; /* no symbol: name is module+0xoff or 0xaddr */
+};
+
+struct sym_opts {
+    int nsubst;
+    char **subst_from, **subst_to;
+    int no_symbols;  /* never open ELF files: names are module+0xoffset */
+    int quiet;
+};
+
+typedef void (*sym_warn_fn)(void *ctx, const char *msg);
+
+struct symtab;
+struct symtab *sym_new(const struct ftr_trace *t, const struct sym_opts *o, sym_warn_fn warn, void *ctx);
+void sym_free(struct symtab *s);
+
+/* the address space of generation number g (synthetic: no generation info,
+ * use every module).  Returns a space id. */
+int sym_space(struct symtab *s, uint64_t g, int synthetic);
+
+uint32_t sym_lookup_slow(struct symtab *s, int space, uint64_t addr);
+
+/* the first member of struct symtab: the (space, address) -> function cache */
+struct symtab_hot {
+    struct hmap addr_cache;
+};
+/* function id of addr in space (cached) */
+static inline uint32_t sym_lookup(struct symtab *s, int space, uint64_t addr)
+{
+    uint32_t v = hm_get(&((struct symtab_hot *)s)->addr_cache, addr, (uint64_t)space);
+    return v != HMAP_NONE ? v : sym_lookup_slow(s, space, addr);
+}
+
+struct func *sym_func(struct symtab *s, uint32_t id);
+uint32_t sym_nfuncs(const struct symtab *s);
+/* 1 if the function's code carries entry instrumentation (-pg fentry call
+ * or the -finstrument-functions "load own address" sequence), 0 if not or
+ * unknown */
+int sym_instrumented(struct symtab *s, uint32_t id);
+
+/* one frame of a final stack, with inlined callers, written to o as lines
+ * prefixed by indent: "fn at file:line" (+ "inlined into ..." lines).
+ * ret_addr: pc is a return address (look up pc-1). */
+void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, struct outbuf *o,
+                     const char *indent);
+
+/* path after --substitute-path rewriting (malloc'd) */
+char *sym_subst(const struct symtab *s, const char *path);
+
+/* counters for the summary */
+struct sym_stats {
+    uint32_t files, files_missing, buildid_mismatch, unknown_addrs;
+};
+void sym_stats(const struct symtab *s, struct sym_stats *st);
+
+#endif

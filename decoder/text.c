@@ -1,0 +1,164 @@
+/*
+ * text.c -- the terminal view (--text): a header about the process and its
+ * end, then per thread (the crashing thread first) the last N calls as an
+ * indented timeline, times relative to the end of the trace (or absolute
+ * with --wallclock), and the thread's final stack.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+
+static const char *src_kind(const struct dec *d)
+{
+    if (d->t.original)
+        return "original funtrace.raw";
+    switch (d->t.hdr.source) {
+    case FT_SRC_CORE: return "core file";
+    case FT_SRC_LIVE: return "live process";
+    case FT_SRC_SNAPSHOT: return "snapshot";
+    }
+    return "unknown source";
+}
+
+static const char *base_name(const char *p)
+{
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+static void header(struct dec *d, struct outbuf *o)
+{
+    char b1[96], b2[96];
+    ob_printf(o, "funtrace: `%s` (pid %llu), from a %s\n", d->t.cmdline[0] ? d->t.cmdline : "?",
+              (unsigned long long)d->pid, src_kind(d));
+    if (d->t.has_crash && d->t.crash.signo) {
+        const struct ft_raw_crash *c = &d->t.crash;
+        const char *tn = "";
+        for (size_t i = 0; i < d->nth; i++)
+            if (d->th[i].rt->tid == c->tid)
+                tn = d->th[i].rt->name;
+        ob_printf(o, "  signal:     %s (%s), si_code %d", sig_name(c->signo), strsignal(c->signo), c->si_code);
+        if (c->signo == SIGSEGV || c->signo == SIGBUS || c->signo == SIGFPE || c->signo == SIGILL)
+            ob_printf(o, ", fault address 0x%llx", (unsigned long long)c->addr);
+        if (c->sender_pid)
+            ob_printf(o, ", sent by pid %u", c->sender_pid);
+        if (c->tid)
+            ob_printf(o, ", thread %u \"%s\"", c->tid, tn);
+        ob_char(o, '\n');
+    } else {
+        ob_str(o, "  signal:     none recorded\n");
+    }
+    if (d->have_wall) {
+        fmt_wall(b1, sizeof b1, d->end_ns + d->wall_off, 1);
+        ob_printf(o, "  last event: %s\n", b1);
+    }
+    size_t ne = 0, first = 0, last = 0;
+    for (size_t gi = 0; gi < d->ngens; gi++)
+        if (d->gens[gi].emit) {
+            if (!ne++)
+                first = gi;
+            last = gi;
+        }
+    int64_t span = d->end_ns - d->base_ns;
+    fmt_dur(b2, sizeof b2, span < 0 ? 0 : span);
+    ob_printf(o, "  trace:      %zu threads, %llu events, ", d->nth, (unsigned long long)d->total_events);
+    if (ne && !(d->ngens == 1 && d->gens[0].synthetic))
+        ob_printf(o, "generations %llu..%llu, ", (unsigned long long)d->gens[first].gen + d->gens[first].synthetic,
+                  (unsigned long long)d->gens[last].gen);
+    ob_printf(o, "%s shown\n", b2);
+}
+
+static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
+{
+    char b1[64], b2[64];
+    const struct ftr_thread *rt = th->rt;
+    ob_printf(o, "\nthread %llu \"%s\"%s -- %llu events", (unsigned long long)rt->tid, rt->name,
+              rt->tid == d->crash_tid ? " [crashed]" : "", (unsigned long long)th->nevents);
+    if (th->lost_older && th->nevents)
+        ob_str(o, " (older ones overwritten)");
+    uint64_t N = (uint64_t)d->o.ncalls;
+    uint64_t from = th->ring_seq > N ? th->ring_seq - N : 0;
+    if (th->ring_seq == 0) {
+        ob_str(o, "; no calls in the generations shown\n");
+    } else {
+        ob_printf(o, "; last %llu calls, %s:\n", (unsigned long long)(th->ring_seq - from),
+                  d->o.wallclock ? "wall-clock times" : "start times relative to the end");
+        int mind = 65535;
+        for (uint64_t s = from; s < th->ring_seq; s++) {
+            const struct trec *t = &th->ring[s % N];
+            if (t->depth < mind)
+                mind = t->depth;
+        }
+        ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
+        for (uint64_t s = from; s < th->ring_seq; s++) {
+            const struct trec *t = &th->ring[s % N];
+            struct func *fn = sym_func(d->sym, t->func);
+            if (d->o.wallclock && d->have_wall)
+                fmt_wall(b1, sizeof b1, t->start + d->wall_off, 0);
+            else
+                fmt_dur(b1, sizeof b1, t->start - d->end_ns);
+            if (t->flags & (SL_OPEN | SL_PENDING)) {
+                snprintf(b2, sizeof b2, "open");
+            } else {
+                char du[48];
+                fmt_dur(du, sizeof du, t->end - t->start);
+                snprintf(b2, sizeof b2, "%s%s%s", t->flags & SL_START_UNK ? ">" : "",
+                         t->flags & SL_UNMEASURED ? "~" : "", du);
+            }
+            int depth = t->depth - mind;
+            ob_printf(o, "  %18s  %12s  ", b1, b2);
+            if (depth > 40) {
+                ob_printf(o, "[+%d] ", depth);
+                depth = 0;
+            }
+            for (int k = 0; k < depth; k++)
+                ob_str(o, "  ");
+            ob_str(o, fn->name);
+            if (fn->file)
+                ob_printf(o, "  %s:%u", base_name(fn->file), fn->line);
+            if (t->flags & (SL_OPEN | SL_PENDING))
+                ob_str(o, "  [still open]");
+            if (t->flags & SL_ABANDONED)
+                ob_str(o, "  [return missing]");
+            if (t->flags & SL_UNWOUND)
+                ob_str(o, "  [unwound by exception]");
+            if (t->flags & SL_START_UNK)
+                ob_str(o, "  [started before the ring]");
+            ob_char(o, '\n');
+        }
+    }
+    if (rt->stack >= 0) {
+        const struct ftr_stack *fs = &d->t.stacks[rt->stack];
+        static const char *unw[] = {"?", "libunwind", "gdb", "ptrace"};
+        ob_printf(o, "  final stack (%s, %u frames%s):\n", fs->h.unwinder < 4 ? unw[fs->h.unwinder] : "?",
+                  fs->npcs, fs->h.flags & FT_STKF_TRUNCATED ? ", truncated" : "");
+        int space = d->gens[d->ngens - 1].space;
+        for (uint32_t k = 0; k < fs->npcs; k++) {
+            ob_printf(o, "    #%-3u 0x%016llx  ", k, (unsigned long long)fs->pcs[k]);
+            sym_describe_pc(d->sym, space, fs->pcs[k], k > 0, o, "                              ");
+        }
+    }
+}
+
+void text_print(struct dec *d, struct outbuf *o)
+{
+    header(d, o);
+    size_t shown = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < d->nth; i++) {
+            struct dthread *th = &d->th[i];
+            int crashed = th->rt->tid == d->crash_tid;
+            if ((pass == 0) != crashed)
+                continue;
+            if (d->o.max_threads_text && shown >= (size_t)d->o.max_threads_text) {
+                ob_printf(o, "\n(%zu more threads not shown; see --threads)\n", d->nth - shown);
+                return;
+            }
+            one_thread(d, th, o);
+            shown++;
+        }
+}

@@ -1,0 +1,469 @@
+"""coreextract on real cores made by the kernel (FORMAT.md section 2).
+
+Each test crashes a small instrumented program (tests/progs/ce_crash.c) whose last
+events are known, extracts the trace with build/bin/coreextract and asserts the exit
+code, the one-line messages and the content: rings end with the known events, the
+crash signal and thread, final stacks naming the functions gdb's `bt` shows.
+"""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import rawfile
+from conftest import elf_symbols, load_bias, raw_modules, require_tools
+
+TSF = rawfile.TSF
+RAWF_PARTIAL = 1
+RAWF_ROOT_BY_SCAN = 2
+STKF_CRASHED = 1
+SRC_CORE = 1
+
+
+# --------------------------------------------------------------------------
+# helpers (also used by the other test_coreextract_*.py files)
+# --------------------------------------------------------------------------
+
+class Syms:
+    """Function names of addresses in one ELF object loaded at a bias."""
+
+    def __init__(self, elf, bias):
+        self.bias = bias
+        self.ranges = sorted((v + bias, v + bias + max(s, 1), n) for n, (v, s) in elf_symbols(elf).items())
+
+    def name(self, addr):
+        for lo, hi, n in self.ranges:
+            if lo <= addr < hi:
+                return n
+        return None
+
+
+def extract(tree, core, *args, exe=None, out=None, timeout=120):
+    """Run coreextract; returns (CompletedProcess with bytes stdout, Raw or None)."""
+    cmd = [tree.tool("coreextract"), *args, str(core)]
+    if exe:
+        cmd.append(str(exe))
+    if out:
+        cmd[1:1] = ["-o", str(out)]
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, timeout=timeout)
+    data = Path(out).read_bytes() if out and Path(out).exists() else r.stdout
+    raw = rawfile.parse(data) if data else None
+    return r, raw
+
+
+def stderr_lines(r):
+    return [l for l in r.stderr.decode(errors="replace").splitlines() if l.strip()]
+
+
+def event_names(thread, syms):
+    return [("ret " if e.ret else "call ") + str(syms.name(e.addr)) for e in thread.events()]
+
+
+def gdb_backtraces(exe, core):
+    """{lwp: [function names, innermost first]} from gdb -batch -nx 'thread apply all bt'."""
+    r = subprocess.run(["gdb", "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt",
+                        str(exe), str(core)], capture_output=True, text=True, timeout=120)
+    out = {}
+    cur = None
+    for line in r.stdout.splitlines():
+        if line.startswith("Thread ") and "(LWP " in line:
+            cur = int(line.split("(LWP ")[1].split(")")[0])
+            out[cur] = []
+        elif line.startswith("#") and cur is not None:
+            words = line.split()
+            name = words[3] if len(words) > 3 and words[2] == "in" else words[1]
+            out[cur].append(name)
+    assert out, f"gdb printed no backtrace:\n{r.stdout}\n{r.stderr}"
+    return out
+
+
+def stack_names(stack, syms):
+    # pcs[0] is the pc; callers' entries are return addresses: look up pc - 1
+    return [syms.name(pc if i == 0 else pc - 1) for i, pc in enumerate(stack.pcs)]
+
+
+@pytest.fixture(scope="module")
+def crashprog(compiled):
+    return compiled("ce_crash.c", "pg")
+
+
+def crash(run_crash, prog, *args, name="run", env=None):
+    r = run_crash([prog, *args], name=name, env=env)
+    assert r.signal in (6, 11), f"expected a crash, got rc={r.returncode}: {r.stderr}"
+    return r
+
+
+# --------------------------------------------------------------------------
+# tests
+# --------------------------------------------------------------------------
+
+def test_segv_in_worker_thread(tree, crashprog, run_crash, tmp_path):
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "segv-thread")
+    r, raw = extract(tree, run.core, "-v")
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.decode()
+    assert "root found by symbol funtrace_root" in err
+    assert raw.ended and raw.header["source"] == SRC_CORE and raw.header["flags"] == 0
+    assert raw.header["pid"] == run.pid and raw.header["taken_tsc"] == 0
+    assert [m for m, _ in raw.chunks][:7] == ["FUNTRACE", "FTHEADER", "CMD LINE", "SIGINFO ", "MAPPINGS",
+                                              "MODULES ", "GENERATN"]
+    assert raw.cmdline.endswith("segv-thread") and "ce_crash" in raw.cmdline
+    # the signal, and which thread got it: the worker, not the main thread
+    assert raw.siginfo["signo"] == 11 and raw.siginfo["addr"] == 0 and raw.siginfo["code"] == 1
+    crashed_tid = raw.siginfo["tid"]
+    assert crashed_tid != run.pid
+    syms = Syms(crashprog, load_bias(raw, crashprog))
+    worker = raw.thread(crashed_tid)
+    assert worker.state == 1 and worker.n_entries == len(worker.entries)
+    names = event_names(worker, syms)
+    # the worker's ring ends with exactly what it did last
+    assert names[-5:] == ["call ce_step1", "ret ce_step1", "call ce_step2", "ret ce_step2", "call ce_fault"], names
+    tscs = [e.tsc for e in worker.events()]
+    assert tscs == sorted(tscs)
+    main = raw.thread(run.pid)
+    assert event_names(main, syms)[-1] == "call main"
+    assert raw.header["nthreads"] == len(raw.threads)
+    # mappings name the executable with its build-id
+    exe_maps = [m for m in raw.mappings if m["path"] == str(crashprog)]
+    assert exe_maps and exe_maps[0]["offset"] == 0 and len(exe_maps[0]["build_id"]) == 40
+    assert any(m["prot"] & 4 for m in exe_maps)
+    # a FINSTACK per kernel thread; the crashed one flagged
+    assert {t.tid for t in raw.threads if t.state == 1} <= {s.tid for s in raw.stacks}
+    assert len(raw.stacks) == len({s.tid for s in raw.stacks})
+    crashed = [s for s in raw.stacks if s.flags & STKF_CRASHED]
+    assert [s.tid for s in crashed] == [crashed_tid]
+    assert crashed[0].pcs[0] == crashed[0].regs[16]
+    assert stack_names(crashed[0], syms)[:2] == ["ce_fault", "segv_worker"]
+
+
+def test_final_stacks_match_gdb_bt(tree, crashprog, run_crash):
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "exited")
+    r, raw = extract(tree, run.core)
+    assert r.returncode == 0, r.stderr
+    syms = Syms(crashprog, load_bias(raw, crashprog))
+    exe_funcs = {n for _, _, n in syms.ranges}
+    bts = gdb_backtraces(crashprog, run.core)
+    assert set(bts) == {s.tid for s in raw.stacks}
+    compared = 0
+    for s in raw.stacks:
+        ours = [n for n in stack_names(s, syms) if n in exe_funcs]
+        theirs = [n for n in bts[s.tid] if n in exe_funcs]
+        assert ours[:len(theirs)] == theirs, (s.tid, ours, bts[s.tid])
+        compared += bool(theirs)
+    assert compared >= 1
+    main = [s for s in raw.stacks if s.tid == run.pid][0]
+    assert stack_names(main, syms)[:2] == ["ce_fault", "main"]
+
+
+def test_abort(tree, crashprog, run_crash):
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "abort")
+    r, raw = extract(tree, run.core)
+    assert r.returncode == 0, r.stderr
+    assert raw.siginfo["signo"] == 6 and raw.siginfo["tid"] == run.pid
+    assert raw.siginfo["sender_pid"] == run.pid and raw.siginfo["code"] <= 0
+    syms = Syms(crashprog, load_bias(raw, crashprog))
+    names = [n for n in event_names(raw.thread(run.pid), syms) if n != "call None" and n != "ret None"]
+    assert names[-5:] == ["call ce_step1", "ret ce_step1", "call ce_step2", "ret ce_step2", "call ce_do_abort"]
+    [stk] = [s for s in raw.stacks if s.flags & STKF_CRASHED]
+    assert "ce_do_abort" in stack_names(stk, syms)
+
+
+def test_thread_that_already_exited(tree, crashprog, run_crash):
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "exited")
+    r, raw = extract(tree, run.core)
+    assert r.returncode == 0, r.stderr
+    syms = Syms(crashprog, load_bias(raw, crashprog))
+    exited = [t for t in raw.threads if t.state == 2]
+    assert len(exited) == 1
+    t = exited[0]
+    assert t.exit_tsc > t.start_tsc > 0
+    names = event_names(t, syms)
+    assert names[:2] == ["call exited_worker", "call ce_exited_work"], names
+    assert "ret ce_exited_work" in names
+    # no FINSTACK for it: the kernel had no such thread any more
+    assert t.tid not in {s.tid for s in raw.stacks}
+    assert event_names(raw.thread(run.pid), syms)[-3:] == ["call ce_step1", "ret ce_step1", "call ce_fault"]
+
+
+def test_many_threads(tree, crashprog, run_crash):
+    require_tools(tree, "coreextract")
+    n = 70
+    run = crash(run_crash, crashprog, "many", str(n))
+    r, raw = extract(tree, run.core)
+    assert r.returncode == 0, r.stderr
+    syms = Syms(crashprog, load_bias(raw, crashprog))
+    traced = [t for t in raw.threads if t.state == 1 and t.n_entries]
+    assert len(traced) == n + 1
+    workers = [t for t in traced if t.tid != run.pid]
+    marks = sorted(e for t in workers for e in event_names(t, syms) if e == "call ce_worker_mark")
+    assert len(marks) == n
+    for t in workers:
+        assert event_names(t, syms)[-1] == "call ce_wait_forever"
+    assert len(raw.stacks) >= n + 1
+    assert len({t.tid for t in raw.threads}) == len(raw.threads) == raw.header["nthreads"]
+
+
+def test_wrapped_ring(tree, crashprog, run_crash):
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "loop", "5000", env={"FUNTRACE_BUF": "16384"})
+    r, raw = extract(tree, run.core)
+    assert r.returncode == 0, r.stderr
+    syms = Syms(crashprog, load_bias(raw, crashprog))
+    main = raw.thread(run.pid)
+    assert main.ring_size == 16384 and main.flags & TSF["WRAPPED"]
+    assert main.n_entries == 16384 // 16 - 1          # every slot but the one at pos
+    assert main.first_off == (main.pos_off + 16) % 16384
+    names = event_names(main, syms)
+    assert names[-3:] == ["call ce_step1", "ret ce_step1", "call ce_fault"]
+    assert set(names[:-1]) == {"call ce_step1", "ret ce_step1"}
+    tscs = [e.tsc for e in main.events()]
+    assert tscs == sorted(tscs)
+
+
+def test_non_pie(tree, compiled, run_crash):
+    require_tools(tree, "coreextract")
+    prog = compiled("ce_crash.c", "pg", extra=["-no-pie"], tag="nopie")
+    run = crash(run_crash, prog, "abort")
+    r, raw = extract(tree, run.core, "-v")
+    assert r.returncode == 0, r.stderr
+    assert "(load bias 0)" in r.stderr.decode()
+    syms = Syms(prog, 0)
+    assert event_names(raw.thread(run.pid), syms)[-1] == "call ce_do_abort"
+
+
+def test_stripped_executable(tree, crashprog, run_crash, tmp_path):
+    require_tools(tree, "coreextract")
+    stripped = tmp_path / "ce_crash_stripped"
+    shutil.copy(crashprog, stripped)
+    subprocess.run(["strip", "--strip-all", str(stripped)], check=True)
+    run = crash(run_crash, stripped, "abort")
+    r, raw = extract(tree, run.core, "-v")
+    assert r.returncode == 0, r.stderr
+    assert "root found by symbol funtrace_root" in r.stderr.decode()   # from .dynsym
+    assert not raw.header["flags"] & RAWF_ROOT_BY_SCAN
+    syms = Syms(crashprog, load_bias(raw, stripped))
+    assert event_names(raw.thread(run.pid), syms)[-1] == "call ce_do_abort"
+
+
+def test_executable_deleted_after_crash(tree, crashprog, run_crash, tmp_path):
+    require_tools(tree, "coreextract")
+    exe = tmp_path / "ce_crash_gone"
+    shutil.copy(crashprog, exe)
+    run = crash(run_crash, exe, "segv-thread")
+    r0, raw0 = extract(tree, run.core)
+    bias = load_bias(raw0, exe)
+    exe.unlink()
+    r, raw = extract(tree, run.core, "-v")
+    assert r.returncode == 0, r.stderr
+    assert "by scanning" in r.stderr.decode()
+    assert raw.header["flags"] == RAWF_ROOT_BY_SCAN
+    assert raw.header["root_addr"] == raw0.header["root_addr"]
+    # same trace as with the executable present (only the header flag differs)
+    for t0, t in zip(raw0.threads, raw.threads):
+        assert (t0.tid, t0.entries) == (t.tid, t.entries)
+    assert raw.mappings == raw0.mappings   # build-ids come from the core's memory
+    syms = Syms(crashprog, bias)
+    assert event_names(raw.thread(raw.siginfo["tid"]), syms)[-1] == "call ce_fault"
+
+
+def test_wrong_exe_argument_falls_back_to_scan(tree, crashprog, compiled, run_crash):
+    require_tools(tree, "coreextract")
+    other = compiled("ce_crash.c", "pg", extra=["-DCE_OTHER_BUILD=1", "-O2"], tag="other")
+    run = crash(run_crash, crashprog, "abort")
+    r, raw = extract(tree, run.core, "-v", exe=other)
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.decode()
+    assert "build-id" in err and "by scanning" in err
+    assert raw.header["flags"] & RAWF_ROOT_BY_SCAN
+    # the right one given explicitly: by symbol
+    r, raw = extract(tree, run.core, "-v", exe=crashprog)
+    assert r.returncode == 0 and "root found by symbol" in r.stderr.decode()
+
+
+def test_dlopened_instrumented_library(tree, crashprog, compiled, run_crash):
+    require_tools(tree, "coreextract")
+    lib = compiled("ce_plugin.c", "pg", extra=["-shared", "-fPIC"], tag="so")
+    run = crash(run_crash, crashprog, "plugin", str(lib))
+    r, raw = extract(tree, run.core)
+    assert r.returncode == 0, r.stderr
+    assert any(m["path"] == str(lib) for m in raw_modules(raw))
+    lib_maps = [m for m in raw.mappings if m["path"] == str(lib)]
+    assert lib_maps and lib_maps[0]["build_id"]
+    lsyms = Syms(lib, load_bias(raw, lib))
+    names = [lsyms.name(e.addr) for e in raw.thread(run.pid).events()]
+    assert names[-2:] == ["ce_plugin_entry", "ce_plugin_inner"]
+    [stk] = [s for s in raw.stacks if s.flags & STKF_CRASHED]
+    assert stack_names(stk, lsyms)[:2] == ["ce_plugin_inner", "ce_plugin_entry"]
+
+
+def test_program_without_runtime(tree, compiled, run_crash, tmp_path):
+    require_tools(tree, "coreextract")
+    prog = compiled("ce_crash.c", "none")
+    run = crash(run_crash, prog, "abort")
+    out = tmp_path / "out.raw"
+    r, raw = extract(tree, run.core, out=out)
+    assert r.returncode == 1
+    lines = stderr_lines(r)
+    assert len(lines) == 1 and "no funtrace trace" in lines[0] and str(run.core) in lines[0]
+    assert not out.exists() and not Path(str(out) + ".tmp").exists()
+    assert r.stdout == b""
+
+
+def test_truncated_core_is_partial(tree, crashprog, run_crash, tmp_path):
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "segv-thread")
+    _, full = extract(tree, run.core)
+    ring = full.thread(full.siginfo["tid"]).ring
+    # cut the core 4 KiB into the segment holding that ring (and all that follows it)
+    seg = core_segment(run.core, ring)
+    cut = tmp_path / "core.cut"
+    with open(run.core, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read(seg["offset"] + (ring - seg["vaddr"]) + 4096))
+    out = tmp_path / "cut.raw"
+    r, raw = extract(tree, cut, out=out)
+    assert r.returncode == 3, r.stderr
+    lines = stderr_lines(r)
+    assert len(lines) == 1 and "incomplete" in lines[0] and "truncated" in lines[0] and str(cut) in lines[0]
+    assert out.exists() and not Path(str(out) + ".tmp").exists()
+    assert raw.ended and raw.header["flags"] & RAWF_PARTIAL
+    assert raw.header["root_addr"] == full.header["root_addr"]
+
+
+def patch_segment_filesz(core, dst, addr, filesz):
+    """Copy core to dst with p_filesz of the PT_LOAD holding addr set to filesz."""
+    import struct
+    data = bytearray(Path(core).read_bytes())
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        o = phoff + i * phentsize
+        ptype, _, _, vaddr, _, fsz, msz = struct.unpack_from("<IIQQQQQ", data, o)
+        if ptype == 1 and vaddr <= addr < vaddr + msz:
+            struct.pack_into("<Q", data, o + 32, filesz + (addr - vaddr))
+            Path(dst).write_bytes(data)
+            return
+    raise AssertionError(f"no PT_LOAD holds {addr:#x}")
+
+
+@pytest.mark.parametrize("keep", [8192, 0])
+def test_ring_memory_missing_from_core(tree, crashprog, run_crash, tmp_path, keep):
+    """A core whose ring segment is (partly) absent (p_filesz < p_memsz): what is there
+    is emitted in order, the ring is flagged, the header is PARTIAL, exit 3."""
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "loop", "1000")
+    _, full = extract(tree, run.core)
+    main = full.thread(run.pid)
+    assert main.n_entries == 2002 and main.first_off == 0   # main, 1000 x (call, ret), ce_fault
+    bad = tmp_path / "core.bad"
+    patch_segment_filesz(run.core, bad, main.ring, keep)
+    r, raw = extract(tree, bad)
+    assert r.returncode == 3, r.stderr
+    lines = stderr_lines(r)
+    assert len(lines) == 1 and f"ring of thread {run.pid}" in lines[0] and "missing" in lines[0]
+    assert raw.header["flags"] & RAWF_PARTIAL and raw.ended
+    t = raw.thread(run.pid)
+    if keep:
+        assert t.flags & TSF["RING_PARTIAL"] and not t.flags & TSF["RING_MISSING"]
+        assert t.entries == main.entries[:keep // 16] and t.n_entries == keep // 16
+    else:
+        assert t.flags & TSF["RING_MISSING"] and t.entries == [] and t.n_entries == 0
+    # every other thread is intact
+    for t0 in full.threads:
+        if t0.tid != run.pid:
+            assert raw.thread(t0.tid).entries == t0.entries
+
+
+def core_segment(core, addr):
+    """The PT_LOAD of a core containing addr: {vaddr, offset, filesz} (readelf -lW)."""
+    out = subprocess.run(["readelf", "-lW", str(core)], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        w = line.split()
+        if w and w[0] == "LOAD":
+            off, vaddr, filesz, memsz = int(w[1], 16), int(w[2], 16), int(w[4], 16), int(w[5], 16)
+            if vaddr <= addr < vaddr + memsz:
+                return dict(vaddr=vaddr, offset=off, filesz=filesz)
+    raise AssertionError(f"no PT_LOAD holds {addr:#x}")
+
+
+def test_output_is_deterministic_and_independent_of_core_name(tree, crashprog, run_crash, tmp_path):
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "segv-thread")
+    other = tmp_path / "renamed-core"
+    shutil.copy(run.core, other)
+    r1, _ = extract(tree, run.core)
+    r2, _ = extract(tree, other, out=tmp_path / "b.raw")
+    assert r1.returncode == 0
+    assert r1.stdout == (tmp_path / "b.raw").read_bytes()
+
+
+@pytest.mark.parametrize("comp", ["zstd", "lz4", "xz", "stdin", "stdin-zstd"])
+def test_compressed_and_stdin_cores(tree, crashprog, run_crash, tmp_path, comp):
+    require_tools(tree, "coreextract")
+    if shutil.which(comp.split("-")[-1]) is None and comp != "stdin":
+        pytest.skip(f"{comp} not installed")
+    run = crash(run_crash, crashprog, "abort")
+    ref, _ = extract(tree, run.core)
+    assert ref.returncode == 0
+    src = run.core
+    if comp.endswith("zstd"):
+        subprocess.run(["zstd", "-q", "-1", str(src), "-o", str(tmp_path / "c.zst")], check=True)
+        src = tmp_path / "c.zst"
+    elif comp == "lz4":
+        subprocess.run(["lz4", "-q", str(src), str(tmp_path / "c.lz4")], check=True)
+        src = tmp_path / "c.lz4"
+    elif comp == "xz":
+        subprocess.run(["xz", "-T1", "-0", "-k", "-c", str(src)], stdout=open(tmp_path / "c.xz", "wb"), check=True)
+        src = tmp_path / "c.xz"
+    if comp.startswith("stdin"):
+        with open(src, "rb") as f:
+            r = subprocess.run([str(tree.tool("coreextract")), "-"], stdin=f, capture_output=True, timeout=120)
+    else:
+        r, _ = extract(tree, src)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ref.stdout
+
+
+def test_refuses_terminal_and_cleans_up_tmp(tree, crashprog, run_crash, tmp_path):
+    require_tools(tree, "coreextract")
+    import pty
+    run = crash(run_crash, crashprog, "abort")
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([str(tree.tool("coreextract")), str(run.core)], stdout=slave, stderr=subprocess.PIPE,
+                           timeout=60)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert p.returncode == 2 and b"terminal" in p.stderr
+    # -o into a directory that does not exist: exit 2, one line
+    r, _ = extract(tree, run.core, out=tmp_path / "nodir" / "x.raw")
+    assert r.returncode == 2 and len(stderr_lines(r)) == 1 and "nodir" in r.stderr.decode()
+
+
+def test_no_stacks_option(tree, crashprog, run_crash):
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "abort")
+    r, raw = extract(tree, run.core, "--no-stacks")
+    assert r.returncode == 0 and raw.stacks == [] and raw.ended
+    full, raw_full = extract(tree, run.core)
+    # identical up to the FINSTACK chunks
+    assert [c for c in raw_full.chunks if c[0] != "FINSTACK"] == raw.chunks
+
+
+def test_help_documents_exit_codes_and_core_pattern(tree):
+    require_tools(tree, "coreextract")
+    r = subprocess.run([str(tree.tool("coreextract")), "--help"], capture_output=True, text=True)
+    assert r.returncode == 0
+    for s in ["Exit status", "0  trace extracted", "1  the input is fine", "2  unusable input", "3  partial",
+              "--pid", "--stacks", "core_pattern", "|/usr/local/bin/coreextract -o /var/crash/%e-%p.raw -"]:
+        assert s in r.stdout
+    r = subprocess.run([str(tree.tool("coreextract"))], capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+    r = subprocess.run([str(tree.tool("coreextract")), "--bogus", "x"], capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1

@@ -1,0 +1,473 @@
+"""The gdb extension (gdb/funtrace.py): `funtrace save/tail/threads/generations`
+inside a real gdb, on real kernel cores and on live processes (stopped at a
+breakpoint, attached with -p), with and without symbols."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import rawfile
+from conftest import (BUILD, ROOT, compile_prog, functions_in_trace, require_tools, run_program,
+                      wait_for)
+
+GDB_EXT = BUILD / "share" / "funtrace" / "gdb" / "funtrace.py"
+SRC_CORE, SRC_LIVE = 1, 2
+RAWF_PARTIAL, RAWF_ROOT_BY_SCAN = 0x1, 0x2
+UNW_GDB = 2
+STKF_CRASHED = 0x1
+SIGSEGV = 11
+
+# what examples/crash does (see its header comment): thread -> its open calls at the crash
+CRASH_THREADS = {"parser-1", "parser-2", "hasher", "loader"}
+
+pytestmark = pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+
+
+def run_gdb(*cmds, target=(), cwd=None, source=True, init=(), timeout=120, env=None):
+    """gdb -batch -nx [-iex init]... [-ex source funtrace.py] -ex cmd... target...
+
+    Asserts that no Python traceback leaked out, whatever the commands did."""
+    args = ["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off"]
+    for c in init:
+        args += ["-iex", c]
+    if source:
+        args += ["-ex", f"source {GDB_EXT}"]
+    for c in cmds:
+        args += ["-ex", c]
+    args += [str(t) for t in target]
+    full_env = dict(os.environ, DEBUGINFOD_URLS="")
+    full_env.update(env or {})
+    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                       env=full_env)
+    both = r.stdout + r.stderr
+    assert "Traceback" not in both and "Python Exception" not in both, both[-4000:]
+    return r
+
+
+def funtrace_lines(text):
+    """The lines our commands print on stderr ('funtrace: ...' errors)."""
+    return [ln for ln in text.splitlines() if ln.startswith("funtrace:")]
+
+
+def tail_sections(out):
+    """{header line: [call lines]} of `funtrace tail` output, in order."""
+    secs = {}
+    cur = None
+    for ln in out.splitlines():
+        if re.match(r'^thread \d+ ".*" \(', ln):
+            cur = ln
+            secs[cur] = []
+        elif cur is not None and ln.startswith("  "):
+            secs[cur].append(ln)
+    return secs
+
+
+def section_of(secs, name):
+    for head, lines in secs.items():
+        if f'"{name}"' in head:
+            return head, lines
+    raise AssertionError(f"no tail section for thread {name}: {list(secs)}")
+
+
+def call_name(line):
+    """Function name of one tail line: '  <time>  <indent><name>  (<where>)  <dur>'."""
+    m = re.match(r"^\s+(-?[\d.]+ \S+|\?)\s+(\S+)", line)
+    assert m, line
+    return m.group(2)
+
+
+def table(out, first_col):
+    """Rows (lists of fields) of the table whose header line starts with first_col."""
+    rows = None
+    for ln in out.splitlines():
+        f = ln.split()
+        if f and f[0] == first_col:
+            rows = []
+        elif rows is not None:
+            if not f or not f[0].isdigit():
+                break
+            rows.append(f)
+    assert rows is not None, f"no {first_col} table in:\n{out[-3000:]}"
+    return rows
+
+
+def chunks_by_magic(path):
+    return rawfile.chunks(Path(path).read_bytes())
+
+
+@pytest.fixture(scope="module")
+def ext(tree):
+    if not (ROOT / "runtime" / "build.mk").exists():
+        pytest.skip("not built yet: the runtime (runtime/build.mk, the compiler wrappers) has not landed")
+    assert GDB_EXT.exists(), "make did not install build/share/funtrace/gdb/funtrace.py"
+    assert tree.example("crash").exists(), "make did not build build/examples/crash"
+    return tree
+
+
+@pytest.fixture(scope="module")
+def crash_core(ext, tmp_path_factory):
+    """examples/crash run once: its core (5 traced threads, loader crashed with SIGSEGV)."""
+    d = tmp_path_factory.mktemp("gdb-crash")
+    r = run_program([ext.example("crash")], d, timeout=60)
+    assert r.core is not None and r.signal == SIGSEGV, (r.returncode, r.stderr[-2000:])
+    return r
+
+
+@pytest.fixture(scope="module")
+def crash_saved(crash_core):
+    """`funtrace save` of the crash core: (gdb result, raw path)."""
+    out = crash_core.dir / "gdb.raw"
+    r = run_gdb(f"funtrace save {out}", target=[crash_core.args[0], crash_core.core],
+                cwd=crash_core.dir)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r, out
+
+
+# --------------------------------------------------------------------------
+# cores
+# --------------------------------------------------------------------------
+
+def test_save_on_a_multithreaded_crash_core(ext, crash_core, crash_saved):
+    r, out = crash_saved
+    raw = rawfile.parse(out)
+    assert raw.ended, "no ENDTRACE: the file is incomplete"
+    h = raw.header
+    assert h["source"] == SRC_CORE and h["flags"] & RAWF_PARTIAL == 0
+    assert not h["flags"] & RAWF_ROOT_BY_SCAN, "the root symbol was there: no scan needed"
+    assert h["pid"] == crash_core.pid
+    names = {t.name: t for t in raw.threads}
+    assert CRASH_THREADS <= set(names), names.keys()
+    loader = names["loader"]
+    assert raw.siginfo["signo"] == SIGSEGV and raw.siginfo["tid"] == loader.tid
+    # the summary says what was written
+    m = re.search(r"wrote \S+: (\d+) threads, (\d+) events, (\d+) generations?, (\d+) bytes", r.stdout)
+    assert m, r.stdout
+    assert int(m.group(1)) == len(raw.threads) == h["nthreads"]
+    assert int(m.group(2)) == sum(t.n_entries for t in raw.threads)
+    assert int(m.group(3)) == len(raw.gens) >= 1
+    assert int(m.group(4)) == out.stat().st_size
+    assert f"thread {loader.tid} got SIGSEGV" in r.stdout
+    # the rings hold the functions each thread really ran
+    found = functions_in_trace(raw, crash_core.args[0],
+                               ["corrupt_record", "mix_round", "wait_for_more_work"])
+    assert loader.tid in found["corrupt_record"]
+    assert names["hasher"].tid in found["mix_round"]
+    assert {names["parser-1"].tid, names["parser-2"].tid} <= set(found["wait_for_more_work"])
+    # one gdb-unwound stack per thread of the core; the crashed one is flagged
+    assert {s.tid for s in raw.stacks} >= {t.tid for t in raw.threads if t.state == 1}
+    assert all(s.unwinder == UNW_GDB for s in raw.stacks)
+    crashed = [s for s in raw.stacks if s.flags & STKF_CRASHED]
+    assert [s.tid for s in crashed] == [loader.tid]
+    assert crashed[0].pcs and crashed[0].pcs[0] == crashed[0].regs[16], "pcs[0] must be the rip"
+    # MAPPINGS: the executable, with its build-id
+    exe = [m for m in raw.mappings if Path(m["path"]).name == "crash" and m["offset"] == 0]
+    assert exe and exe[0]["build_id"], raw.mappings[:3]
+
+
+def test_bare_funtrace_writes_funtrace_raw_in_the_cwd(crash_core, tmp_path):
+    r = run_gdb("funtrace", target=[crash_core.args[0], crash_core.core], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    raw = rawfile.parse(tmp_path / "funtrace.raw")
+    assert raw.ended and raw.header["source"] == SRC_CORE
+    assert not list(tmp_path.glob("*.tmp.*")), "temporary file left behind"
+
+
+def test_tail_names_the_functions_last_called(crash_core, crash_saved):
+    raw = rawfile.parse(crash_saved[1])
+    r = run_gdb("funtrace tail 6", target=[crash_core.args[0], crash_core.core])
+    assert r.returncode == 0, r.stderr[-2000:]
+    secs = tail_sections(r.stdout)
+    heads = list(secs)
+    assert '"loader"' in heads[0] and "crashed" in heads[0], "the crashed thread comes first"
+    _h, loader = section_of(secs, "loader")
+    # the crash: process_item -> parse_record -> corrupt_record, all still open, nested
+    last = loader[-3:]
+    assert [call_name(ln) for ln in last] == ["process_item", "parse_record", "corrupt_record"]
+    assert all(ln.rstrip().endswith("[open]") for ln in last)
+    indents = [len(re.match(r"^\s+\S+ \S+\s+", ln).group(0)) for ln in last]
+    assert indents[0] < indents[1] < indents[2], last
+    assert "crash.c:" in last[-1], "source line as gdb resolves it"
+    # times are relative to the newest event of the whole trace: never positive
+    times = [re.match(r"^\s+(-?[\d.]+) (ns|us|ms|s)\s", ln)
+             for lines in secs.values() for ln in lines if "(no calls recorded)" not in ln]
+    assert times and all(m and float(m.group(1)) <= 0 for m in times)
+    _h, hasher = section_of(secs, "hasher")
+    assert call_name(hasher[-1]) == "mix_round"
+    if not next(t for t in raw.threads if t.name == "hasher").flags & rawfile.TSF["WRAPPED"]:
+        # its call into hash_forever is still in the ring: shown as open context
+        assert any(call_name(ln) == "hash_forever" and "[open]" in ln for ln in hasher), hasher
+    for parser in ("parser-1", "parser-2"):
+        _h, lines = section_of(secs, parser)
+        assert call_name(lines[-1]) == "wait_for_more_work" and "[open]" in lines[-1]
+
+
+def test_tail_of_one_thread(crash_core, crash_saved):
+    raw = rawfile.parse(crash_saved[1])
+    hasher = next(t for t in raw.threads if t.name == "hasher")
+    r = run_gdb(f"funtrace tail 4 -t {hasher.tid}", target=[crash_core.args[0], crash_core.core])
+    assert r.returncode == 0, r.stderr[-2000:]
+    secs = tail_sections(r.stdout)
+    assert len(secs) == 1 and f"thread {hasher.tid} " in list(secs)[0]
+    calls = [ln for ln in list(secs.values())[0]]
+    # 4 calls + the open frames around them (worker_main, hash_forever)
+    assert sum(1 for ln in calls if call_name(ln) == "mix_round") == 4
+    r = run_gdb("funtrace tail 4 -t 1", target=[crash_core.args[0], crash_core.core])
+    assert r.returncode == 1
+    assert funtrace_lines(r.stderr) == ["funtrace: no traced thread with tid 1 (see 'funtrace threads')"]
+
+
+def test_threads_lists_every_traced_thread(crash_core, crash_saved):
+    raw = rawfile.parse(crash_saved[1])
+    r = run_gdb("funtrace threads", target=[crash_core.args[0], crash_core.core])
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {int(f[0]): f for f in table(r.stdout, "TID")}
+    assert set(rows) == {t.tid for t in raw.threads}
+    for t in raw.threads:
+        f = rows[t.tid]
+        assert f[1] == t.name
+        if t.state == 1:
+            n_events = t.n_entries  # exact mode: entries are events
+            assert f[2] == "alive" and f[3] == "1M" and int(f[4]) == n_events, f
+    loader = next(t for t in raw.threads if t.name == "loader")
+    assert "crashed" in " ".join(rows[loader.tid][5:])
+    assert table(r.stdout, "TID")[0][0] == str(loader.tid), "the crashed thread comes first"
+
+
+def test_generations(crash_core, crash_saved):
+    raw = rawfile.parse(crash_saved[1])
+    r = run_gdb("funtrace generations", target=[crash_core.args[0], crash_core.core])
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = table(r.stdout, "GEN")
+    assert [int(f[0]) for f in rows] == [g["gen"] for g in raw.gens]
+    for f in rows:
+        assert re.match(r"\d{4}-\d\d-\d\d", f[1]) and re.match(r"\d\d:\d\d:\d\d\.\d{6}", f[2])
+        assert f[-1] in ("complete", "partial") or f[-2] in ("complete", "partial")
+    assert "(current)" in r.stdout.splitlines()[-1]
+
+
+def test_help_texts(ext):
+    r = run_gdb("help funtrace", "help funtrace tail", "help funtrace save")
+    assert r.returncode == 0, r.stderr
+    for sub in ("save", "tail", "threads", "generations"):
+        assert f"funtrace {sub} --" in r.stdout, r.stdout
+    assert "Usage: funtrace tail [N] [-t TID]" in r.stdout
+    assert "Usage: funtrace save [FILE]" in r.stdout
+
+
+def test_save_equals_coreextract(ext, crash_core, crash_saved):
+    require_tools(ext, "coreextract")
+    ce = crash_core.dir / "ce.raw"
+    r = subprocess.run([ext.tool("coreextract"), "-o", ce, crash_core.core, crash_core.args[0]],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert_same_chunks(crash_saved[1], ce)
+
+
+def assert_same_chunks(gdb_raw, ce_raw):
+    a = [c for c in chunks_by_magic(gdb_raw) if c[0] != "FINSTACK"]
+    b = [c for c in chunks_by_magic(ce_raw) if c[0] != "FINSTACK"]
+    assert [m for m, _ in a] == [m for m, _ in b]
+    for i, ((m, pa), (_m, pb)) in enumerate(zip(a, b)):
+        assert pa == pb, f"chunk {i} ({m!r}) differs between gdb and coreextract"
+    ends = [m for m, _ in chunks_by_magic(gdb_raw)]
+    assert ends[-1] == "ENDTRACE" and "FINSTACK" in ends
+
+
+def test_sampled_mode_core(ext, tmp_path):
+    r = run_program([ext.example("crash")], tmp_path / "run", env={"FUNTRACE_TIME": "sampled"})
+    assert r.core is not None and r.signal == SIGSEGV
+    out = tmp_path / "gdb.raw"
+    g = run_gdb(f"funtrace save {out}", "funtrace tail 3", target=[r.args[0], r.core])
+    assert g.returncode == 0, g.stderr[-2000:]
+    raw = rawfile.parse(out)
+    assert raw.header["time_mode"] == 1
+    assert {m for m, _ in raw.chunks} >= {"TRACEW08"} and "TRACEBUF" not in {m for m, _ in raw.chunks}
+    _h, loader = section_of(tail_sections(g.stdout), "loader")
+    assert call_name(loader[-1]) == "corrupt_record"
+    if ext.tool("coreextract").exists():
+        ce = tmp_path / "ce.raw"
+        c = subprocess.run([ext.tool("coreextract"), "-o", ce, r.core, r.args[0]],
+                           capture_output=True, text=True, timeout=120)
+        assert c.returncode == 0, c.stderr
+        assert_same_chunks(out, ce)
+
+
+def test_stripped_executable(ext, tmp_path):
+    exe = tmp_path / "crash-stripped"
+    shutil.copy(ext.example("crash"), exe)
+    subprocess.run(["strip", "--strip-all", str(exe)], check=True)
+    r = run_program([exe], tmp_path / "run")
+    assert r.core is not None
+    out = tmp_path / "gdb.raw"
+    g = run_gdb(f"funtrace save {out}", "funtrace tail 2", target=[exe, r.core])
+    assert g.returncode == 0, g.stderr[-2000:]
+    assert "found by scanning" not in g.stdout, "funtrace_root is in .dynsym"
+    raw = rawfile.parse(out)
+    assert raw.ended and not raw.header["flags"] & RAWF_ROOT_BY_SCAN
+    assert CRASH_THREADS <= {t.name for t in raw.threads}
+    # no symbols: tail names the object and offset instead
+    _h, loader = section_of(tail_sections(g.stdout), "loader")
+    assert call_name(loader[-1]).startswith("crash-stripped+0x")
+
+
+def test_core_without_executable_finds_the_root_by_scanning(crash_core, crash_saved, tmp_path):
+    out = tmp_path / "scan.raw"
+    g = run_gdb(f"funtrace save {out}", target=["-c", crash_core.core])
+    assert g.returncode == 0, g.stderr[-2000:]
+    assert "found by scanning memory" in g.stdout
+    scan, sym = rawfile.parse(out), rawfile.parse(crash_saved[1])
+    assert scan.header["flags"] & RAWF_ROOT_BY_SCAN
+    assert scan.header["root_addr"] == sym.header["root_addr"]
+    assert [(t.tid, t.entries) for t in scan.threads] == [(t.tid, t.entries) for t in sym.threads]
+
+
+def test_torn_and_uncommitted_slots(ext, tmp_path, compiled):
+    exe = compiled("gdb_torn.c", extra=["-I", str(ROOT / "runtime" / "include")])
+    syms = {}
+    for kind in ("torn", "uncommitted"):
+        r = run_program([exe, kind], tmp_path / kind)
+        assert r.core is not None and r.signal == SIGSEGV, r.stderr
+        out = tmp_path / f"{kind}.raw"
+        g = run_gdb(f"funtrace save {out}", "funtrace threads", "funtrace tail 3",
+                    target=[exe, r.core])
+        assert g.returncode == 0, g.stderr[-2000:]
+        raw = rawfile.parse(out)
+        main = next(t for t in raw.threads if t.tid == r.pid)
+        found = functions_in_trace(raw, exe, ["torn_victim", "torn_last_committed"])
+        syms[kind] = found
+        main_row = " ".join(next(f for f in table(g.stdout, "TID") if f[0] == str(r.pid)))
+        if kind == "torn":
+            assert main.flags & rawfile.TSF["TORN"] and main.n_dropped == 1
+            assert not found["torn_victim"], "a half-written slot is never emitted"
+            assert "torn entry" in main_row
+        else:
+            assert main.flags & rawfile.TSF["UNCOMMITTED"]
+            assert main.events()[-1].addr == found["torn_victim"][r.pid][0].addr
+            assert "uncommitted entry" in main_row
+            _h, lines = section_of(tail_sections(g.stdout), raw.thread(r.pid).name)
+            assert call_name(lines[-1]) == "torn_victim"
+        if ext.tool("coreextract").exists():
+            ce = tmp_path / f"{kind}.ce.raw"
+            c = subprocess.run([ext.tool("coreextract"), "-o", ce, r.core, exe],
+                               capture_output=True, text=True, timeout=120)
+            assert c.returncode == 0, c.stderr
+            assert_same_chunks(out, ce)
+
+
+# --------------------------------------------------------------------------
+# live processes
+# --------------------------------------------------------------------------
+
+def test_live_process_stopped_at_a_breakpoint(ext, compiled, tmp_path):
+    exe = compiled("gdb_wait.c")
+    out = tmp_path / "live.raw"
+    g = run_gdb("break gdb_breakpoint_here", "run", f"funtrace save {out}", "funtrace tail 30",
+                "funtrace threads", "kill", target=[exe], cwd=tmp_path)
+    assert g.returncode == 0, g.stderr[-3000:]
+    raw = rawfile.parse(out)
+    assert raw.header["source"] == SRC_LIVE and raw.ended
+    assert raw.siginfo is None, "a breakpoint stop is not a signal of the program"
+    assert {t.name for t in raw.threads} >= {"gdb_wait-pg", "gdb-worker"}
+    found = functions_in_trace(raw, exe, ["gdb_leaf", "gdb_middle", "gdb_outer", "gdb_worker_chain"])
+    worker = next(t for t in raw.threads if t.name == "gdb-worker")
+    assert worker.tid in found["gdb_worker_chain"]
+    main = next(t for t in raw.threads if t.name == "gdb_wait-pg")
+    # 5 gdb_middle calls in main's chain, 3 in the worker's
+    assert sum(1 for e in found["gdb_middle"][main.tid] if not e.ret) == 5
+    assert sum(1 for e in found["gdb_middle"][worker.tid] if not e.ret) == 3
+    secs = tail_sections(g.stdout)
+    _h, lines = section_of(secs, "gdb_wait-pg")
+    names = [call_name(ln) for ln in lines]
+    assert names.count("gdb_middle") == 5 and "gdb_outer" in names
+    assert names[-1] in ("gdb_breakpoint_here", "gdb_leaf")
+    assert any(call_name(ln) == "main" and "[open]" in ln for ln in lines)
+
+
+def test_attach_to_a_running_process(ext, compiled, spawn, tmp_path):
+    exe = compiled("gdb_wait.c")
+    p = spawn([exe], name="attached")
+    assert p.stdout.readline().strip() == b"ready"
+    out = tmp_path / "attached.raw"
+    g = run_gdb(f"funtrace save {out}", "funtrace tail 3", "detach", target=["-p", p.pid])
+    assert g.returncode == 0, g.stderr[-3000:]
+    raw = rawfile.parse(out)
+    assert raw.header["source"] == SRC_LIVE and raw.header["pid"] == p.pid and raw.ended
+    assert raw.siginfo is None, "the SIGSTOP of the attach is gdb's, not the program's"
+    assert raw.header["taken_tsc"] > 0
+    assert any(m["path"] == str(exe) for m in raw.mappings)
+    found = functions_in_trace(raw, exe, ["gdb_park"])
+    assert found["gdb_park"], "main is parked in gdb_park"
+    _h, lines = section_of(tail_sections(g.stdout), "gdb-worker")
+    assert call_name(lines[-1]) == "gdb_park" and "[open]" in lines[-1]
+    # detached: the process goes on
+    assert p.poll() is None
+    os.kill(p.pid, signal.SIGTERM)
+    assert p.wait(timeout=10) == -signal.SIGTERM
+
+
+# --------------------------------------------------------------------------
+# errors and loading
+# --------------------------------------------------------------------------
+
+def test_program_without_the_runtime(ext, tmp_path):
+    exe = compile_prog(ext, "gdb_wait.c", tmp_path / "plain", mode="none")
+    g = run_gdb("break gdb_breakpoint_here", "run", "funtrace save x.raw", target=[exe],
+                cwd=tmp_path)
+    assert g.returncode == 1
+    assert funtrace_lines(g.stderr) == ["funtrace: no funtrace runtime in this process"]
+    assert not (tmp_path / "x.raw").exists()
+    for cmd in ("funtrace tail", "funtrace threads", "funtrace generations"):
+        g = run_gdb("break gdb_breakpoint_here", "run", cmd, target=[exe], cwd=tmp_path)
+        assert g.returncode == 1
+        assert funtrace_lines(g.stderr) == ["funtrace: no funtrace runtime in this process"]
+
+
+def test_no_process(ext, tmp_path):
+    g = run_gdb("funtrace", cwd=tmp_path)
+    assert g.returncode == 1
+    assert funtrace_lines(g.stderr) == [
+        "funtrace: no process or core file (start the program, attach with -p, or load a core)"]
+    g = run_gdb("funtrace threads", target=[ext.example("crash")], cwd=tmp_path)
+    assert g.returncode == 1
+    assert len(funtrace_lines(g.stderr)) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_bad_arguments(crash_core, tmp_path):
+    t = [crash_core.args[0], crash_core.core]
+    g = run_gdb("funtrace save a b", target=t, cwd=tmp_path)
+    assert g.returncode == 1 and funtrace_lines(g.stderr) == ["funtrace: usage: funtrace save [FILE]"]
+    g = run_gdb("funtrace bogus", target=t, cwd=tmp_path)
+    assert g.returncode == 1
+    assert funtrace_lines(g.stderr) == ["funtrace: unknown subcommand 'bogus' (try 'help funtrace')"]
+    g = run_gdb("funtrace tail x", target=t, cwd=tmp_path)
+    assert g.returncode == 1 and funtrace_lines(g.stderr) == ["funtrace: usage: funtrace tail [N] [-t TID]"]
+    g = run_gdb(f"funtrace save {tmp_path}/no/such/dir/x.raw", target=t, cwd=tmp_path)
+    assert g.returncode == 1
+    (line,) = funtrace_lines(g.stderr)
+    assert line.startswith(f"funtrace: cannot write {tmp_path}/no/such/dir/x.raw: ")
+
+
+def test_autoload_through_debug_gdb_scripts(crash_core):
+    t = [crash_core.args[0], crash_core.core]
+    # allowed: the executable's .debug_gdb_scripts entry loads the extension
+    g = run_gdb("funtrace threads", target=t, source=False, init=["add-auto-load-safe-path /"])
+    assert g.returncode == 0, g.stderr[-2000:]
+    assert "loader" in g.stdout
+    # the default safe-path refuses it: gdb says so, and there is no command
+    g = run_gdb("funtrace threads", target=t, source=False)
+    assert g.returncode == 1
+    assert "auto-loading has been declined" in g.stderr
+    assert 'Undefined command: "funtrace"' in g.stderr
+
+
+def test_loading_twice_is_harmless(crash_core):
+    t = [crash_core.args[0], crash_core.core]
+    g = run_gdb(f"source {GDB_EXT}", "funtrace threads", target=t,
+                init=["add-auto-load-safe-path /"])
+    assert g.returncode == 0, g.stderr[-2000:]
+    assert sum(1 for ln in g.stdout.splitlines() if ln.startswith("TID ")) == 1

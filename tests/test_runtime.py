@@ -1,0 +1,237 @@
+"""Runtime: recorded call sequences per instrumentation mode, register
+preservation of the hooks, rings (wrap-around, FUNTRACE_BUF, sampled mode),
+longjmp, C++ exceptions, the exported root.  Everything is read back through
+the runtime's own snapshot files (raw format)."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import rawfile
+from conftest import run_program
+from test_runtime_helpers import Syms, main_thread, only_snapshot, sequence, snapshots
+
+MODES = ["pg", "finstr", pytest.param("clang", marks=pytest.mark.clang)]
+
+PATTERN_FUNCS = {"pat_a", "pat_b", "pat_c", "pat_d", "pat_hidden"}
+PATTERN = ([("pat_a", "call"), ("pat_b", "call"),
+            ("pat_c", "call"), ("pat_c", "ret"), ("pat_c", "call"), ("pat_c", "ret"),
+            ("pat_b", "ret"), ("pat_a", "ret")] * 2
+           + [("pat_d", "call"), ("pat_c", "call"), ("pat_c", "ret"), ("pat_d", "ret")])
+
+
+def run_snapshot(prog, tmp_path, name="run", env=None, args=()):
+    r = run_program([prog, *args], tmp_path / name, env=env, want_core=False)
+    assert r.returncode == 0, r.stderr
+    return r, only_snapshot(r.dir / "funtrace.raw")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pattern_sequence(compiled, tmp_path, mode):
+    """The recorded call/return sequence equals the program's call pattern;
+    the NOFUNTRACE function is absent (its callee is still traced)."""
+    prog = compiled("rt_pattern.c", mode)
+    r, raw = run_snapshot(prog, tmp_path)
+    assert r.stdout == "done\n"
+    assert raw.header["source"] == 3 and raw.header["pid"] == r.pid
+    assert raw.header["time_mode"] == 0
+    t = main_thread(raw)
+    assert t.tid == r.pid and t.state == 1 and t.fmt == 1
+    syms = Syms(prog)
+    seq = sequence(raw, t, syms, keep=PATTERN_FUNCS | {"main"})
+    assert seq[0] == ("main", "call")
+    assert seq[1:] == PATTERN
+    # call entries of -finstrument-functions carry the "return logged on throw" flag
+    b = raw.header["root_addr"] - syms.addr["funtrace_root"]
+    calls = [w for w, _ in t.entries if syms.name((w & rawfile.ADDR_MASK) - b) == "pat_a" and not w >> 62]
+    assert calls and all(bool(w & rawfile.F_CALL_RET_ON_THROW) == (mode != "pg") for w in calls)
+    # timestamps are non-decreasing
+    tscs = [e.tsc for e in t.events()]
+    assert tscs == sorted(tscs) and tscs[0] > 0
+
+
+def test_sampled_mode(compiled, tmp_path):
+    """FUNTRACE_TIME=sampled: 8-byte words, a time word before the first event
+    and then every FUNTRACE_SAMPLE_K events; same call sequence."""
+    prog = compiled("rt_pattern.c", "pg")
+    r, raw = run_snapshot(prog, tmp_path, env={"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "4",
+                                               "FUNTRACE_GEN_MS": "0"})
+    assert raw.header["time_mode"] == 1
+    t = main_thread(raw)
+    assert t.fmt == 2
+    assert any(m == "TRACEW08" for m, _ in raw.chunks)
+    words = [w for w, _ in t.entries]
+    assert words[0] >> 61 == 7, "the first event is stamped"
+    # between two time words there are exactly k=4 events
+    idx = [i for i, w in enumerate(words) if w >> 61 == 7]
+    assert len(idx) >= 5
+    assert all(b - a == 5 for a, b in zip(idx, idx[1:]))
+    tsc = [words[i] & rawfile.ADDR_MASK for i in idx]
+    assert tsc == sorted(tsc) and tsc[0] > 0
+    syms = Syms(prog)
+    assert sequence(raw, t, syms, keep=PATTERN_FUNCS) == PATTERN
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_registers_preserved(compiled, tmp_path, mode):
+    """A variadic function taking doubles called 1,000,000 times returns 0
+    wrong results; rdx/r10/st0/128-bit returns intact; the -pg hooks called
+    directly from assembly preserve every GPR, xmm0-15 and the flags, on the
+    cold path (new thread) and the hot path."""
+    prog = compiled("rt_regs.c", mode, extra=["-DRT_PG"] if mode == "pg" else None)
+    for env in ({}, {"FUNTRACE_TIME": "sampled"}):
+        r = run_program([prog], tmp_path / ("run" + str(len(env))), env=env, want_core=False)
+        assert "vsum wrong results: 0\n" in r.stdout, r.stdout
+        assert r.stdout.endswith("bad=0\n"), r.stdout
+        assert r.returncode == 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_longjmp(compiled, tmp_path, mode):
+    """longjmp out of two traced frames: their returns are missing, and the
+    calls after the longjmp are recorded normally."""
+    prog = compiled("rt_longjmp.c", mode)
+    _, raw = run_snapshot(prog, tmp_path)
+    seq = sequence(raw, main_thread(raw), Syms(prog), keep={"lj_a", "lj_b", "lj_c", "lj_after"})
+    assert seq == [("lj_a", "call"), ("lj_b", "call"), ("lj_c", "call"),
+                   ("lj_after", "call"), ("lj_after", "ret"), ("lj_a", "ret")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cxx_exception(compiled, tmp_path, mode):
+    """A C++ exception thrown two frames below the catcher: a catch entry
+    names the catching function (gcc -finstrument-functions also logs the
+    unwound frames' returns)."""
+    prog = compiled("rt_exc.cc", mode)
+    _, raw = run_snapshot(prog, tmp_path)
+    names = {"ex_thrower", "ex_mid", "ex_catcher", "ex_after"}
+    seq = sequence(raw, main_thread(raw), Syms(prog), keep=names)
+    head = [("ex_catcher", "call"), ("ex_mid", "call"), ("ex_thrower", "call")]
+    tail = [("ex_catcher", "catch"), ("ex_catcher", "ret"), ("ex_after", "call"), ("ex_after", "ret")]
+    if mode == "finstr":
+        middle = [("ex_thrower", "ret"), ("ex_mid", "ret")]
+    else:
+        middle = []
+    assert seq == head + middle + tail
+
+
+def test_wraparound_and_buf_size(compiled, tmp_path):
+    """FUNTRACE_BUF=4096: a 256-entry ring that wrapped keeps exactly the
+    newest entries, oldest first; funtrace_set_thread_log_buf_size()."""
+    prog = compiled("rt_wrap.c", "pg")
+    r, raw = run_snapshot(prog, tmp_path, env={"FUNTRACE_BUF": "4096"})
+    t = main_thread(raw)
+    assert t.ring_size == 4096
+    assert t.flags & rawfile.TSF["WRAPPED"]
+    assert len(t.entries) in (255, 256)
+    syms = Syms(prog)
+    seq = sequence(raw, t, syms)
+    # 1000 wrap_early calls, then 40 wrap_late calls: the newest 80 events are
+    # wrap_late, everything before them in the ring is wrap_early
+    late = [("wrap_late", "call"), ("wrap_late", "ret")] * 40
+    assert seq[-80:] == late
+    assert set(seq[:-80]) <= {("wrap_early", "call"), ("wrap_early", "ret"), ("main", "call")}
+    assert len(seq) >= 250
+    tscs = [e.tsc for e in t.events()]
+    assert tscs == sorted(tscs)
+    # the second thread resized its own ring to 2^13 bytes
+    other = [x for x in raw.threads if x.tid != t.tid and x.state in (1, 2)]
+    assert [x.ring_size for x in other] == [8192]
+    assert sequence(raw, other[0], syms, keep={"wrap_thread_fn"}) == [("wrap_thread_fn", "call"),
+                                                                     ("wrap_thread_fn", "ret")]
+
+
+def test_buf_env_invalid(compiled, tmp_path):
+    """An invalid FUNTRACE_BUF is reported on stderr and the default used."""
+    prog = compiled("rt_pattern.c", "pg")
+    r, raw = run_snapshot(prog, tmp_path, env={"FUNTRACE_BUF": "5000"})
+    assert "FUNTRACE_BUF" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert main_thread(raw).ring_size == 1 << 20
+    r, raw = run_snapshot(prog, tmp_path, name="ok", env={"FUNTRACE_BUF": "65536"})
+    assert r.stderr == ""
+    assert main_thread(raw).ring_size == 65536
+
+
+def test_stripped_binary_root_in_dynsym(compiled, tmp_path):
+    """funtrace_root (and the hooks) are in .dynsym, so they survive strip;
+    the stripped program still works and reports the same root."""
+    prog = compiled("rt_pattern.c", "pg")
+    stripped = tmp_path / "stripped"
+    shutil.copy(prog, stripped)
+    subprocess.run(["strip", str(stripped)], check=True)
+    dyn = subprocess.run(["readelf", "--dyn-syms", "-W", str(stripped)], capture_output=True,
+                         text=True, check=True).stdout
+    names = {line.split()[-1] for line in dyn.splitlines() if line.strip()[:1].isdigit()}
+    for sym in ("funtrace_root", "__fentry__", "__return__", "__cyg_profile_func_enter",
+                "__cyg_profile_func_exit", "dlopen", "dlclose", "funtrace_write_snapshot_fd"):
+        assert sym in names, sym
+    sym = subprocess.run(["nm", "-D", str(stripped)], capture_output=True, text=True).stdout
+    root_off = int(next(l.split()[0] for l in sym.splitlines() if l.endswith(" funtrace_root")), 16)
+    _, raw = run_snapshot(stripped, tmp_path)
+    assert raw.header["root_addr"] % 64 == 0
+    assert (raw.header["root_addr"] - root_off) % 4096 == 0  # PIE bias is page aligned
+    assert len(main_thread(raw).events()) > 10
+
+
+def test_magic_not_in_binary(compiled):
+    """The root magic is only in the binary complemented."""
+    prog = compiled("rt_pattern.c", "pg")
+    data = prog.read_bytes()
+    magic = b"\x89FUNTRACEROOT\r\n\x1a"
+    assert magic not in data
+    assert bytes(~b & 0xFF for b in magic) in data
+
+
+def test_gdb_autoload_section(compiled, tmp_path):
+    """Every traced executable carries the inline gdb auto-load script."""
+    prog = compiled("rt_pattern.c", "pg")
+    out = tmp_path / "section"
+    subprocess.run(["objcopy", "--dump-section", f".debug_gdb_scripts={out}", str(prog), str(tmp_path / "copy")],
+                   check=True)
+    raw = out.read_bytes()
+    assert raw[:1] == b"\x04" and raw[1:].startswith(b"funtrace-autoload\n")
+    assert b"FUNTRACE_GDB_DIR" in raw and b"funtrace.py" in raw and raw.endswith(b"\0")
+
+
+def test_gdb_autoload_runs_script(compiled, tmp_path):
+    """gdb (auto-load allowed) runs the embedded script, which finds
+    funtrace.py through $FUNTRACE_GDB_DIR and executes it exactly once."""
+    if shutil.which("gdb") is None:
+        pytest.skip("gdb is not installed")
+    prog = compiled("rt_pattern.c", "pg")
+    d = tmp_path / "gdbdir"
+    d.mkdir()
+    (d / "funtrace.py").write_text("print('stub-loaded', __name__, __file__.endswith('gdbdir/funtrace.py'))\n")
+    r = subprocess.run(["gdb", "-nx", "-batch", "-iex", "add-auto-load-safe-path /", "-ex", "info auto-load",
+                        str(prog)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "FUNTRACE_GDB_DIR": str(d)})
+    assert r.stdout.count("stub-loaded funtrace True") == 1, r.stdout + r.stderr
+
+
+def test_api_snapshots(compiled, tmp_path):
+    """In-memory snapshots, time-limited snapshots, disable/enable,
+    funtrace_ignore_this_thread, funtrace_ticks_per_second."""
+    prog = compiled("rt_api.c", "pg")
+    r = run_program([prog], tmp_path / "run", want_core=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    hz = int(r.stdout.split("hz=")[1].split()[0])
+    assert 5e8 < hz < 1e10
+    syms = Syms(prog)
+    names = {"api_before", "api_after", "api_disabled", "api_enabled", "api_ignored"}
+    full = only_snapshot(r.dir / "full.raw")
+    seq = sequence(full, main_thread(full), syms, keep=names)
+    assert seq == [("api_before", "call"), ("api_before", "ret")]
+    recent = only_snapshot(r.dir / "recent.raw")
+    assert recent.header["flags"] & 0x4  # TIME_FILTERED
+    assert recent.header["min_tsc"] > 0
+    seq = sequence(recent, main_thread(recent), syms, keep=names)
+    assert seq == [("api_after", "call"), ("api_after", "ret")]
+    age = only_snapshot(r.dir / "age.raw")
+    assert sequence(age, main_thread(age), syms, keep=names) == [("api_after", "call"), ("api_after", "ret")]
+    last = only_snapshot(r.dir / "funtrace.raw")
+    seq = sequence(last, main_thread(last), syms, keep=names)
+    assert ("api_disabled", "call") not in seq
+    assert ("api_enabled", "call") in seq
+    ignored = [t for t in last.threads if t.name == "ignored"]
+    assert len(ignored) == 1 and ignored[0].state == 4 and ignored[0].entries == []

@@ -1,0 +1,99 @@
+"""Helpers for the runtime tests (test_runtime*.py): symbolizing events of a
+raw file with nm, so tests can compare recorded call sequences with the
+known call pattern of a test program."""
+import bisect
+import struct
+import subprocess
+from pathlib import Path
+
+import rawfile
+
+
+class Syms:
+    """Function symbols of an executable (static addresses)."""
+
+    def __init__(self, binary):
+        out = subprocess.run(["nm", "-S", "--defined-only", str(binary)], capture_output=True,
+                             text=True, check=True).stdout
+        self.addr = {}
+        funcs = []
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 4 and parts[2] in "TtWw":
+                a, s = int(parts[0], 16), int(parts[1], 16)
+                funcs.append((a, a + s, parts[3]))
+            if len(parts) >= 3:
+                self.addr.setdefault(parts[-1], int(parts[0], 16))
+        mangled = sorted({f[2] for f in funcs if f[2].startswith("_Z")})
+        if mangled:
+            dem = subprocess.run(["c++filt"], input="\n".join(mangled), capture_output=True, text=True,
+                                 check=True).stdout.splitlines()
+            plain = {m: d.split("(")[0] for m, d in zip(mangled, dem)}
+            funcs = [(a, e, plain.get(n, n)) for a, e, n in funcs]
+        funcs.sort()
+        self.funcs = funcs
+        self.starts = [f[0] for f in funcs]
+
+    def name(self, addr):
+        i = bisect.bisect_right(self.starts, addr) - 1
+        if i >= 0 and self.funcs[i][0] <= addr < self.funcs[i][1]:
+            return self.funcs[i][2]
+        return None
+
+
+def bias(raw, syms):
+    return raw.header["root_addr"] - syms.addr["funtrace_root"]
+
+
+def sequence(raw, thread, syms, keep=None):
+    """[(name, 'call'|'ret'|'catch')] of thread's events in the executable,
+    optionally only names in keep."""
+    b = bias(raw, syms)
+    out = []
+    for e in thread.events():
+        n = syms.name(e.addr - b)
+        if n is None or (keep is not None and n not in keep):
+            continue
+        out.append((n, "catch" if e.catch else "ret" if e.ret else "call"))
+    return out
+
+
+def only_snapshot(path):
+    raw = rawfile.parse(Path(path))
+    assert raw.ended, "snapshot not ENDTRACE-terminated"
+    return raw
+
+
+def snapshots(path):
+    """split a file of concatenated traces into parsed Raw objects"""
+    data = Path(path).read_bytes()
+    out, start, off = [], 0, 0
+    for magic, payload in rawfile.chunks(data):
+        off += 16 + len(payload)
+        if magic == "ENDTRACE":
+            out.append(rawfile.parse(data[start:off]))
+            start = off
+    return out
+
+
+def main_thread(raw):
+    for t in raw.threads:
+        if t.flags & (1 << 16):
+            return t
+    raise AssertionError("no main thread in the snapshot")
+
+
+MOD_FMT = "<QQQQQII"  # bias gen_loaded gen_unloaded epoch_loaded epoch_unloaded state nseg
+
+
+def modules(raw, size=496):
+    out = []
+    for payload in raw.modules:
+        for off in range(0, len(payload), size):
+            rec = payload[off:off + size]
+            bias, gl, gu, el, eu, state, nseg = struct.unpack_from(MOD_FMT, rec)
+            segs = [struct.unpack_from("<QQ", rec, 48 + 16 * i) for i in range(nseg)]
+            path = rec[176:176 + 320].split(b"\0")[0].decode()
+            out.append(dict(bias=bias, gen_loaded=gl, gen_unloaded=gu, epoch_loaded=el,
+                            epoch_unloaded=eu, state=state, segs=segs, path=path))
+    return out

@@ -1,0 +1,188 @@
+"""Runtime: the thread registry (alive, exited in every way, names, the
+memory budget), generations and the housekeeping thread, fork(), and the
+module table across dlopen/dlclose."""
+import pytest
+
+from conftest import compile_prog, run_program
+from test_runtime_helpers import Syms, main_thread, modules, only_snapshot, sequence
+
+ALIVE, EXITED, EVICTED, IGNORED = 1, 2, 3, 4
+GEN_NONE = (1 << 64) - 1
+
+
+def run_ok(prog, d, args=(), env=None):
+    r = run_program([prog, *args], d, env=env, want_core=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def by_name(raw):
+    return {t.name: t for t in raw.threads}
+
+
+MODES = ["pg", "finstr", pytest.param("clang", marks=pytest.mark.clang)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_threads_registry(compiled, tmp_path, mode):
+    """Threads that returned, called pthread_exit or were cancelled are
+    EXITED with their rings; alive ones are ALIVE; names are current
+    (pthread_setname_np by the thread or by another thread, and prctl,
+    picked up at a generation boundary); the housekeeper is 'funtrace'."""
+    prog = compiled("rt_threads.c", mode)
+    r = run_ok(prog, tmp_path / "run", env={"FUNTRACE_GEN_MS": "10"})
+    raw = only_snapshot(r.dir / "funtrace.raw")
+    th = by_name(raw)
+    assert {"t-return", "t-exit", "t-cancel", "t-alive", "t-prctl", "funtrace"} <= set(th), list(th)
+    syms = Syms(prog)
+    for name in ("t-return", "t-exit", "t-cancel"):
+        t = th[name]
+        assert t.state == EXITED, name
+        assert t.exit_tsc > t.start_tsc > 0
+        assert ("thr_work", "call") in sequence(raw, t, syms), name
+    # pthread_exit from a nested function: its frames never returned
+    assert sequence(raw, th["t-exit"], syms, keep={"thr_exit", "thr_exit_deep", "thr_work"}) == [
+        ("thr_exit", "call"), ("thr_exit_deep", "call"), ("thr_work", "call"), ("thr_work", "ret")]
+    for name in ("t-alive", "t-prctl"):
+        t = th[name]
+        assert t.state == ALIVE and t.exit_tsc == 0
+        assert ("thr_alive", "call") in sequence(raw, t, syms)
+    assert th["funtrace"].state == IGNORED and th["funtrace"].entries == []
+    main = main_thread(raw)
+    assert main.tid == r.pid and main.state == ALIVE
+    tids = [t.tid for t in raw.threads]
+    assert len(set(tids)) == len(tids)
+    assert raw.header["nthreads"] == len(raw.threads)
+
+
+def test_budget_evicts_oldest_exited(compiled, tmp_path):
+    """With a budget of 4 rings, the main thread's ring and the 3 most
+    recently exited threads' rings are kept; older exited rings are evicted."""
+    prog = compiled("rt_threads.c", "pg")
+    r = run_ok(prog, tmp_path / "run", args=["budget"],
+               env={"FUNTRACE_BUF": "65536", "FUNTRACE_BUDGET": str(4 * 65536)})
+    raw = only_snapshot(r.dir / "funtrace.raw")
+    short = [t for t in raw.threads if t.tid != r.pid and t.name != "funtrace"]
+    assert len(short) == 10
+    short.sort(key=lambda t: t.start_tsc)
+    states = [t.state for t in short]
+    assert states == [EVICTED] * 7 + [EXITED] * 3, states
+    syms = Syms(prog)
+    for t in short[7:]:
+        assert ("thr_short", "call") in sequence(raw, t, syms)
+    for t in short[:7]:
+        assert t.entries == []
+
+
+def test_generations(compiled, tmp_path):
+    """FUNTRACE_GEN_MS=10: consecutive generation records with clock
+    snapshots that agree with the TSC frequency, and ring positions of the
+    alive threads at each boundary."""
+    prog = compiled("rt_threads.c", "pg")
+    r = run_ok(prog, tmp_path / "run", env={"FUNTRACE_GEN_MS": "10"})
+    raw = only_snapshot(r.dir / "funtrace.raw")
+    gens = raw.gens
+    assert raw.header["gen_ms"] == 10
+    assert len(gens) >= 5, gens
+    nums = [g["gen"] for g in gens]
+    assert nums == list(range(nums[0], nums[0] + len(nums)))
+    # the housekeeper may start a generation while the snapshot is being written
+    assert nums[-1] - raw.header["gen_current"] in (0, 1)
+    hz = raw.header["tsc_hz"]
+    for a, b in zip(gens, gens[1:]):
+        assert a["flags"] & 1 and b["start_tsc"] > a["start_tsc"]
+        dt_ns = (b["clk_tsc"] - a["clk_tsc"]) * 1e9 / hz
+        dm = b["clk_mono_ns"] - a["clk_mono_ns"]
+        assert abs(dt_ns - dm) < 0.01 * dm + 50000, (dt_ns, dm)
+        assert abs((b["clk_real_ns"] - a["clk_real_ns"]) - dm) < 0.01 * dm + 1e6
+        assert 0 < dm < 1e9
+    # fixed-rate schedule: a late boundary is followed by an early one
+    span = gens[-1]["clk_mono_ns"] - gens[0]["clk_mono_ns"]
+    assert 5e6 <= span / (len(gens) - 1) <= 50e6
+    # the main thread's gen_pos has the boundaries it lived through, with
+    # positions inside its ring and non-decreasing
+    main = main_thread(raw)
+    recorded = sorted((g, off) for g, off in main.gen_pos if g != GEN_NONE)
+    assert len(recorded) >= 5
+    assert all(0 <= off < main.ring_size for _, off in recorded)
+    assert [o for _, o in recorded] == sorted(o for _, o in recorded)
+
+
+def test_housekeeper_off(compiled, tmp_path):
+    """FUNTRACE_GEN_MS=0: no housekeeping thread, generation 0 only."""
+    prog = compiled("rt_pattern.c", "pg")
+    r = run_ok(prog, tmp_path / "run", env={"FUNTRACE_GEN_MS": "0"})
+    raw = only_snapshot(r.dir / "funtrace.raw")
+    assert [t.name for t in raw.threads if t.name == "funtrace"] == []
+    assert raw.header["gen_current"] == 0 and len(raw.gens) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fork(compiled, tmp_path, mode):
+    """The child starts clean: own pid, only the forking thread (plus its
+    own threads), generation numbering from 0, none of the parent's events;
+    the parent's trace is undisturbed."""
+    prog = compiled("rt_fork.c", mode)
+    r = run_ok(prog, tmp_path / "run", env={"FUNTRACE_GEN_MS": "10"})
+    child_pid = int(r.stdout.split()[1])
+    parent = only_snapshot(r.dir / "parent.raw")
+    child = only_snapshot(r.dir / "child.raw")
+    syms = Syms(prog)
+    names = {"fk_pre", "fk_child", "fk_parent", "fk_bystander_fn"}
+    assert parent.header["pid"] == r.pid and child.header["pid"] == child_pid
+    # parent: everything it did, and the bystander thread
+    assert sequence(parent, main_thread(parent), syms, keep=names) == [
+        ("fk_pre", "call"), ("fk_pre", "ret"), ("fk_parent", "call"), ("fk_parent", "ret")]
+    assert any(("fk_bystander_fn", "call") in sequence(parent, t, syms) for t in parent.threads)
+    # child: only the forking thread (now main of the child) and its own thread
+    cm = [t for t in child.threads if t.tid == child_pid]
+    assert len(cm) == 1
+    assert sequence(child, cm[0], syms, keep=names) == [("fk_child", "call"), ("fk_child", "ret")]
+    others = [t for t in child.threads if t.tid != child_pid and t.name != "funtrace"]
+    assert len(others) == 1 and others[0].state == EXITED
+    assert sequence(child, others[0], syms, keep=names) == [("fk_child", "call"), ("fk_child", "ret")]
+    for t in child.threads:
+        assert ("fk_bystander_fn", "call") not in sequence(child, t, syms)
+    # fresh generations in the child, housekeeper restarted
+    assert child.gens[0]["gen"] == 0 and child.header["gen_current"] >= 2
+    assert child.gens[0]["start_tsc"] > parent.gens[0]["start_tsc"]
+    assert any(t.name == "funtrace" for t in child.threads)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_dlopen_same_address(tree, compiled, tmp_path, mode):
+    """A library is dlclose'd and another one is dlopen'ed at the same
+    address: two module records with disjoint generation ranges, each
+    library's events inside its own record's segments."""
+    prog = compiled("rt_dlopen.c", mode, extra=["-ldl"])
+    libs = []
+    for n in (1, 2):
+        libs.append(compile_prog(tree, "rt_dlib.c", tmp_path / f"librt_d{n}.so", mode=mode,
+                                 extra=["-shared", "-fPIC", f"-DLIBNUM={n}"]))
+    r = run_ok(prog, tmp_path / "run", args=[str(libs[0]), str(libs[1])], env={"FUNTRACE_GEN_MS": "0"})
+    addrs = [int(line.split()[1], 16) for line in r.stdout.splitlines()]
+    raw = only_snapshot(r.dir / "funtrace.raw")
+    mods = modules(raw)
+    assert mods[0]["path"] == str(prog) and mods[0]["state"] == 1
+    m1 = [m for m in mods if m["path"] == str(libs[0])]
+    m2 = [m for m in mods if m["path"] == str(libs[1])]
+    assert len(m1) == 1 and len(m2) == 1, [m["path"] for m in mods]
+    m1, m2 = m1[0], m2[0]
+    assert m1["state"] == 2 and m2["state"] == 1
+    assert m1["bias"] == m2["bias"], "the loader did not reuse the address (test premise)"
+    assert m1["gen_loaded"] < m1["gen_unloaded"] <= m2["gen_loaded"]
+    assert m2["gen_unloaded"] == GEN_NONE
+    assert m1["epoch_loaded"] < m1["epoch_unloaded"] < m2["epoch_loaded"] <= raw.header["module_epoch"]
+    # dlclose started a generation; the library's events were before it
+    gens = {g["gen"]: g for g in raw.gens}
+    boundary = gens[m1["gen_unloaded"]]["start_tsc"]
+    main = main_thread(raw)
+    in_lib = [e for e in main.events()
+              if any(s <= e.addr < s + n for s, n in m1["segs"])]
+    assert len(in_lib) >= 8  # lib_fn and lib_inner, calls and returns, in both libraries
+    first = [e for e in in_lib if e.tsc < boundary]
+    second = [e for e in in_lib if e.tsc >= gens[m2["gen_loaded"]]["start_tsc"]]
+    assert len(first) == 4 and len(second) == 4
+    assert all(e.tsc < boundary for e in first)
+    for a in addrs:
+        assert any(s <= a < s + n for s, n in m2["segs"])
