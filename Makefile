@@ -14,7 +14,8 @@ CXX      ?= g++
 OPT      ?= -O2
 WARN     := -Wall -Wextra
 CSTD     := -std=gnu11
-SANFLAGS := $(if $(SAN),-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer,)
+comma    := ,
+SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer,)
 # flags for host tools (coreextract, decoder, oomwatch); the runtime sets its own
 TOOL_CFLAGS := $(CSTD) $(WARN) $(OPT) -g $(SANFLAGS) -Iruntime/include -MMD -MP
 TOOL_LDFLAGS := $(SANFLAGS)

@@ -12,7 +12,8 @@
  *      v1 OOM sleeps in the page fault until the limit moves, and only then
  *      reaches the ptrace stop / freezer (before running user code);
  *   4. per process, in the child: registers, /proc/PID/mem -> ELF core;
- *   5. --kill; restore the limits, unfreeze.
+ *   5. --kill; restore the limits, unfreeze; then the child lets the threads
+ *      go (a task that is not frozen must not run into the raised limit).
  * Every change is recorded with the guardian (oom_guard.h) BEFORE it is
  * made, so it is undone even if the watcher dies midway.
  */
@@ -89,9 +90,11 @@ static int wait_frozen(const char *dir, int ms)
     }
 }
 
-/* the child: seize every process, tell the parent ('S'), then stop, write
- * and release them one by one, sending a core_result per pid */
-static void core_child(struct ow_state *s, const int *pids, char (*names)[256], int n, uint64_t budget, int wfd)
+/* the child: seize every process, tell the parent ('S'), then stop and
+ * write them one by one, sending a core_result per pid; keep every thread
+ * stopped until the parent has restored the limits and closes rfd */
+static void core_child(struct ow_state *s, const int *pids, char (*names)[256], int n, uint64_t budget, int wfd,
+                       int rfd)
 {
     struct ftc_proc *procs = calloc((size_t)n, sizeof *procs);
     struct core_result *res = calloc((size_t)n, sizeof *res);
@@ -118,7 +121,6 @@ static void core_child(struct ow_state *s, const int *pids, char (*names)[256], 
                 snprintf(r->err, sizeof r->err, "%s/%s: %s", s->o.outdir, tmp, strerror(errno));
             } else {
                 w = ftc_write(p, fd, budget, &r->st, r->err, sizeof r->err);
-                ftc_detach(p); /* let the threads go before the (slow) close */
                 if (close(fd) != 0 && !w) {
                     snprintf(r->err, sizeof r->err, "%s/%s: %s", s->o.outdir, tmp, strerror(errno));
                     w = -1;
@@ -133,12 +135,17 @@ static void core_child(struct ow_state *s, const int *pids, char (*names)[256], 
             r->ok = !w;
             if (r->ok)
                 budget = budget > r->st.bytes_file ? budget - r->st.bytes_file : 0;
-            if (p->t)
-                ftc_detach(p);
         }
         if (write(wfd, r, sizeof *r) != (ssize_t)sizeof *r)
             _exit(1);
     }
+    /* an unfrozen task released now would run into the raised limit */
+    char c;
+    while (read(rfd, &c, 1) < 0 && errno == EINTR) {
+    }
+    for (int i = 0; i < n; i++)
+        if (procs[i].t)
+            ftc_detach(&procs[i]);
     _exit(0);
 }
 
@@ -218,10 +225,10 @@ void ow_cores(struct ow_state *s, const int *pids, char (*names)[256], int n, co
         o = app(did, sizeof did, o, "no cgroup v2 group holding only the target: not frozen (threads ptrace-stopped)");
     }
 
-    int pfd[2];
+    int pfd[2], rel[2] = {-1, -1};
     pid_t child = -1;
     const char *why = NULL;
-    if (pipe2(pfd, O_CLOEXEC) != 0) {
+    if (pipe2(pfd, O_CLOEXEC) != 0 || pipe2(rel, O_CLOEXEC) != 0) {
         why = "pipe failed";
     } else {
         fflush(NULL);
@@ -234,13 +241,16 @@ void ow_cores(struct ow_state *s, const int *pids, char (*names)[256], int n, co
             if (getppid() != watcher)
                 _exit(1);
             close(pfd[0]);
+            close(rel[1]);
             close(g.fd); /* only the watcher speaks to the guardian */
-            core_child(s, pids, names, n, budget, pfd[1]);
+            core_child(s, pids, names, n, budget, pfd[1], rel[0]);
         }
         close(pfd[1]);
+        close(rel[0]);
         if (child < 0) {
             why = "fork failed";
             close(pfd[0]);
+            close(rel[1]);
         }
     }
     char seized;
@@ -278,20 +288,23 @@ void ow_cores(struct ow_state *s, const int *pids, char (*names)[256], int n, co
         snprintf(tmp, sizeof tmp, "%s.core.tmp", names[i]);
         unlinkat(s->outfd, tmp, 0);
     }
-    if (child > 0) {
-        close(pfd[0]);
-        if (why)
-            kill(child, SIGKILL); /* its exit detaches every thread it traced */
-        while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
-        }
-    }
+    if (child > 0 && why)
+        kill(child, SIGKILL); /* its exit detaches every thread it traced */
     if (s->o.kill)
         for (i = 0; i < n; i++) {
             kill(pids[i], SIGKILL);
             snprintf(msg, sizeof msg, "killed pid %d (--kill)", pids[i]);
             o = app(did, sizeof did, o, msg);
         }
+    /* limits back (while the threads are still stopped), unfreeze, then
+     * let the child release the threads */
     int failed = og_unwind(&g);
+    if (child > 0) {
+        close(pfd[0]);
+        close(rel[1]);
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+        }
+    }
     app(did, sizeof did, o, failed ? "restore FAILED (see above; the guardian retried)" : "limits and freezer restored");
     ow_log("%s", did);
 }

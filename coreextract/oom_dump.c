@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct membuf {
@@ -40,6 +41,16 @@ static int mb_write(void *ctx, const void *buf, size_t len)
     }
     memcpy(m->p + m->n, buf, len);
     m->n += len;
+    return 0;
+}
+
+/* pid shares its address space with one already saved (CLONE_VM, e.g. a
+ * vfork child): the same trace; kcmp(KCMP_VM) */
+static int same_mm_as(int pid, const int *saved, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (syscall(SYS_kcmp, pid, saved[i], 0 /* KCMP_VM */, 0, 0) == 0)
+            return saved[i];
     return 0;
 }
 
@@ -135,6 +146,11 @@ int ow_dump(struct ow_state *s, const char *what)
         unsigned long long start = ow_starttime(pid);
         if (!start || known_untraced(s, pid, start))
             continue;
+        int twin = same_mm_as(pid, saved_pid, nsaved);
+        if (twin) {
+            ow_vlog(s, "pid %d shares the address space of pid %d: same trace, not saved twice", pid, twin);
+            continue;
+        }
         struct membuf mb = {0};
         struct ft_writer w = {.ctx = &mb, .write = mb_write};
         struct ft_live_opts lo = {.stacks = 0, .verbose = s->o.verbose > 1, .extra_flags = 0};

@@ -185,7 +185,14 @@ unsigned ow_triggers_check(struct ow_state *s, const struct pollfd *pfd, const u
     char text[OC_PATH * 2 + 256];
     what[0] = 0;
     for (int i = 0; i < n; i++) {
-        if (kind[i] == OW_T_PSI && (pfd[i].revents & POLLPRI) && !(pfd[i].revents & POLLERR)) {
+        if (kind[i] == OW_T_PSI && (pfd[i].revents & (POLLERR | POLLNVAL)) && s->psi_fd >= 0) {
+            /* the trigger is gone (its group was removed): stop polling it */
+            ow_log("the PSI trigger on %s is gone: no longer watching pressure", s->t.psi_file);
+            close(s->psi_fd);
+            s->psi_fd = -1;
+            continue;
+        }
+        if (kind[i] == OW_T_PSI && (pfd[i].revents & POLLPRI)) {
             fired |= OW_T_PSI;
             snprintf(text, sizeof text, "psi \"%s\" on %s", s->o.psi.text, s->t.psi_file);
             o = cat(what, cap, o, "", text);

@@ -350,8 +350,10 @@ int main(int argc, char **argv)
                 break;
             }
         }
-        if (s->stop)
+        if (s->stop) {
+            ow_log("a signal arrived during the dump: exiting");
             break;
+        }
         if ((ipid >= 0 && (pfd[ipid].revents & POLLIN)) || ow_target_gone(s)) {
             ow_log("the target is gone: exiting (%u dump%s)", s->dumps, s->dumps == 1 ? "" : "s");
             break;

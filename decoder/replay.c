@@ -10,11 +10,13 @@
  *                     code): they end at the previous event ("return
  *                     missing"), then f is popped.  f not on the stack: an
  *                     orphan return (its call was overwritten in the ring).
- *   catch in f        a C++ exception was caught in f: frames above f are
- *                     popped, ending at the catch ("unwound"); popping never
- *                     crosses a bit-61 frame (it logs its own return) nor a
- *                     frame known to return later.  f not found: every such
- *                     frame is popped.
+ *   catch in f        a C++ exception was caught in f: the frames above f
+ *                     are popped, ending at the catch ("unwound"; frames that
+ *                     log their returns on unwinding have already returned by
+ *                     then).  f not on the stack (an uninstrumented catcher):
+ *                     frames are popped from the top down to the first bit-61
+ *                     frame or frame open since the ring start (those are the
+ *                     catcher's callers and are still running).
  *   return-with-caller (bit 62 only, original XRay mode) pops the top frame
  *                     and then returns into the logged caller.
  *   thunks            "virtual/non-virtual thunk to ..." events are ignored
@@ -57,6 +59,7 @@ struct replay {
     struct frame *stk;
     size_t n, cap;
     int64_t last_ns, prev_ns;
+    uint64_t last_tsc;
     int started, finished;
     size_t gi;
     const struct dgen *g;
@@ -251,11 +254,14 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         t = g->start_ns;
     if (t > g->end_ns)
         t = g->end_ns;
-    if (t < r->last_ns) {
-        if (r->discovery)
+    if (t <= r->last_ns) { /* each event of a thread at its own ns: no ambiguous nesting */
+        if (r->discovery && t < r->last_ns && tsc + 1 < r->last_tsc)
             th->out_of_order++;
-        t = r->last_ns;
+        t = r->last_ns + 1;
+        if (t > g->end_ns)
+            t = g->end_ns;
     }
+    r->last_tsc = tsc;
     r->prev_ns = r->last_ns;
     r->last_ns = t;
     r->cur_exact = exact;
@@ -280,7 +286,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
     if (catch) {
         if (r->discovery)
             th->ncatches++;
-        long k = find(r, fn->match, 1);
+        long k = find(r, fn->match, 0);
         if (k >= 0) {
             while (r->n > (size_t)k + 1)
                 pop(r, t, SL_UNWOUND, exact);

@@ -26,6 +26,15 @@ struct modfile {
     int state;     /* 0 untried, 1 open, 2 failed */
     Dwfl *dwfl;
     Dwfl_Module *mod;
+    /* CU address ranges, for CUs that .debug_aranges does not cover (clang) */
+    struct curange *cur;
+    size_t ncur;
+    int cur_built;
+};
+
+struct curange {
+    uint64_t lo, hi;
+    Dwarf_Off off;
 };
 
 struct seg {
@@ -301,6 +310,7 @@ void sym_free(struct symtab *s)
             dwfl_end(s->files[i].dwfl);
         free(s->files[i].path);
         free(s->files[i].name);
+        free(s->files[i].cur);
     }
     free(s->files);
     free(s->insts);
@@ -530,10 +540,80 @@ static uint32_t match_id(struct symtab *s, int32_t file, const char *name)
     return m;
 }
 
-static void src_of(struct symtab *s, Dwfl_Module *mod, uint64_t vaddr, struct func *fn)
+static int cur_cmp(const void *a, const void *b)
+{
+    const struct curange *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void cu_ranges(struct modfile *f)
+{
+    f->cur_built = 1;
+    Dwarf_Addr bias;
+    Dwarf *dw = dwfl_module_getdwarf(f->mod, &bias);
+    if (!dw)
+        return;
+    size_t cap = 0;
+    Dwarf_Off off = 0, next;
+    size_t hsize;
+    while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+        Dwarf_Die cu;
+        if (dwarf_offdie(dw, off + hsize, &cu)) {
+            Dwarf_Addr base, lo, hi;
+            ptrdiff_t it = 0;
+            while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0) {
+                if (f->ncur == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    struct curange *n = realloc(f->cur, cap * sizeof *n);
+                    if (!n)
+                        return;
+                    f->cur = n;
+                }
+                f->cur[f->ncur++] = (struct curange){lo + bias, hi + bias, off + hsize};
+            }
+        }
+        off = next;
+    }
+    qsort(f->cur, f->ncur, sizeof *f->cur, cur_cmp);
+}
+
+/* the CU DIE holding vaddr: libdw's lookup (.debug_aranges), then our own
+ * table of CU ranges (clang emits no aranges; libdw trusts them when any
+ * CU has them, e.g. the gcc-built runtime) */
+static Dwarf_Die *cu_of(struct modfile *f, uint64_t vaddr, Dwarf_Die *mem, Dwarf_Addr *bias)
+{
+    Dwarf_Die *cu = dwfl_module_addrdie(f->mod, vaddr, bias);
+    if (cu && dwarf_haspc(cu, vaddr - *bias) > 0)
+        return cu;
+    if (!f->cur_built)
+        cu_ranges(f);
+    Dwarf *dw = dwfl_module_getdwarf(f->mod, bias);
+    if (!dw)
+        return NULL;
+    for (size_t i = 0; i < f->ncur; i++) /* ranges may nest: linear scan of candidates */
+        if (vaddr >= f->cur[i].lo && vaddr < f->cur[i].hi)
+            return dwarf_offdie(dw, f->cur[i].off, mem);
+    return NULL;
+}
+
+static const char *line_at(struct modfile *f, Dwarf_Die *cu, Dwarf_Addr bias, uint64_t vaddr, int *line)
+{
+    Dwfl_Line *l = dwfl_module_getsrc(f->mod, vaddr);
+    if (l)
+        return dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL);
+    if (!cu)
+        return NULL;
+    Dwarf_Line *dl = dwarf_getsrc_die(cu, vaddr - bias);
+    if (!dl || dwarf_lineno(dl, line) != 0)
+        return NULL;
+    return dwarf_linesrc(dl, NULL, NULL);
+}
+
+static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct func *fn)
 {
     Dwarf_Addr bias;
-    Dwarf_Die *cu = dwfl_module_addrdie(mod, vaddr, &bias);
+    Dwarf_Die cumem;
+    Dwarf_Die *cu = cu_of(f, vaddr, &cumem, &bias);
     if (cu) {
         Dwarf_Die *scopes = NULL;
         int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
@@ -551,9 +631,8 @@ static void src_of(struct symtab *s, Dwfl_Module *mod, uint64_t vaddr, struct fu
         free(scopes);
     }
     if (!fn->file) {
-        Dwfl_Line *l = dwfl_module_getsrc(mod, vaddr);
         int line = 0;
-        const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+        const char *file = line_at(f, cu, bias, vaddr, &line);
         if (file) {
             fn->file = intern(s, file);
             fn->line = (uint32_t)line;
@@ -573,7 +652,7 @@ static uint32_t new_func(struct symtab *s, int32_t file, uint64_t vaddr, char *n
     fn->unknown = (uint8_t)unknown;
     fn->ignored = (uint8_t)ft_is_thunk(name);
     if (!unknown && file >= 0 && s->files[file].mod)
-        src_of(s, s->files[file].mod, vaddr, fn);
+        src_of(s, &s->files[file], vaddr, fn);
     fn->match = match_id(s, file, name);
     /* JSON name: unique per function (same name elsewhere gets its location) */
     uint32_t other = sm_get(&s->names, name);
@@ -821,12 +900,10 @@ void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, str
     }
     /* innermost location */
     int line = 0;
-    const char *file = NULL;
-    Dwfl_Line *l = dwfl_module_getsrc(f->mod, vaddr);
-    if (l)
-        file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
     Dwarf_Addr bias;
-    Dwarf_Die *cu = dwfl_module_addrdie(f->mod, vaddr, &bias);
+    Dwarf_Die cumem;
+    Dwarf_Die *cu = cu_of(f, vaddr, &cumem, &bias);
+    const char *file = line_at(f, cu, bias, vaddr, &line);
     Dwarf_Die *scopes = NULL;
     int n = cu ? dwarf_getscopes(cu, vaddr - bias, &scopes) : 0;
     int first = 1;

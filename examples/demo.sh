@@ -100,7 +100,7 @@ say "coreextract: trace recovered from the core: $RAW ($(stat -c %s "$RAW") byte
 [[ -x $DECODE ]] || not_yet "$DECODE is not built yet: the trace is in $RAW but cannot be decoded"
 say "the last calls of every thread before the crash:"
 echo
-"$DECODE" "$RAW" --text --last "$LAST" 2>"$WORK/decode.err"
+"$DECODE" "$RAW" --text --calls "$LAST" 2>"$WORK/decode.err"
 RC=$?
 if ((RC)); then
     indent <"$WORK/decode.err" >&2
@@ -119,6 +119,6 @@ fi
 say "all steps worked.  Files: $WORK (core, trace.raw, trace.json)"
 echo "Perfetto JSON: $JSON — open https://ui.perfetto.dev and drag the file in (or: vizviewer $JSON)"
 if [[ -f $GDB_EXT ]]; then
-    echo "The same from gdb: gdb -q -batch -x $GDB_EXT -ex funtrace $CRASH $CORE"
+    echo "The same from gdb: gdb -q -batch -x $GDB_EXT -ex 'funtrace tail $LAST' $CRASH $CORE"
 fi
 exit 0

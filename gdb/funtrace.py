@@ -13,7 +13,7 @@ except FINSTACK (gdb's unwinder).  Everything is read through gdb's memory
 access with the offsets of the root's own layout table, so no debug info is
 needed for the runtime.  Loading this file twice is harmless.
 """
-import array
+import bisect
 import os
 import re
 import struct
@@ -215,12 +215,26 @@ class Block:
 
 
 class Reader:
-    """Reads target memory through gdb."""
+    """Reads target memory through gdb.
 
-    def __init__(self, inferior):
+    On a core, only what the core file holds is readable: gdb would also
+    answer for memory the kernel did not dump (zeros, or the executable's
+    file contents), which must count as missing, as it does for coreextract."""
+
+    def __init__(self, inferior, avail=None):
         self.inf = inferior
+        self.avail = avail            # core: sorted disjoint [(start, end)] held by the file
+        self.starts = [a for a, _b in avail] if avail else None
+
+    def _held(self, addr, n):
+        if self.avail is None:
+            return True
+        i = bisect.bisect_right(self.starts, addr) - 1
+        return i >= 0 and addr + n <= self.avail[i][1]
 
     def _try(self, addr, n):
+        if not self._held(addr, n):
+            return None
         try:
             return self.inf.read_memory(addr, n).tobytes()
         except (gdb.MemoryError, gdb.error, ValueError, OverflowError):
@@ -261,10 +275,11 @@ class Reader:
         """read_pages(): [addr, addr+n) with unreadable pages zero-filled, as a Block."""
         if n <= 0 or addr < 0 or addr + n > (1 << 64):
             return Block(addr, b"", set())
-        try:
-            return Block(addr, self.inf.read_memory(addr, n), set())   # no copy
-        except (gdb.MemoryError, gdb.error, ValueError, OverflowError):
-            pass
+        if self._held(addr, n):
+            try:
+                return Block(addr, self.inf.read_memory(addr, n), set())   # no copy
+            except (gdb.MemoryError, gdb.error, ValueError, OverflowError):
+                pass
         out = bytearray(n)
         miss = set()
         self._fill(addr, n, addr, out, miss)
@@ -329,6 +344,7 @@ class CoreFile:
         self.files = []        # NT_FILE: (start, end, offset, path bytes)
         try:
             with open(path, "rb") as f:
+                self.size = os.fstat(f.fileno()).st_size
                 self._parse(f)
         except OSError as e:
             raise FtError("cannot read core file %s: %s" % (path, e.strerror))
@@ -383,6 +399,21 @@ class CoreFile:
             out.append((start, end, pgoff * page_size, names[i] if i < len(names) else b""))
         return out
 
+    def held_ranges(self):
+        """Address ranges whose bytes the core file holds (core_read): each
+        PT_LOAD's first min(p_filesz, bytes left in the file) bytes, adjacent
+        ranges merged."""
+        out = []
+        for vaddr, _memsz, filesz, _fl, offset in sorted(self.loads):
+            avail = 0 if offset >= self.size else min(filesz, self.size - offset)
+            if not avail:
+                continue
+            if out and out[-1][1] == vaddr:
+                out[-1] = (out[-1][0], vaddr + avail)
+            else:
+                out.append((vaddr, vaddr + avail))
+        return out
+
     def prot_at(self, addr):
         for vaddr, memsz, _fs, flags, _off in self.loads:
             if vaddr <= addr < vaddr + memsz:
@@ -391,7 +422,12 @@ class CoreFile:
         return 0
 
     def writable_ranges(self):
-        return [(v, v + fs) for v, _ms, fs, fl, _o in self.loads if fl & PF_W and fs > 0]
+        out = []
+        for vaddr, _memsz, filesz, flags, offset in sorted(self.loads):
+            avail = 0 if offset >= self.size else min(filesz, self.size - offset)
+            if flags & PF_W and avail:
+                out.append((vaddr, vaddr + avail))
+        return out
 
 
 # ===========================================================================
@@ -1182,6 +1218,7 @@ class Source:
             if not m:
                 raise FtError("cannot find the core file name in 'info target'")
             self.core = CoreFile(m.group(1))
+            self.rd = Reader(inf, self.core.held_ranges())
             self.kind = SRC_CORE
         else:
             if inf.pid == 0 or not inf.threads():
@@ -1210,7 +1247,8 @@ class Source:
             with open("/proc/%d/maps" % self.pid) as f:
                 for line in f:
                     parts = line.split(None, 5)
-                    if len(parts) < 2 or "w" not in parts[1]:
+                    if (len(parts) < 2 or parts[1][:2] != "rw"
+                            or (len(parts) > 5 and parts[5].strip() in ("[vvar]", "[vsyscall]"))):
                         continue
                     s, e = parts[0].split("-")
                     out.append((int(s, 16), int(e, 16)))
@@ -1317,8 +1355,8 @@ class Source:
         return c[3] if c else None
 
     def mappings(self):
-        """MAPPINGS payload: every mapping with a path (cores: NT_FILE order;
-        live: /proc/PID/maps order, including [heap], [stack], ...)."""
+        """MAPPINGS payload: the file mappings (cores: NT_FILE order; live:
+        /proc/PID/maps order, paths starting with '/')."""
         recs = []
         if self.core is not None:
             for start, end, offset, path in self.core.files:
@@ -1334,9 +1372,9 @@ class Source:
             return b""
         for line in lines:
             parts = line.split(None, 5)
-            if len(parts) < 6 or not parts[5].strip():
+            if len(parts) < 6 or not parts[5].startswith(b"/"):
                 continue
-            path = parts[5].strip()
+            path = parts[5]
             s_, e_ = parts[0].split(b"-")
             start, end = int(s_, 16), int(e_, 16)
             perms = parts[1]
@@ -1527,6 +1565,105 @@ def cmd_save(arg):
 # Reading the trace for display (tail / threads / generations)
 # ===========================================================================
 
+_TIME_TAG_TABLE = bytes(1 if (b & 0xE0) == 0xE0 else 0 for b in range(256))
+TAIL_LOOKBACK = 20000   # entries replayed before the shown calls to find their open callers
+
+
+class ThreadView:
+    """One thread's linearized ring, for display; vectorized where it matters
+    (rings may hold millions of entries)."""
+
+    def __init__(self, t, r, ref_tsc):
+        self.t = t
+        self.r = r
+        self.esz = r.esz or 16
+        self.ref = ref_tsc
+        self.data = b"".join(r.parts)
+        self.n = len(self.data) // self.esz
+        self.q = memoryview(self.data).cast("Q") if self.n else None
+        self.exact = self.esz == 16
+        self._times = None
+
+    def full_tsc(self, low):
+        """A time word's low 61 TSC bits, with the high bits of the reference."""
+        tsc = (self.ref & ~TIME_WORD_TSC_MASK) | low
+        if tsc + (1 << 60) < self.ref:
+            tsc += 1 << 61
+        return tsc
+
+    def _time_flags(self):
+        """bytes: 1 for each time word of a sampled ring, else 0."""
+        return self.data[7::8].translate(_TIME_TAG_TABLE)
+
+    def times(self):
+        """Sampled rings: [(word index, tsc)] of the time words."""
+        if self._times is None:
+            out = []
+            flags = self._time_flags()
+            i = flags.find(1)
+            while i >= 0:
+                out.append((i, self.full_tsc(self.q[i] & TIME_WORD_TSC_MASK)))
+                i = flags.find(1, i + 1)
+            self._times = out
+        return self._times
+
+    def n_events(self):
+        if not self.n:
+            return 0
+        if self.exact:
+            return self.n
+        return self.n - self._time_flags().count(1)
+
+    def span(self):
+        """(oldest tsc, newest tsc) of the events held, or (None, None)."""
+        if not self.n:
+            return None, None
+        if self.exact:
+            return self.q[1], self.q[2 * self.n - 1]
+        tm = self.times()
+        return (tm[0][1], tm[-1][1]) if tm else (None, None)
+
+    def count_between(self, t0, t1):
+        """Events with a time in [t0, t1) (t1 None: open-ended)."""
+        if not self.n:
+            return 0
+        if self.exact:
+            col = self.q[1::2]
+            i0 = bisect.bisect_left(col, t0)
+            i1 = bisect.bisect_left(col, t1) if t1 is not None else self.n
+            return max(0, i1 - i0)
+        tm = self.times()
+        tscs = [x for _i, x in tm]
+        k0 = bisect.bisect_left(tscs, t0)
+        k1 = bisect.bisect_left(tscs, t1) if t1 is not None else len(tm)
+        w0 = tm[k0][0] if k0 < len(tm) else self.n
+        w1 = tm[k1][0] if k1 < len(tm) else self.n
+        if w1 <= w0:
+            return 0
+        return (w1 - w0) - self.data[7 + 8 * w0:8 * w1:8].translate(_TIME_TAG_TABLE).count(1)
+
+    def tail_events(self, limit):
+        """The last `limit` entries as [(word, tsc or None)], oldest first
+        (sampled rings: time words folded into the events they stamp)."""
+        if not self.n:
+            return []
+        if self.exact:
+            k = min(limit, self.n)
+            col = self.q[2 * (self.n - k):]
+            return list(zip(col[0::2], col[1::2]))
+        k = min(limit, self.n)
+        out = []
+        pending = None
+        for wd in self.q[self.n - k:]:
+            if (wd >> 61) == 7:
+                pending = self.full_tsc(wd & TIME_WORD_TSC_MASK)
+            elif wd:
+                out.append((wd, pending))
+                pending = None
+        _interpolate(out)
+        return out
+
+
 class Trace:
     """Everything the display commands need, read once."""
 
@@ -1536,49 +1673,15 @@ class Trace:
         self.td = td = TraceData(self.src.rd, root)
         self.threads = td.threads
         self.lost = td.lost
-        self.rings = {t.index: r for t, r in zip(td.threads, td.rings)}
         self.gens = [gen_dict(b) for b in td.gens]
+        ref = self.gens[-1]["clk_tsc"] if self.gens else root.init_tsc
+        self.views = {t.index: ThreadView(t, r, ref) for t, r in zip(td.threads, td.rings)}
         self.hz = root.tsc_hz or (self.gens[-1]["tsc_hz"] if self.gens else 0)
         self.crashed = self.src.crashed_tid()
-        self._events = {}
-
-    def events(self, t):
-        """[(word, tsc or None)] oldest first; sampled-mode time words folded in."""
-        if t.index in self._events:
-            return self._events[t.index]
-        r = self.rings[t.index]
-        a = array.array("Q")
-        for part in r.parts:
-            a.frombytes(part)
-        out = []
-        if r.esz == 16:
-            out = list(zip(a[0::2], a[1::2]))
-        else:
-            ref = self.root.init_tsc
-            pending = None
-            for wd in a:
-                if (wd >> 61) == 7:
-                    low = wd & TIME_WORD_TSC_MASK
-                    tsc = (ref & ~TIME_WORD_TSC_MASK) | low
-                    if tsc + (1 << 60) < ref:
-                        tsc += 1 << 61
-                    pending = tsc
-                elif wd:
-                    out.append((wd, pending))
-                    pending = None
-            _interpolate(out)
-        self._events[t.index] = out
-        return out
 
     def last_tsc(self):
-        best = 0
-        for t in self.threads:
-            ev = self.events(t)
-            for wd, tsc in reversed(ev):
-                if tsc:
-                    best = max(best, tsc)
-                    break
-        return best
+        """The newest event time of the whole trace."""
+        return max([v.span()[1] or 0 for v in self.views.values()] or [0])
 
     def ordered_threads(self):
         ts = list(self.threads)
@@ -1604,8 +1707,6 @@ def _interpolate(evs):
     last = known[-1]
     for i in range(last + 1, len(evs)):
         evs[i] = (evs[i][0], evs[last][1])
-    for i in range(0, known[0]):
-        evs[i] = (evs[i][0], None)
 
 
 def tname(t):
@@ -1784,20 +1885,21 @@ def cmd_tail(arg):
     ref = tr.last_tsc()
     lines = []
     for t in threads:
-        evs = tr.events(t)
-        calls, open_stack = build_calls(evs, sym)
+        v = tr.views[t.index]
+        calls, open_stack = build_calls(v.tail_events(TAIL_LOOKBACK + 4 * n), sym)
         shown = calls[-n:] if n else []
         head = 'thread %d "%s" (%s%s%s)' % (
             t.tid, tname(t), THR_STATE_NAMES.get(t.state, t.state),
             ", crashed" if t.tid == tr.crashed else "",
             ", main" if t.flags & THRF_MAIN else "")
-        lines.append("%s: %d calls in the ring, last %d:" % (head, len(calls), len(shown)))
+        lines.append("%s: %d events in the ring, last %d calls:" % (head, v.n_events(), len(shown)))
         if not shown:
             lines.append("    (no calls recorded)")
             continue
-        first = calls.index(shown[0]) if shown else 0
-        # open frames called before the window give the window its context
-        context = [c for c in open_stack if calls.index(c) < first] if open_stack else []
+        first = len(calls) - len(shown)
+        # open frames called before the shown calls give them their context
+        index = {id(c): i for i, c in enumerate(calls)}
+        context = [c for c in open_stack if index[id(c)] < first]
         rows = context + shown
         base = min(c.depth for c in rows)
         for c in rows:
@@ -1829,10 +1931,10 @@ def cmd_threads(arg):
     tr = Trace()
     rows = [("TID", "NAME", "STATE", "RING", "EVENTS", "SPAN", "NOTES")]
     for t in tr.ordered_threads():
-        r = tr.rings[t.index]
-        evs = tr.events(t)
-        tscs = [x for _w, x in evs if x]
-        span = fmt_seconds((max(tscs) - min(tscs)) / tr.hz) if len(tscs) > 1 and tr.hz else "-"
+        v = tr.views[t.index]
+        r = v.r
+        t0, t1 = v.span()
+        span = fmt_seconds((t1 - t0) / tr.hz) if t0 is not None and tr.hz else "-"
         notes = []
         if t.tid == tr.crashed:
             notes.append("crashed")
@@ -1847,7 +1949,8 @@ def cmd_threads(arg):
             notes.append("sampled")
         rows.append((str(t.tid), tname(t) or "-",
                      "alive" if t.state == THR_ALIVE else THR_STATE_NAMES.get(t.state, str(t.state)),
-                     fmt_bytes(t.ring_size) if t.ring else "-", str(len(evs)), span, ", ".join(notes)))
+                     fmt_bytes(t.ring_size) if t.ring else "-", str(v.n_events()), span,
+                     ", ".join(notes)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         gdb.write("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] + "\n")
@@ -1870,39 +1973,34 @@ def cmd_generations(arg):
         gdb.write("funtrace: no generation records\n")
         return
     last = tr.last_tsc()
-    # oldest event each thread still holds: a generation is complete only if
-    # every thread's ring still reaches back to its start (or the thread is younger)
-    oldest = []
+    # a generation is complete if every thread still holds all of its events:
+    # a thread that lost its oldest events (wrapped or missing ring memory)
+    # and whose oldest event is younger than the generation's start lost some
+    views = []
     for t in tr.threads:
-        r = tr.rings[t.index]
-        evs = tr.events(t)
-        first = next((x for _w, x in evs if x), None)
-        lost_front = bool(r.tsf & (TSF_WRAPPED | TSF_RING_MISSING | TSF_RING_PARTIAL | TSF_BAD_POS))
-        oldest.append((t, first, lost_front))
+        v = tr.views[t.index]
+        lost_front = bool(v.r.tsf & (TSF_WRAPPED | TSF_RING_MISSING | TSF_RING_PARTIAL | TSF_BAD_POS))
+        views.append((t, v, v.span()[0], lost_front))
     rows = [("GEN", "START (wall clock)", "DURATION", "EVENTS", "STATUS")]
     for i, g in enumerate(tr.gens):
         hz = g["tsc_hz"] or tr.hz
         start = g["start_tsc"]
-        nxt = tr.gens[i + 1]["start_tsc"] if i + 1 < len(tr.gens) and \
-            tr.gens[i + 1]["gen"] == g["gen"] + 1 else None
-        end = nxt if nxt is not None else (last if g["gen"] == tr.root.gen_current else None)
+        nxt = tr.gens[i + 1]["start_tsc"] if i + 1 < len(tr.gens) else None
+        end = nxt if nxt is not None else last
         if hz and g["clk_real_ns"]:
             real_ns = g["clk_real_ns"] - (g["clk_tsc"] - start) * 1000000000 // hz
             wall = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(real_ns // 1000000000)) + \
                 ".%06d" % ((real_ns % 1000000000) // 1000)
         else:
             wall = "?"
-        if end is not None and hz:
-            dur = fmt_seconds(max(0, end - start) / hz) + ("+" if nxt is None else "")
-        else:
-            dur = "?"
+        dur = (fmt_seconds(max(0, end - start) / hz) + ("+" if nxt is None else "")) if hz else "?"
         nev = 0
         partial = False
-        for t, first, lost_front in oldest:
-            evs = tr.events(t)
-            nev += sum(1 for _w, x in evs if x and x >= start and (end is None or x < end or nxt is None))
-            if lost_front and first is not None and first > start and \
-                    (not t.exit_tsc or t.exit_tsc > start):
+        for t, v, first, lost_front in views:
+            nev += v.count_between(start, nxt)
+            if (lost_front and (first is None or first > start)
+                    and (not t.exit_tsc or t.exit_tsc > start)
+                    and (nxt is None or not t.start_tsc or t.start_tsc < nxt)):
                 partial = True
         status = "partial" if partial else "complete"
         if g["gen"] == tr.root.gen_current:

@@ -114,7 +114,7 @@ void ft_write_event(struct ft_thread *t, uint64_t word) FT_HIDDEN;
 
 /* modules.c */
 void ft_modules_init(void) FT_HIDDEN;
-int ft_modules_scan(uint64_t gen_for_new, uint64_t gen_for_gone) FT_HIDDEN; /* under lock */
+int ft_modules_scan(uint64_t gen_for_new) FT_HIDDEN; /* under lock */
 int ft_modules_changed(void) FT_HIDDEN;       /* dlpi_adds/subs moved */
 void ft_modules_after_fork_child(void) FT_HIDDEN;
 

@@ -79,7 +79,7 @@ void ft_new_generation(void)
     /* objects loaded behind our back (e.g. libc-internal dlopen) are
      * stamped with the generation in which they appeared */
     if (ft_modules_changed())
-        ft_modules_scan(funtrace_root.gen_current, 0);
+        ft_modules_scan(funtrace_root.gen_current);
     ft_new_generation_noscan();
     ft_refresh_names();
 }

@@ -143,13 +143,12 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /* under lock; returns the number of changes */
-int ft_modules_scan(uint64_t gen_for_new, uint64_t unused)
+int ft_modules_scan(uint64_t gen_for_new)
 {
     struct ft_root *r = &funtrace_root;
     struct ft_module *mods = ft_modules();
     uint32_t i, n, gone = 0, changes = 0;
     int index = 0;
-    (void)unused;
     if (!mods)
         return 0;
     memset(seen, 0, sizeof seen);
@@ -209,7 +208,7 @@ void ft_modules_init(void)
     r->modules_cap = FT_MAX_MODULES;
     r->modules_used = 0;
     ft_lock();
-    ft_modules_scan(0, 0);
+    ft_modules_scan(0);
     ft_unlock();
 }
 
@@ -222,7 +221,7 @@ void ft_modules_after_fork_child(void)
     memset((void *)(uintptr_t)r->modules, 0, (size_t)r->modules_used * sizeof(struct ft_module));
     r->modules_used = 0;
     r->module_epoch = 0;
-    ft_modules_scan(0, 0);
+    ft_modules_scan(0);
 }
 
 /* ---- dlopen / dlclose interposition ----------------------------------- */
@@ -243,7 +242,7 @@ FT_EXPORT __attribute__((weak)) void *dlopen(const char *file, int mode)
     h = real(file, mode);
     if (ft_rt.initialized && ft_modules_changed()) {
         ft_lock();
-        ft_modules_scan(g0, 0);
+        ft_modules_scan(g0);
         ft_unlock();
     }
     return h;
@@ -260,7 +259,7 @@ FT_EXPORT __attribute__((weak)) int dlclose(void *handle)
     rc = real(handle);
     if (ft_rt.initialized && ft_modules_changed()) {
         ft_lock();
-        ft_modules_scan(FT_LOAD(funtrace_root.gen_current), 0);
+        ft_modules_scan(FT_LOAD(funtrace_root.gen_current));
         ft_unlock();
     }
     return rc;

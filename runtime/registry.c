@@ -446,7 +446,6 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
 {
     struct ft_thread *t;
     uint64_t size;
-    void *ring;
     if (log_buf_size < 5) {
         funtrace_ignore_this_thread();
         return;
@@ -474,27 +473,26 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
     }
     if (t->ring_size == size)
         return;
+    /* The thread gets a NEW record and the old one is retired (EVICTED, ring
+     * freed): a pausing thread that read the old record's ring can then at
+     * worst store a stale mask into a record nobody writes through. */
+    ft_self = ft_self_s = &ft_thread_dummy_dead;
     ft_lock();
     FT_STORE(t->mask, 0);
+    t->exit_tsc = ft_rdtsc();
+    FT_STORE(t->state, (uint32_t)FT_THR_EVICTED);
     ring_put(t);
-    ring = ring_get(size);
-    if (!ring) {
-        FT_STORE(t->state, (uint32_t)FT_THR_IGNORED);
-        ft_unlock();
-        ft_self = ft_self_s = &ft_thread_dummy_dead;
-        pthread_setspecific(ft_rt.exit_key, NULL);
+    ft_rt.pthreads[t - ft_threads()] = 0;
+    t = record_create(size, FT_THR_ALIVE);
+    ft_unlock();
+    if (!t || t->state != FT_THR_ALIVE) {
         my_rec = NULL;
+        pthread_setspecific(ft_rt.exit_key, NULL);
         return;
     }
-    t->ring_size = size;
-    t->pos = (uint64_t)(uintptr_t)ring;
-    gen_pos_reset(t);
-    uint64_t gen = funtrace_root.gen_current;
-    t->gen_pos[gen % FT_GEN_SLOTS].pos = t->pos;
-    t->gen_pos[gen % FT_GEN_SLOTS].gen = gen;
-    FT_STORE(t->ring, (uint64_t)(uintptr_t)ring);
-    FT_STORE(t->mask, ft_mask_for(t));
-    ft_unlock();
+    my_rec = t;
+    pthread_setspecific(ft_rt.exit_key, t);
+    set_hot_ptr(t);
 }
 
 FT_EXPORT void funtrace_disable_tracing(void)

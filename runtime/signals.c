@@ -197,6 +197,8 @@ void ft_signals_init(void)
         sigaction(sig, &sa, NULL);
     }
     if (d && *d) {
+        if (access(d, W_OK | X_OK) != 0)
+            ft_warn("FUNTRACE_ON_CRASH is not a writable directory (crash snapshots will fail)", d);
         ft_strlcpy(ft_rt.crash_dir, d, sizeof ft_rt.crash_dir);
         install_crash_handlers();
         ft_thread_altstack(); /* the initializing (normally the main) thread */

@@ -353,17 +353,3 @@ FT_EXPORT void funtrace_free_snapshot(struct funtrace_snapshot *snapshot)
     free(snapshot->data);
     free(snapshot);
 }
-
-/* ---- time ------------------------------------------------------------- */
-
-FT_EXPORT uint64_t funtrace_time(void)
-{
-    return ft_rdtsc();
-}
-
-FT_EXPORT uint64_t funtrace_ticks_per_second(void)
-{
-    if (!ft_rt.initialized)
-        ft_init();
-    return FT_LOAD(funtrace_root.tsc_hz);
-}

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "funtrace.h"
 #include "ft_internal.h"
 
 static uint64_t init_tsc, init_mono;
@@ -170,4 +171,18 @@ void ft_tsc_after_fork_child(void)
     ft_clock_snapshot(&init_tsc, &init_mono, &real);
     funtrace_root.init_tsc = init_tsc;
     ft_rt.init_mono_ns = init_mono;
+}
+
+/* ---- API -------------------------------------------------------------- */
+
+FT_EXPORT uint64_t funtrace_time(void)
+{
+    return ft_rdtsc();
+}
+
+FT_EXPORT uint64_t funtrace_ticks_per_second(void)
+{
+    if (!ft_rt.initialized)
+        ft_init();
+    return FT_LOAD(funtrace_root.tsc_hz);
 }

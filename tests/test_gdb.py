@@ -314,6 +314,50 @@ def test_stripped_executable(ext, tmp_path):
     assert call_name(loader[-1]).startswith("crash-stripped+0x")
 
 
+def test_missing_ring_memory(ext, crash_core, crash_saved, tmp_path):
+    """Ring memory the core does not hold (not dumped: p_filesz 0, or cut short)
+    is missing -- not the zeros or file bytes gdb would otherwise show -- and
+    the trace says so exactly as coreextract does."""
+    raw = rawfile.parse(crash_saved[1])
+    by_name = {t.name: t for t in raw.threads}
+    core = tmp_path / "core"
+    shutil.copy(crash_core.core, core)
+    data = bytearray(core.read_bytes())
+    phoff = int.from_bytes(data[32:40], "little")
+    phnum = int.from_bytes(data[56:58], "little")
+    cut = {by_name["loader"].ring: 0, by_name["hasher"].ring: by_name["hasher"].ring_size // 2}
+    patched = 0
+    for i in range(phnum):
+        o = phoff + 56 * i
+        p_type = int.from_bytes(data[o:o + 4], "little")
+        vaddr = int.from_bytes(data[o + 16:o + 24], "little")
+        memsz = int.from_bytes(data[o + 40:o + 48], "little")
+        for ring, keep in cut.items():
+            if p_type == 1 and vaddr <= ring < vaddr + memsz:
+                data[o + 32:o + 40] = (ring - vaddr + keep).to_bytes(8, "little")  # p_filesz
+                patched += 1
+    assert patched == 2
+    core.write_bytes(data)
+    out = tmp_path / "gdb.raw"
+    g = run_gdb(f"funtrace save {out}", "funtrace threads", target=[crash_core.args[0], core])
+    assert g.returncode == 0, g.stderr[-2000:]
+    assert "funtrace: warning: trace is partial: ring of thread" in g.stdout
+    got = rawfile.parse(out)
+    assert got.header["flags"] & RAWF_PARTIAL
+    loader, hasher = got.thread(by_name["loader"].tid), got.thread(by_name["hasher"].tid)
+    assert loader.flags & rawfile.TSF["RING_MISSING"] and loader.n_entries == 0
+    assert hasher.flags & rawfile.TSF["RING_PARTIAL"]
+    assert 0 < hasher.n_entries < by_name["hasher"].n_entries
+    rows = {f[0]: " ".join(f) for f in table(g.stdout, "TID")}
+    assert "ring missing" in rows[str(loader.tid)] and "ring partial" in rows[str(hasher.tid)]
+    if ext.tool("coreextract").exists():
+        ce = tmp_path / "ce.raw"
+        c = subprocess.run([ext.tool("coreextract"), "-o", ce, core, crash_core.args[0]],
+                           capture_output=True, text=True, timeout=120)
+        assert c.returncode == 3, c.stderr  # FT_EXIT_PARTIAL
+        assert_same_chunks(out, ce)
+
+
 def test_core_without_executable_finds_the_root_by_scanning(crash_core, crash_saved, tmp_path):
     out = tmp_path / "scan.raw"
     g = run_gdb(f"funtrace save {out}", target=["-c", crash_core.core])
@@ -387,6 +431,23 @@ def test_live_process_stopped_at_a_breakpoint(ext, compiled, tmp_path):
     assert any(call_name(ln) == "main" and "[open]" in ln for ln in lines)
 
 
+def test_live_process_stopped_by_its_crash(ext, tmp_path):
+    out = tmp_path / "live.raw"
+    g = run_gdb("run", f"funtrace save {out}", "funtrace tail 3", "kill",
+                target=[ext.example("crash")], cwd=tmp_path)
+    assert g.returncode == 0, g.stderr[-3000:]
+    assert "SIGSEGV" in g.stdout
+    raw = rawfile.parse(out)
+    assert raw.header["source"] == SRC_LIVE and raw.ended
+    loader = next(t for t in raw.threads if t.name == "loader")
+    assert raw.siginfo is not None and raw.siginfo["signo"] == SIGSEGV
+    assert raw.siginfo["tid"] == loader.tid and 0 < raw.siginfo["addr"] < 4096  # NULL->field
+    assert [s.tid for s in raw.stacks if s.flags & STKF_CRASHED] == [loader.tid]
+    secs = tail_sections(g.stdout)
+    assert '"loader"' in list(secs)[0]
+    assert call_name(secs[list(secs)[0]][-1]) == "corrupt_record"
+
+
 def test_attach_to_a_running_process(ext, compiled, spawn, tmp_path):
     exe = compiled("gdb_wait.c")
     p = spawn([exe], name="attached")
@@ -403,8 +464,17 @@ def test_attach_to_a_running_process(ext, compiled, spawn, tmp_path):
     assert found["gdb_park"], "main is parked in gdb_park"
     _h, lines = section_of(tail_sections(g.stdout), "gdb-worker")
     assert call_name(lines[-1]) == "gdb_park" and "[open]" in lines[-1]
-    # detached: the process goes on
+    # detached: the process goes on, and coreextract --pid sees the same trace
     assert p.poll() is None
+    if ext.tool("coreextract").exists():
+        ce = tmp_path / "ce.raw"
+        c = subprocess.run([ext.tool("coreextract"), "--pid", str(p.pid), "-o", ce],
+                           capture_output=True, text=True, timeout=120)
+        assert c.returncode == 0, c.stderr
+        mine, theirs = chunks_by_magic(out), chunks_by_magic(ce)
+        # generations go on in a parked process (housekeeping thread); the rest must not move
+        same = ("CMD LINE", "MAPPINGS", "MODULES ", "THREADID", "TRACEBUF")
+        assert [c for c in mine if c[0] in same] == [c for c in theirs if c[0] in same]
     os.kill(p.pid, signal.SIGTERM)
     assert p.wait(timeout=10) == -signal.SIGTERM
 
@@ -424,6 +494,43 @@ def test_program_without_the_runtime(ext, tmp_path):
         g = run_gdb("break gdb_breakpoint_here", "run", cmd, target=[exe], cwd=tmp_path)
         assert g.returncode == 1
         assert funtrace_lines(g.stderr) == ["funtrace: no funtrace runtime in this process"]
+
+
+def test_runtime_not_initialized_yet(ext, tmp_path):
+    g = run_gdb("starti", "funtrace save x.raw", target=[ext.example("crash")], cwd=tmp_path)
+    assert g.returncode == 1
+    (line,) = funtrace_lines(g.stderr)
+    assert re.fullmatch(r"funtrace: funtrace runtime not initialized in this process "
+                        r"\(symbol funtrace_root at 0x[0-9a-f]+: no funtrace root magic\)", line), line
+    assert not (tmp_path / "x.raw").exists()
+
+
+def patch_core(src, dst, addr, data):
+    """Copy core src to dst with the bytes at target address addr replaced."""
+    b = bytearray(Path(src).read_bytes())
+    phoff = int.from_bytes(b[32:40], "little")
+    for i in range(int.from_bytes(b[56:58], "little")):
+        o = phoff + 56 * i
+        p_type = int.from_bytes(b[o:o + 4], "little")
+        off, vaddr = int.from_bytes(b[o + 8:o + 16], "little"), int.from_bytes(b[o + 16:o + 24], "little")
+        filesz = int.from_bytes(b[o + 32:o + 40], "little")
+        if p_type == 1 and vaddr <= addr and addr + len(data) <= vaddr + filesz:
+            b[off + addr - vaddr:off + addr - vaddr + len(data)] = data
+            Path(dst).write_bytes(b)
+            return
+    raise AssertionError(f"0x{addr:x} is not in the core")
+
+
+def test_corrupt_root(ext, crash_core, crash_saved, tmp_path):
+    root = rawfile.parse(crash_saved[1]).header["root_addr"]
+    core = tmp_path / "core"
+    patch_core(crash_core.core, core, root + 16, (99).to_bytes(4, "little"))  # abi_version
+    g = run_gdb("funtrace save x.raw", target=[crash_core.args[0], core], cwd=tmp_path)
+    assert g.returncode == 1
+    assert funtrace_lines(g.stderr) == [
+        f"funtrace: no valid funtrace root (symbol funtrace_root at 0x{root:x}: "
+        "unknown funtrace ABI version)"]
+    assert not list(tmp_path.glob("x.raw*"))
 
 
 def test_no_process(ext, tmp_path):

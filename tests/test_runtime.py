@@ -135,9 +135,12 @@ def test_wraparound_and_buf_size(compiled, tmp_path):
     assert len(seq) >= 250
     tscs = [e.tsc for e in t.events()]
     assert tscs == sorted(tscs)
-    # the second thread resized its own ring to 2^13 bytes
+    # the second thread resized its own ring to 2^13 bytes: a new record,
+    # the old one retired (EVICTED, its ring and events dropped)
     other = [x for x in raw.threads if x.tid != t.tid and x.state in (1, 2)]
     assert [x.ring_size for x in other] == [8192]
+    retired = [x for x in raw.threads if x.tid == other[0].tid and x.state == 3]
+    assert len(retired) == 1 and retired[0].entries == []
     assert sequence(raw, other[0], syms, keep={"wrap_thread_fn"}) == [("wrap_thread_fn", "call"),
                                                                      ("wrap_thread_fn", "ret")]
 

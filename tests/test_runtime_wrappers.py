@@ -132,6 +132,9 @@ def test_pkg_config(tree, tmp_path):
     for f in ("main.c", "other.c"):
         sh(["gcc", "-O1", "-c", *cflags, f], src)
     sh(["gcc", "-o", "prog", "main.o", "other.o", *libs], src)
+    dyn = sh(["nm", "-D", "--defined-only", "prog"], src).stdout
+    for sym in ("funtrace_root", "__fentry__", "__return__", "funtrace_write_snapshot_fd", "funtrace_time"):
+        assert f" {sym}\n" in dyn, sym
     check_program(src / "prog", tmp_path)
 
 
@@ -142,4 +145,20 @@ def test_static_libstdcxx(tree, tmp_path):
     (src / "main.cc").write_text(MAIN_C.replace("void other(int);", 'extern "C" void other(int);'))
     sh([str(tree.tool("funtrace-gcc")), "-O1", "-c", "other.c"], src)
     sh([str(tree.tool("funtrace-g++")), "-O1", "-static-libstdc++", "-o", "prog", "main.cc", "other.o"], src)
+    check_program(src / "prog", tmp_path)
+
+
+def test_installed_wrappers(tree, tmp_path):
+    """make install DESTDIR=...: the installed wrappers find the installed
+    runtime and header relative to themselves."""
+    dest = tmp_path / "dest"
+    r = subprocess.run(["make", "install", f"DESTDIR={dest}"], cwd=tree.root, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    prefix = dest / "usr" / "local"
+    for f in ("lib/libfuntrace.a", "include/funtrace.h", "include/funtrace_abi.h", "lib/pkgconfig/funtrace.pc",
+              "bin/funtrace-gcc", "bin/funtrace-g++", "bin/funtrace-clang", "bin/funtrace-clang++"):
+        assert (prefix / f).exists(), f
+    src = project(tmp_path)
+    sh([str(prefix / "bin" / "funtrace-gcc"), "-O1", "-o", "prog", "main.c", "other.c"], src)
     check_program(src / "prog", tmp_path)

@@ -47,7 +47,7 @@ uint64_t funtrace_ticks_per_second(void);
 void funtrace_ignore_this_thread(void);
 
 /* Give this thread a ring of 2^log_buf_size bytes (the old ring's events are
- * discarded).  log_buf_size < 5 (not even 2 events) means
+ * discarded; the thread continues in a new registry record).  log_buf_size < 5 (not even 2 events) means
  * funtrace_ignore_this_thread(); values are clamped to [12, 30]. */
 void funtrace_set_thread_log_buf_size(int log_buf_size);
 

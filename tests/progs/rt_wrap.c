@@ -1,5 +1,6 @@
 /* rt_wrap: overflow a small ring (FUNTRACE_BUF=4096): 1000 calls of
- * wrap_early, then 40 of wrap_late; a second thread resizes its own ring. */
+ * wrap_early, then 40 of wrap_late; a second thread resizes its own ring after a
+ * first traced call. */
 #include <pthread.h>
 #include "rt_common.h"
 
@@ -10,8 +11,9 @@ NI void wrap_thread_fn(void) { sink++; }
 static void *thread_main(void *a)
 {
     (void)a;
+    wrap_thread_fn(); /* in the FUNTRACE_BUF ring */
     funtrace_set_thread_log_buf_size(13);
-    wrap_thread_fn();
+    wrap_thread_fn(); /* in the new 8 KiB ring */
     return NULL;
 }
 

@@ -1,0 +1,362 @@
+/*
+ * ce_rawunit.c -- drives runtime/rawwrite.c (the real one, linked in) over a
+ * target built in this process's memory, to check the ring linearization
+ * rules of FORMAT.md 2.3 on states a real program only reaches by chance
+ * (torn / uncommitted slots, missing pages, corrupt registries, a writer
+ * racing a live copy).  Usage: ce_rawunit SCENARIO > raw
+ * The reader only serves registered regions (anything else is "missing").
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "funtrace_rawwrite.h"
+
+#define MAXREG 16
+struct region { uint64_t start, end; };
+static struct region regs[MAXREG];
+static int nregs;
+static struct region holes[MAXREG];
+static int nholes;
+
+static void reg(const void *p, size_t n)
+{
+    regs[nregs].start = (uint64_t)(uintptr_t)p;
+    regs[nregs].end = regs[nregs].start + n;
+    nregs++;
+}
+
+static void hole(const void *p, size_t n)
+{
+    holes[nholes].start = (uint64_t)(uintptr_t)p;
+    holes[nholes].end = holes[nholes].start + n;
+    nholes++;
+}
+
+/* live race simulation: on the first read that touches `race_at`, the
+ * "writer" thread record advances by race_k entries */
+static uint64_t race_at;
+static int race_k = -1;
+static struct ft_thread *race_thr;
+static uint64_t race_tsc;
+static int race_skip = 1; /* the header pre-pass reads the ring first */
+
+static void write_event(struct ft_thread *t, uint64_t word, uint64_t tsc);
+
+static size_t rd(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    (void)ctx;
+    if (race_k >= 0 && addr <= race_at && race_at < addr + len && race_skip-- == 0) {
+        int k = race_k;
+        race_k = -1;
+        for (int i = 0; i < k; i++) write_event(race_thr, 0x500000 + i, ++race_tsc);
+    }
+    size_t done = 0;
+    while (done < len) {
+        uint64_t a = addr + done;
+        int ok = 0;
+        for (int i = 0; i < nregs; i++)
+            if (a >= regs[i].start && a < regs[i].end) ok = 1;
+        for (int i = 0; i < nholes; i++)
+            if (a >= holes[i].start && a < holes[i].end) ok = 0;
+        if (!ok) break;
+        ((uint8_t *)buf)[done] = *(const uint8_t *)(uintptr_t)a;
+        done++;
+    }
+    return done;
+}
+
+static int wr(void *ctx, const void *p, size_t n)
+{
+    (void)ctx;
+    return fwrite(p, 1, n, stdout) == n ? 0 : -1;
+}
+
+static uint8_t scratch_mem[1 << 20];
+static void *get_scratch(void *ctx, size_t len)
+{
+    (void)ctx;
+    return len <= sizeof scratch_mem ? scratch_mem : NULL;
+}
+
+/* ---- the fake target ---- */
+
+static struct ft_root *root;
+static struct ft_thread *threads;
+static struct ft_module mods[4];
+static struct ft_gen gens[FT_GEN_SLOTS];
+static char cmdline[] = "prog\0arg one\0x\0\0";
+
+static void *xalign(size_t align, size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, align, n) != 0) abort();
+    return p;
+}
+
+#define OFF(s, f) ((uint16_t)offsetof(struct s, f))
+
+static void make_root(uint32_t nthreads_cap)
+{
+    root = xalign(64, sizeof *root);
+    memset(root, 0, sizeof *root);
+    memcpy(root->h.magic, FT_ROOT_MAGIC, FT_ROOT_MAGIC_LEN);
+    root->h.abi_version = FT_ABI_VERSION;
+    root->h.word_size = 8;
+    root->h.endian = 1;
+    root->h.header_size = sizeof root->h;
+    root->h.self = (uint64_t)(uintptr_t)root;
+    root->h.root_size = sizeof *root;
+    root->h.n_sizes = FT_S_COUNT;
+    root->h.n_offsets = FT_F_COUNT;
+    root->h.sizes_off = offsetof(struct ft_root, sizes);
+    root->h.offsets_off = offsetof(struct ft_root, offsets);
+    root->sizes[FT_S_ROOT] = sizeof(struct ft_root);
+    root->sizes[FT_S_THREAD] = sizeof(struct ft_thread);
+    root->sizes[FT_S_MODULE] = sizeof(struct ft_module);
+    root->sizes[FT_S_GEN] = sizeof(struct ft_gen);
+    root->sizes[FT_S_ENTRY_EXACT16] = 16;
+    root->sizes[FT_S_ENTRY_SAMPLED8] = 8;
+    uint16_t *o = root->offsets;
+    o[FT_F_ROOT_PID] = OFF(ft_root, pid); o[FT_F_ROOT_TSC_HZ] = OFF(ft_root, tsc_hz);
+    o[FT_F_ROOT_TSC_HZ_SOURCE] = OFF(ft_root, tsc_hz_source); o[FT_F_ROOT_TIME_MODE] = OFF(ft_root, time_mode);
+    o[FT_F_ROOT_INIT_TSC] = OFF(ft_root, init_tsc); o[FT_F_ROOT_CMDLINE] = OFF(ft_root, cmdline);
+    o[FT_F_ROOT_CMDLINE_LEN] = OFF(ft_root, cmdline_len); o[FT_F_ROOT_THREADS] = OFF(ft_root, threads);
+    o[FT_F_ROOT_THREADS_CAP] = OFF(ft_root, threads_cap); o[FT_F_ROOT_THREADS_USED] = OFF(ft_root, threads_used);
+    o[FT_F_ROOT_MODULES] = OFF(ft_root, modules); o[FT_F_ROOT_MODULES_CAP] = OFF(ft_root, modules_cap);
+    o[FT_F_ROOT_MODULES_USED] = OFF(ft_root, modules_used); o[FT_F_ROOT_MODULE_EPOCH] = OFF(ft_root, module_epoch);
+    o[FT_F_ROOT_GENS] = OFF(ft_root, gens); o[FT_F_ROOT_GENS_CAP] = OFF(ft_root, gens_cap);
+    o[FT_F_ROOT_GEN_CURRENT] = OFF(ft_root, gen_current);
+    o[FT_F_ROOT_DEFAULT_BUF_SIZE] = OFF(ft_root, default_buf_size); o[FT_F_ROOT_GEN_MS] = OFF(ft_root, gen_ms);
+    o[FT_F_ROOT_BUDGET] = OFF(ft_root, budget); o[FT_F_ROOT_SAMPLE_K] = OFF(ft_root, sample_k);
+    o[FT_F_ROOT_ENABLED] = OFF(ft_root, enabled); o[FT_F_ROOT_SNAPSHOT_SIGNAL] = OFF(ft_root, snapshot_signal);
+    o[FT_F_ROOT_FLAGS] = OFF(ft_root, flags);
+    o[FT_F_THR_POS] = OFF(ft_thread, pos); o[FT_F_THR_MASK] = OFF(ft_thread, mask);
+    o[FT_F_THR_RING] = OFF(ft_thread, ring); o[FT_F_THR_RING_SIZE] = OFF(ft_thread, ring_size);
+    o[FT_F_THR_TID] = OFF(ft_thread, tid); o[FT_F_THR_STATE] = OFF(ft_thread, state);
+    o[FT_F_THR_FMT] = OFF(ft_thread, fmt); o[FT_F_THR_FLAGS] = OFF(ft_thread, flags);
+    o[FT_F_THR_START_TSC] = OFF(ft_thread, start_tsc); o[FT_F_THR_EXIT_TSC] = OFF(ft_thread, exit_tsc);
+    o[FT_F_THR_SEQ] = OFF(ft_thread, seq); o[FT_F_THR_NAME] = OFF(ft_thread, name);
+    o[FT_F_THR_GEN_POS] = OFF(ft_thread, gen_pos);
+    o[FT_F_MOD_BIAS] = OFF(ft_module, bias); o[FT_F_MOD_GEN_LOADED] = OFF(ft_module, gen_loaded);
+    o[FT_F_MOD_GEN_UNLOADED] = OFF(ft_module, gen_unloaded);
+    o[FT_F_MOD_EPOCH_LOADED] = OFF(ft_module, epoch_loaded);
+    o[FT_F_MOD_EPOCH_UNLOADED] = OFF(ft_module, epoch_unloaded); o[FT_F_MOD_STATE] = OFF(ft_module, state);
+    o[FT_F_MOD_NSEG] = OFF(ft_module, nseg); o[FT_F_MOD_SEG] = OFF(ft_module, seg);
+    o[FT_F_MOD_BUILD_ID_LEN] = OFF(ft_module, build_id_len); o[FT_F_MOD_BUILD_ID] = OFF(ft_module, build_id);
+    o[FT_F_MOD_PATH] = OFF(ft_module, path);
+    o[FT_F_GEN_GEN] = OFF(ft_gen, gen); o[FT_F_GEN_FLAGS] = OFF(ft_gen, flags);
+    o[FT_F_GEN_START_TSC] = OFF(ft_gen, start_tsc); o[FT_F_GEN_CLK_TSC] = OFF(ft_gen, clk_tsc);
+    o[FT_F_GEN_CLK_MONO_NS] = OFF(ft_gen, clk_mono_ns); o[FT_F_GEN_CLK_REAL_NS] = OFF(ft_gen, clk_real_ns);
+    o[FT_F_GEN_TSC_HZ] = OFF(ft_gen, tsc_hz); o[FT_F_GEN_MODULE_EPOCH] = OFF(ft_gen, module_epoch);
+    root->pid = 4242;
+    root->tsc_hz = 1000000000;
+    root->gen_ms = 100;
+    root->gen_current = 2;
+    root->cmdline = (uint64_t)(uintptr_t)cmdline;
+    root->cmdline_len = sizeof cmdline - 1; /* "prog\0arg one\0x\0\0" */
+    threads = calloc(nthreads_cap, sizeof *threads);
+    root->threads = (uint64_t)(uintptr_t)threads;
+    root->threads_cap = nthreads_cap;
+    root->modules = (uint64_t)(uintptr_t)mods;
+    root->modules_cap = 4;
+    root->gens = (uint64_t)(uintptr_t)gens;
+    root->gens_cap = FT_GEN_SLOTS;
+    reg(root, sizeof *root);
+    reg(threads, nthreads_cap * sizeof *threads);
+    reg(mods, sizeof mods);
+    reg(gens, sizeof gens);
+    reg(cmdline, sizeof cmdline);
+}
+
+static struct ft_thread *new_thread(uint32_t tid, uint32_t state, uint32_t fmt, uint64_t size)
+{
+    struct ft_thread *t = &threads[root->threads_used++];
+    t->tid = tid;
+    t->state = state;
+    t->fmt = fmt;
+    snprintf(t->name, sizeof t->name, "t%u", tid);
+    t->start_tsc = 1;
+    for (unsigned g = 0; g < FT_GEN_SLOTS; g++) t->gen_pos[g].gen = FT_GEN_NONE;
+    if (size) {
+        void *ring = xalign(2 * size, size);
+        memset(ring, 0, size);
+        t->ring = (uint64_t)(uintptr_t)ring;
+        t->ring_size = size;
+        t->pos = t->ring;
+        t->mask = t->ring | (size - 1);
+        reg(ring, size);
+    }
+    return t;
+}
+
+/* the hot path: word, tsc, pos */
+static void write_event(struct ft_thread *t, uint64_t word, uint64_t tsc)
+{
+    uint64_t slot = t->pos & t->mask;
+    ((uint64_t *)(uintptr_t)slot)[0] = word;
+    ((uint64_t *)(uintptr_t)slot)[1] = tsc;
+    t->pos = (slot + 16) & t->mask;
+}
+
+static void write_word(struct ft_thread *t, uint64_t w)
+{
+    uint64_t slot = t->pos & t->mask;
+    *(uint64_t *)(uintptr_t)slot = w;
+    t->pos = (slot + 8) & t->mask;
+}
+
+static uint64_t *slot_at(struct ft_thread *t, uint64_t i)
+{
+    return (uint64_t *)(uintptr_t)(t->ring + i * (t->fmt == FT_FMT_EXACT16 ? 16 : 8));
+}
+
+/* event k (1-based) of a thread: word 0x400000+k, tsc k */
+static void events(struct ft_thread *t, int n)
+{
+    for (int k = 1; k <= n; k++) write_event(t, 0x400000 + (uint64_t)k, (uint64_t)k);
+}
+
+int main(int argc, char **argv)
+{
+    const char *sc = argc > 1 ? argv[1] : "firstlap";
+    struct ft_source_info si;
+    memset(&si, 0, sizeof si);
+    si.source = FT_SRC_SNAPSHOT;
+    make_root(8);
+    struct ft_thread *t;
+
+    if (!strcmp(sc, "firstlap")) {
+        events(new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096), 10);
+    } else if (!strcmp(sc, "wrapped")) {
+        events(new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096), 300);
+    } else if (!strcmp(sc, "uncommitted")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096);
+        events(t, 10);
+        slot_at(t, 10)[0] = 0x400000 + 11, slot_at(t, 10)[1] = 11;
+    } else if (!strcmp(sc, "torn")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096);
+        events(t, 10);
+        slot_at(t, 10)[0] = 0x400000 + 11;
+    } else if (!strcmp(sc, "wrapped_uncommitted")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096);
+        events(t, 300);
+        slot_at(t, 44)[0] = 0x400000 + 301, slot_at(t, 44)[1] = 301;
+    } else if (!strcmp(sc, "wrapped_torn")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096);
+        events(t, 300);
+        slot_at(t, 44)[0] = 0x400000 + 301; /* tsc still 45 */
+    } else if (!strcmp(sc, "lastslot_wrapped")) {
+        events(new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096), 511);
+    } else if (!strcmp(sc, "lastslot_torn")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096);
+        events(t, 255);
+        slot_at(t, 255)[0] = 0x400000 + 256;
+    } else if (!strcmp(sc, "min_tsc")) {
+        events(new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096), 10);
+        si.min_tsc = 6;
+    } else if (!strcmp(sc, "missing_page")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 16384);
+        events(t, 1000);
+        hole(slot_at(t, 256), 4096);
+    } else if (!strcmp(sc, "missing_ring")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 16384);
+        events(t, 10);
+        hole(slot_at(t, 0), 16384);
+        events(new_thread(101, FT_THR_ALIVE, FT_FMT_EXACT16, 4096), 3);
+    } else if (!strcmp(sc, "bad_pos")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096);
+        events(t, 10);
+        t->pos = t->ring + 4096 + 16;
+    } else if (!strcmp(sc, "states")) {
+        events(new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096), 2);
+        t = new_thread(101, FT_THR_EXITED, FT_FMT_EXACT16, 4096);
+        events(t, 3);
+        t->exit_tsc = 99;
+        new_thread(102, FT_THR_EVICTED, FT_FMT_EXACT16, 0);
+        new_thread(103, FT_THR_IGNORED, FT_FMT_EXACT16, 0);
+        new_thread(104, FT_THR_FREE, FT_FMT_EXACT16, 0);
+        new_thread(105, 9, FT_FMT_EXACT16, 0);
+        new_thread(106, FT_THR_ALIVE, FT_FMT_EXACT16, 0); /* no ring yet */
+    } else if (!strcmp(sc, "sampled")) {
+        /* words: T1 e1 e2 e3 T5 e4 ..., first lap, plus an uncommitted time word + event */
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_SAMPLED8, 4096);
+        for (int k = 1; k <= 8; k++) {
+            if (k % 4 == 1) write_word(t, FT_TIME_WORD_TAG | (uint64_t)(k * 10));
+            write_word(t, 0x400000 + (uint64_t)k);
+        }
+        uint64_t p = (t->pos - t->ring) / 8;
+        slot_at(t, p)[0] = FT_TIME_WORD_TAG | 90;
+        slot_at(t, p + 1)[0] = 0x400000 + 9;
+        if (argc > 2) si.min_tsc = strtoull(argv[2], NULL, 0);
+    } else if (!strcmp(sc, "sampled_wrapped")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_SAMPLED8, 4096);
+        for (int k = 1; k <= 700; k++) write_word(t, 0x400000 + (uint64_t)k);
+    } else if (!strcmp(sc, "tables")) {
+        events(new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096), 1);
+        uint64_t gn[] = { 5, 3, 4, 70, 2 };
+        for (int i = 0; i < 5; i++) {
+            gens[gn[i] % FT_GEN_SLOTS].gen = gn[i];
+            gens[gn[i] % FT_GEN_SLOTS].flags = gn[i] == 70 ? 0 : FT_GENF_VALID;
+            gens[gn[i] % FT_GEN_SLOTS].start_tsc = gn[i] * 100;
+        }
+        root->modules_used = 3;
+        mods[0].state = FT_MOD_LOADED;
+        mods[0].bias = 0x1000;
+        mods[0].nseg = 9;
+        mods[0].build_id_len = 99;
+        memset(mods[0].build_id, 0xab, sizeof mods[0].build_id);
+        memset(mods[0].path, 'p', sizeof mods[0].path);
+        mods[1].state = FT_MOD_FREE;
+        mods[2].state = FT_MOD_UNLOADED;
+        mods[2].nseg = 1;
+        mods[2].seg[0].start = 0x2000;
+        mods[2].seg[0].size = 0x100;
+        mods[2].seg[1].start = 0x9999; /* beyond nseg: cleared */
+        strcpy(mods[2].path, "/lib/x.so");
+        memset(mods[2].path + 10, 'z', 20); /* garbage after the NUL: cleared */
+        t = &threads[0];
+        t->gen_pos[2].gen = 2, t->gen_pos[2].pos = t->ring + 16;
+        t->gen_pos[3].gen = 3, t->gen_pos[3].pos = 12345;
+        t->gen_pos[4].gen = FT_GEN_NONE, t->gen_pos[4].pos = 777;
+    } else if (!strcmp(sc, "corrupt")) {
+        events(new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096), 3);
+        root->threads_used = 0xFFFFFFFFu; /* > cap */
+        root->modules_cap = 0x7FFFFFFF;
+        root->modules_used = 0x7FFFFFFF;
+        root->cmdline_len = 1ull << 40;
+    } else if (!strcmp(sc, "corrupt_ptrs")) {
+        root->threads = 0xFFFFFFFFFFFFF000ull;
+        root->threads_used = 5;
+        root->gens = 8;
+    } else if (!strncmp(sc, "live_race", 9)) {
+        /* a writer advances k entries while the ring is being copied */
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096);
+        events(t, 300);
+        race_thr = t;
+        race_tsc = 1000;
+        race_k = argc > 2 ? atoi(argv[2]) : 10;
+        race_at = t->ring + 4000;
+        si.live = 1;
+        si.source = FT_SRC_LIVE;
+        if (!strcmp(sc, "live_race")) si.get_scratch = get_scratch;
+    } else {
+        fprintf(stderr, "unknown scenario %s\n", sc);
+        return 2;
+    }
+    struct ft_reader r = { NULL, rd };
+    struct ft_writer w = { NULL, wr };
+    struct ft_emit_stats st;
+    memset(&st, 0, sizeof st);
+    if (!strcmp(sc, "check")) return 0;
+    int rc = ft_raw_emit(&r, (uint64_t)(uintptr_t)root, &si, &w, &st);
+    if (rc == 0) rc = ft_raw_end(&w, &st);
+    fflush(stdout);
+    fprintf(stderr, "rc=%d flags=%u nthreads=%u lost=%u missing=%u events=%llu bytes=%llu problem=%s\n", rc,
+            st.header_flags, st.nthreads, st.nthreads_lost, st.nrings_missing, (unsigned long long)st.nevents,
+            (unsigned long long)st.bytes, st.problem);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,201 @@
+"""runtime/rawwrite.c on constructed targets: the ring linearization rules of
+FORMAT.md 2.3 for states a real program only reaches by chance (torn and
+uncommitted slots, missing pages, corrupt registries, a writer racing a live copy).
+
+tests/progs/ce_rawunit.c builds the target in its own memory (the real ABI structs,
+written the way the runtime's hot path writes them) and runs the real rawwrite.c,
+compiled with ASan+UBSan, over it."""
+import subprocess
+
+import pytest
+
+import rawfile
+from conftest import ROOT
+
+TSF = rawfile.TSF
+GEN_NONE = rawfile.GEN_NONE
+PARTIAL, TIME_FILTERED = 1, 4
+W = 0x400000  # event k has word W + k and tsc k
+
+
+@pytest.fixture(scope="module")
+def unit(compiled):
+    exe = compiled("ce_rawunit.c", "none", tag="san",
+                   extra=["-I", str(ROOT / "runtime" / "include"), str(ROOT / "runtime" / "rawwrite.c"),
+                          "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+
+    def run(*args):
+        r = subprocess.run([str(exe), *map(str, args)], capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr.decode()
+        raw = rawfile.parse(r.stdout)
+        assert raw.ended and raw.header["nthreads"] == len(raw.threads)
+        return raw, r.stderr.decode()
+    return run
+
+
+def tscs(t):
+    return [tsc for _, tsc in t.entries]
+
+
+def test_first_lap(unit):
+    raw, _ = unit("firstlap")
+    [t] = raw.threads
+    assert (t.flags, t.n_entries, t.n_dropped, t.first_off, t.pos_off) == (0, 10, 0, 0, 160)
+    assert t.entries == [(W + k, k) for k in range(1, 11)]
+    assert (t.tid, t.name, t.pid) == (100, "t100", 4242)
+    assert raw.cmdline == "prog arg one x" and raw.header["flags"] == 0
+
+
+def test_wrapped(unit):
+    raw, _ = unit("wrapped")          # 300 events in 256 slots: pos at slot 44
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] and t.pos_off == 44 * 16
+    assert t.n_entries == 255 and t.first_off == 45 * 16 and t.n_dropped == 0
+    assert tscs(t) == list(range(46, 301))   # the slot at pos (event 45) is not emitted
+
+
+def test_uncommitted_is_appended_last(unit):
+    raw, _ = unit("uncommitted")
+    [t] = raw.threads
+    assert t.flags == TSF["UNCOMMITTED"] and t.n_entries == 11 and t.n_dropped == 0
+    assert tscs(t) == list(range(1, 12)) and t.entries[-1] == (W + 11, 11)
+
+
+def test_torn_slot_is_dropped(unit):
+    raw, _ = unit("torn")
+    [t] = raw.threads
+    assert t.flags == TSF["TORN"] and t.n_entries == 10 and t.n_dropped == 1
+    assert tscs(t) == list(range(1, 11))
+
+
+def test_wrapped_uncommitted(unit):
+    raw, _ = unit("wrapped_uncommitted")
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] | TSF["UNCOMMITTED"] and t.n_entries == 256
+    assert tscs(t) == list(range(46, 302))
+
+
+def test_wrapped_torn_over_oldest_is_not_emitted(unit):
+    raw, _ = unit("wrapped_torn")
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] and t.n_entries == 255 and t.n_dropped == 0
+    assert tscs(t) == list(range(46, 301))
+
+
+def test_pos_at_last_slot(unit):
+    raw, _ = unit("lastslot_wrapped")   # 511 events: pos = slot 255, which holds event 256
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] and t.first_off == 0 and tscs(t) == list(range(257, 512))
+    raw, _ = unit("lastslot_torn")      # first lap, torn write into the last slot
+    [t] = raw.threads
+    assert t.flags == TSF["TORN"] and t.n_dropped == 1 and tscs(t) == list(range(1, 256))
+
+
+def test_time_filter(unit):
+    raw, _ = unit("min_tsc")
+    [t] = raw.threads
+    assert raw.header["flags"] == TIME_FILTERED and raw.header["min_tsc"] == 6
+    assert tscs(t) == [6, 7, 8, 9, 10] and t.n_dropped == 5 and t.first_off == 5 * 16
+
+
+def test_missing_page_in_ring(unit):
+    raw, err = unit("missing_page")    # 16 KiB ring, page 1 (slots 256..511) unreadable
+    [t] = raw.threads
+    assert t.flags == TSF["RING_PARTIAL"] and raw.header["flags"] == PARTIAL
+    assert tscs(t) == list(range(1, 257)) + list(range(513, 1001)) and t.n_entries == 744
+    assert "ring of thread 100 is partly missing" in err
+
+
+def test_missing_ring(unit):
+    raw, _ = unit("missing_ring")
+    t, u = raw.threads
+    assert t.flags == TSF["RING_MISSING"] and t.entries == [] and t.n_entries == 0
+    assert u.flags == 0 and tscs(u) == [1, 2, 3]
+    assert raw.header["flags"] == PARTIAL
+
+
+def test_bad_pos(unit):
+    raw, _ = unit("bad_pos")
+    [t] = raw.threads
+    assert t.flags == TSF["BAD_POS"] and t.entries == [] and t.pos_off == 4096 + 16
+    assert raw.header["flags"] == PARTIAL
+
+
+def test_thread_states(unit):
+    raw, _ = unit("states")
+    by = {t.tid: t for t in raw.threads}
+    assert [t.tid for t in raw.threads] == [100, 101, 102, 103, 106]   # FREE skipped, state 9 lost
+    assert raw.header["nthreads_lost"] == 1 and raw.header["flags"] == PARTIAL
+    assert tscs(by[100]) == [1, 2] and tscs(by[101]) == [1, 2, 3] and by[101].exit_tsc == 99
+    for tid in (102, 103):   # evicted / ignored: no ring by design, not "missing"
+        assert by[tid].flags == 0 and by[tid].entries == [] and by[tid].first_off == by[tid].pos_off
+    assert by[106].flags == TSF["RING_MISSING"]
+    chunk_names = [m for m, _ in raw.chunks]
+    assert chunk_names.count("TRACEBUF") == 5
+
+
+def test_sampled(unit):
+    raw, _ = unit("sampled")
+    [t] = raw.threads
+    tw = lambda v: (7 << 61) | v
+    words = [w for w, _ in t.entries]
+    assert words == [tw(10), W + 1, W + 2, W + 3, W + 4, tw(50), W + 5, W + 6, W + 7, W + 8]
+    # the time word + event in flight at pos are not emitted
+    assert t.fmt == 2 and t.n_dropped == 1 and t.flags == 0
+    assert [m for m, _ in raw.chunks].count("TRACEW08") == 1
+    raw, _ = unit("sampled", 40)
+    [t] = raw.threads
+    assert [w for w, _ in t.entries][0] == tw(50) and t.n_entries == 5 and t.n_dropped == 1 + 5
+
+
+def test_sampled_wrapped(unit):
+    raw, _ = unit("sampled_wrapped")   # 700 words in 512 slots
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] and t.n_entries == 511
+    assert [w - W for w, _ in t.entries] == list(range(190, 701))
+
+
+def test_tables(unit):
+    raw, _ = unit("tables")
+    assert [g["gen"] for g in raw.gens] == [2, 3, 4, 5]          # valid ones, ascending
+    assert [g["start_tsc"] for g in raw.gens] == [200, 300, 400, 500]
+    [payload] = raw.modules
+    assert len(payload) == 2 * 496                                # FREE one left out
+    import struct
+    nseg0, = struct.unpack_from("<I", payload, 44)
+    bidlen0, = struct.unpack_from("<I", payload, 112)
+    assert nseg0 == 4 and bidlen0 == 40
+    assert payload[176 + 319] == 0                                # path NUL-terminated
+    m1 = payload[496:]
+    assert struct.unpack_from("<I", m1, 40)[0] == 2               # UNLOADED
+    assert struct.unpack_from("<2Q", m1, 48) == (0x2000, 0x100)
+    assert struct.unpack_from("<2Q", m1, 64) == (0, 0)            # beyond nseg: cleared
+    assert m1[176:176 + 320] == b"/lib/x.so" + b"\0" * 311        # garbage after NUL cleared
+    [t] = raw.threads
+    assert t.gen_pos[2] == (2, 16) and t.gen_pos[3] == (3, 2 ** 64 - 1) and t.gen_pos[4] == (GEN_NONE, 777)
+    assert t.gen_pos[0] == (GEN_NONE, 0)
+
+
+def test_corrupt_counts_and_pointers(unit):
+    raw, err = unit("corrupt")       # threads_used > cap, huge module table, huge cmdline
+    assert raw.header["flags"] == PARTIAL and len(raw.threads) == 1 and tscs(raw.threads[0]) == [1, 2, 3]
+    assert raw.cmdline == "prog arg one x"
+    assert "exceeds its capacity" in err
+    raw, err = unit("corrupt_ptrs")  # registry pointer that wraps the address space
+    assert raw.header["flags"] == PARTIAL and raw.threads == [] and raw.gens == []
+
+
+@pytest.mark.parametrize("scratch", [True, False])
+def test_live_copy_race(unit, scratch):
+    """A writer advancing k entries while the ring is copied: exactly the k oldest
+    are dropped (they may have been overwritten), the rest is the intact tail."""
+    sc = "live_race" if scratch else "live_race_noscratch"
+    raw, err = unit(sc, 10)
+    [t] = raw.threads
+    assert raw.header["source"] == 2
+    assert t.flags == TSF["WRAPPED"] | TSF["COPY_RACED"] and t.n_dropped == 10
+    assert t.first_off == (44 + 10 + 1) * 16 and tscs(t) == list(range(56, 301))
+    assert "was written while it was copied" in err
+    raw, _ = unit(sc, 255)           # lapped: nothing is trustworthy
+    [t] = raw.threads
+    assert t.flags & TSF["COPY_RACED"] and t.entries == [] and t.n_dropped == 255

@@ -1,0 +1,360 @@
+"""funtrace-decode end to end: real programs with known call patterns, built
+in each instrumentation mode, crashed by real signals; their cores extracted
+by coreextract (or their on-crash snapshots), decoded to JSON/text/summary."""
+import re
+
+import pytest
+
+from conftest import INSTR_MODES
+from dec_util import (check_nesting, crash_raw, decode, forest, load, merge_gens, modules, objdump_has_jmp,
+                      render)
+
+
+def modes():
+    return [pytest.param(m, marks=pytest.mark.clang) if m == "clang" else m for m in INSTR_MODES]
+
+
+PATTERN = ["main", "  run"] + ["    leaf", "    leaf", "    leaf", "    mid", "      leaf"] * 3 + \
+          ["  crash_here"]
+
+
+def main_tree(tr, tid=None):
+    """the thread's calls, with the pieces of calls spanning generations joined"""
+    tid = tid if tid is not None else tr.pid
+    return merge_gens(forest(tr.slices[tid]))
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_pattern_from_core(tree, compiled, run_crash, mode, tmp_path):
+    exe = compiled("dec_pattern.c", mode)
+    raw = crash_raw(tree, run_crash, exe, ["crash"])
+    r, tr = decode(tree, raw, json_out=tmp_path / "t.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert render(main_tree(tr)) == PATTERN
+    sl = {s.n: s for s in tr.slices[tr.pid]}
+    # the crashing frames are open at the end; nothing else is
+    assert sl["crash_here"].args.get("open_at_end") and sl["main"].args.get("open_at_end")
+    assert not any(s.args for s in tr.slices[tr.pid] if s.n in ("leaf", "mid", "run"))
+    # the crash instant on the crashing thread, at the end of the trace
+    crash = [e for e in tr.instants if e["name"].startswith("SIGSEGV")]
+    assert len(crash) == 1 and crash[0]["tid"] == tr.pid and crash[0]["args"]["fault_address"] == "0x0"
+    assert tr.names[tr.pid].endswith("[crashed]")
+    # viztracer file_info: functions point at the source, which is embedded
+    fi = tr.data["file_info"]
+    path, line = fi["functions"]["crash_here"]
+    assert path.endswith("tests/progs/dec_pattern.c") and line > 0
+    assert "NI void crash_here" in fi["files"][path][0].splitlines()[line - 1]
+    # --no-source: no embedded files
+    r2, tr2 = decode(tree, raw, "--no-source", json_out=tmp_path / "ns.json")
+    assert r2.returncode == 0 and tr2.data["file_info"]["files"] == {}
+
+
+@pytest.mark.parametrize("mode", ["pg", "finstr"])
+def test_pattern_from_on_crash_snapshot(tree, compiled, run_crash, mode, tmp_path):
+    """the runtime's own snapshot (FUNTRACE_ON_CRASH): no final stack"""
+    exe = compiled("dec_pattern.c", mode)
+    d = tmp_path / "snap"
+    d.mkdir()
+    run_crash([exe, "crash"], env={"FUNTRACE_ON_CRASH": str(d)}, name="oc", expect_core=False)
+    raws = list(d.glob("*.raw"))
+    assert len(raws) == 1
+    r, tr = decode(tree, raws[0], json_out=tmp_path / "t.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert render(main_tree(tr)) == PATTERN
+
+
+def test_text_view(tree, compiled, run_crash):
+    exe = compiled("dec_pattern.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["crash", "20"])
+    r, _ = decode(tree, raw, "--text", "-n", "7")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert not (raw.parent / "trace.json").exists()
+    head, _, body = out.partition("\nthread ")
+    assert "dec_pattern-pg crash 20` (pid " in head
+    assert re.search(r"signal: +SIGSEGV \(Segmentation fault\).*fault address 0x0, thread \d+", head)
+    assert re.search(r"last event: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{9}", head)
+    # crashing thread first, the last 7 calls, indented, relative times, open frames marked
+    assert body.startswith(str(r.stdout.split("thread ")[1].split()[0])) and "[crashed]" in body.split("\n")[0]
+    lines = body.split("\n")
+    calls = [l for l in lines[2:9]]
+    assert len(calls) == 7
+    assert re.match(r"\s+-\d+(\.\d+)? (ns|us|ms)\s+\d", calls[0])
+    last = calls[-1]
+    assert "crash_here" in last and "[still open]" in last and "open" in last.split("crash_here")[0]
+    assert "leaf  dec_pattern.c:" in calls[-2]
+    # indentation: leaf called from mid is deeper than mid
+    mid = [l for l in calls if "mid  dec_pattern.c" in l]
+    if mid:
+        i = calls.index(mid[0])
+        if i + 1 < len(calls) - 1:
+            assert calls[i + 1].index("leaf") == calls[i].index("mid") + 2
+    # the final stack with file:line
+    fs = body[body.index("final stack"):]
+    assert re.search(r"#0 +0x[0-9a-f]+ +crash_here at .*dec_pattern\.c:\d+", fs)
+    assert re.search(r"#1 +0x[0-9a-f]+ +main at .*dec_pattern\.c:\d+", fs)
+
+
+def test_summary_view(tree, compiled, run_crash):
+    exe = compiled("dec_gens.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, env={"FUNTRACE_GEN_MS": "10"})
+    r, _ = decode(tree, raw, "--summary")
+    assert r.returncode == 0, r.stderr
+    s = r.stdout
+    assert re.search(r"source: +core", s) and "problems:    none" in s
+    gens = re.findall(r"^  #(\d+) ", s, re.M)
+    assert len(gens) >= 6
+    busy = s[s.index(" busy "):].split("\n")
+    assert "WRAPPED" in busy[0]
+    assert "incomplete (ring does not reach back to the start) in generations: #" in busy[1]
+    assert re.search(r"tid \d+ +sleeper +alive +exact +\d+ events", s)
+
+
+# ---- generations -----------------------------------------------------------
+
+def gens_trace(tree, compiled, run_crash, tmp_path, mode="pg", *args):
+    exe = compiled("dec_gens.c", mode)
+    raw = crash_raw(tree, run_crash, exe, env={"FUNTRACE_GEN_MS": "10"})
+    r, tr = decode(tree, raw, *args, json_out=tmp_path / "g.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    return raw, tr
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_generations_opening_stacks(tree, compiled, run_crash, tmp_path, mode):
+    raw, tr = gens_trace(tree, compiled, run_crash, tmp_path, mode)
+    starts = tr.gen_starts()
+    assert len(starts) >= 8, starts
+    sleeper = tr.tid_by_name("sleeper")
+    roots = forest(tr.slices[sleeper])
+    # one root per generation the thread lived in: sleeper_main, clipped at the boundaries
+    assert all(s.n == "sleeper_main" for s in roots)
+    gen_ts = {ts for _, ts in starts}
+    later = [s for s in roots[1:]]
+    assert len(later) >= 6
+    for s in later:
+        # every later generation opens with the stack that was open at its start
+        assert s.start in gen_ts and s.args.get("from_previous_generation"), s
+        assert s.children and s.children[0].n == "outer" and s.children[0].start == s.start
+        assert s.children[0].args.get("from_previous_generation")
+    for s in roots[:-1]:
+        assert s.args.get("continues_in_next_generation") and s.end in gen_ts
+    assert roots[-1].args.get("open_at_end")
+    # the generation of a boundary holds the sleeper's calls of that period only
+    names = set(render(roots))
+    assert {n.strip() for n in names} == {"sleeper_main", "outer", "inner", "leaf", "napper"}
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_wrapped_ring_exact_stack(tree, compiled, run_crash, tmp_path, mode):
+    """busy's 4 KiB ring wraps: the frames open at its start come from the returns whose
+    calls were overwritten and from the final stack: real names, no orphans"""
+    raw, tr = gens_trace(tree, compiled, run_crash, tmp_path, mode)
+    busy = tr.tid_by_name("busy")
+    # uninstrumented frames of the final stack below the thread function are real frames too
+    roots = main_tree(tr, busy)
+    while roots and roots[0].n in ("__clone3", "clone3", "start_thread"):
+        assert roots[0].args.get("started_before_ring") and len(roots) == 1
+        roots = roots[0].children
+    lines = render(roots)
+    assert {l.strip() for l in lines} <= {"busy_main", "busy_outer", "busy_step", "leaf", "napper"}, lines
+    assert len(roots) == 1 and roots[0].n == "busy_main" and roots[0].args.get("open_at_end")
+    assert roots[0].args.get("started_before_ring")
+    assert all(c.n == "busy_outer" for s in roots for c in s.children)
+    steps = [c for s in roots for o in s.children for c in o.children]
+    assert {c.n for c in steps} <= {"busy_step", "napper"}
+    assert all(l.n == "leaf" for c in steps if c.n == "busy_step" for l in c.children)
+    # the ring start is marked, and the summary flags the older generations
+    assert any(e["name"].startswith("ring starts here") and e["tid"] == busy for e in tr.instants)
+    gi = [e for e in tr.instants if e.get("s") == "g"]
+    assert any(e["args"]["threads_incomplete"] >= 1 for e in gi)
+
+
+def test_last_k_generations(tree, compiled, run_crash, tmp_path):
+    raw, full = gens_trace(tree, compiled, run_crash, tmp_path)
+    r, tr = decode(tree, raw, "--generations", "3", json_out=tmp_path / "k.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    starts = tr.gen_starts()
+    assert [g for g, _ in starts] == [g for g, _ in full.gen_starts()][-3:]
+    first = starts[0][1]
+    for tid, sl in tr.slices.items():
+        assert all(s.start >= first for s in sl)
+    # each thread's first shown generation starts with its real open stack
+    sleeper = tr.tid_by_name("sleeper")
+    roots = forest(tr.slices[sleeper])
+    assert roots[0].n == "sleeper_main" and roots[0].start == first and roots[0].children[0].n == "outer"
+
+
+# ---- exceptions, longjmp, tail calls, dlclose -------------------------------
+
+EXC_ITER = ["  caller", "    catcher", "      before_try", "      wrapper_outer", "        wrapper_call",
+            "          thrower", "      after_catch"]
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_exceptions(tree, compiled, run_crash, mode, tmp_path):
+    exe = compiled("dec_exc.cc", mode)
+    raw = crash_raw(tree, run_crash, exe)
+    r, tr = decode(tree, raw, json_out=tmp_path / "e.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert render(main_tree(tr)) == ["main"] + EXC_ITER * 3 + ["  crash_here"]
+    unwound = [s for s in tr.slices[tr.pid] if s.n in ("thrower", "wrapper_call", "wrapper_outer")]
+    assert len(unwound) == 9
+    if mode == "finstr":  # gcc -finstrument-functions logs returns during unwinding
+        assert not any(s.args for s in unwound)
+    else:  # closed by the catch event
+        assert all(s.args.get("unwound_by_exception") for s in unwound)
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_longjmp(tree, compiled, run_crash, mode, tmp_path):
+    exe = compiled("dec_longjmp.c", mode)
+    raw = crash_raw(tree, run_crash, exe)
+    r, tr = decode(tree, raw, json_out=tmp_path / "l.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    # longjmp is not logged: after_longjmp looks called from jumper, and the return of
+    # setter reveals the three frames whose returns are missing
+    it = ["  setter", "    before_setjmp", "    wrapper_outer", "      wrapper_call", "        jumper",
+          "          after_longjmp"]
+    assert render(main_tree(tr)) == ["main"] + it * 3 + ["  crash_here"]
+    missing = [s for s in tr.slices[tr.pid] if s.n in ("wrapper_outer", "wrapper_call", "jumper")]
+    assert len(missing) == 9 and all(s.args.get("return_missing") for s in missing)
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_tail_calls(tree, compiled, run_crash, mode, tmp_path):
+    exe = compiled("dec_tail.c", mode, extra=["-foptimize-sibling-calls"])
+    raw = crash_raw(tree, run_crash, exe)
+    r, tr = decode(tree, raw, json_out=tmp_path / "t.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    if objdump_has_jmp(exe, "tail_caller", "callee"):
+        # -pg logs tail_caller's return before the jump: callee runs as its sibling
+        it = ["    tail_caller", "    callee", "    tail_caller_untraced"]
+    else:
+        it = ["    tail_caller", "      callee", "    tail_caller_untraced"]
+    assert render(main_tree(tr)) == ["main", "  run"] + it * 3 + ["  crash_here"]
+    assert not any(s.args for s in tr.slices[tr.pid] if s.n != "main" and s.n != "crash_here")
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_dlclose_reload_same_address(tree, compiled, run_crash, mode, tmp_path):
+    liba = compiled("dec_plugin.c", mode, extra=["-shared", "-fPIC", "-DPLUGIN_A"], tag="a")
+    libb = compiled("dec_plugin.c", mode, extra=["-shared", "-fPIC", "-DPLUGIN_B"], tag="b")
+    exe = compiled("dec_dlmain.c", mode, extra=["-ldl"])
+    raw = crash_raw(tree, run_crash, exe, [liba, libb])
+    r, tr = decode(tree, raw, json_out=tmp_path / "d.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    a = ["      plugin_run", "        plugin_a_helper", "          plugin_a_work", "        plugin_a_work"]
+    b = ["      plugin_run", "        plugin_b_helper", "          plugin_b_work", "          plugin_b_work"]
+    assert render(main_tree(tr)) == ["main"] + (["  cycle", "    use_plugin"] + a + ["    use_plugin"] + b) * 2 + \
+        ["  crash_here"]
+    # the two libraries were loaded at the same address in different generations
+    # (when the kernel placed them so: the module table says; usually the case)
+    mods = modules(raw)
+    sa = {m["seg0"] for m in mods if m["path"].endswith(liba.name)}
+    sb = {m["seg0"] for m in mods if m["path"].endswith(libb.name)}
+    assert sa and sb
+    if sa & sb:
+        ga = [(m["gen_loaded"], m["gen_unloaded"]) for m in mods if m["path"].endswith(liba.name)]
+        gb = [(m["gen_loaded"], m["gen_unloaded"]) for m in mods if m["path"].endswith(libb.name)]
+        assert len(ga) == 2 and len(gb) == 2, (ga, gb)
+
+
+# ---- the original funtrace.raw format ---------------------------------------
+
+def test_original_format(tree, compiled, run_crash, tmp_path):
+    import dec_oldraw
+    exe = compiled("dec_pattern.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["crash"])
+    old = tmp_path / "funtrace.raw"
+    sample = dec_oldraw.to_original(raw.read_bytes())
+    old.write_bytes(sample)
+    r, tr = decode(tree, old, json_out=tmp_path / "o.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    # same names and nesting as our own raw (minus crash_here: open at the end either way)
+    assert render(main_tree(tr)) == PATTERN
+    # several samples in one file: the last by default, --sample N picks one
+    r1 = decode(tree, raw, json_out=tmp_path / "n.json")[1]
+    two = tmp_path / "two.raw"
+    first = dec_oldraw.to_original(raw.read_bytes()).replace(b"dec_pattern-pg crash", b"dec_pattern-pg first")
+    two.write_bytes(first + sample)
+    r, tr = decode(tree, two, "--summary", json_out=tmp_path / "2.json")
+    assert r.returncode == 0 and "sample 1 of 2" in r.stdout and "original funtrace format" in r.stdout
+    r, tr0 = decode(tree, two, "--sample", "0", json_out=tmp_path / "s0.json")
+    assert r.returncode == 0
+    pn = [e for e in tr0.data["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"]
+    assert "first" in pn[0]["args"]["name"]
+    r, _ = decode(tree, two, "--sample", "2", json_out=tmp_path / "s2.json")
+    assert r.returncode == 2 and "no sample 2" in r.stderr
+    assert render(main_tree(r1)) == PATTERN
+
+
+# ---- sampled time -------------------------------------------------------------
+
+def test_sampled_mode(tree, compiled, run_crash, tmp_path):
+    exe = compiled("dec_pattern.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["crash"], env={"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "4"})
+    import rawfile
+    rf = rawfile.parse(raw)
+    assert any(t.fmt == 2 for t in rf.threads), "the runtime did not write a sampled ring"
+    r, tr = decode(tree, raw, json_out=tmp_path / "s.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert render(main_tree(tr)) == PATTERN
+    sl = tr.slices[tr.pid]
+    unmeasured = [s for s in sl if s.args.get("measured") is False]
+    assert unmeasured and len(unmeasured) < len(sl)
+    # times still increase along the calls
+    leafs = sorted(s.start for s in sl if s.n == "leaf")
+    assert leafs == sorted(set(leafs)) or len(set(leafs)) > 1
+    r, _ = decode(tree, raw, "--text")
+    assert r.returncode == 0 and re.search(r"~\d+(\.\d+)? (ns|us)", r.stdout)
+
+
+# ---- other options ---------------------------------------------------------------
+
+def test_wallclock_and_stdin(tree, compiled, run_crash, tmp_path):
+    exe = compiled("dec_pattern.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["crash"])
+    r, _ = decode(tree, raw, "--text", "--wallclock")
+    assert r.returncode == 0
+    head_time = re.search(r"last event: +\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d\.\d{9})", r.stdout).group(1)
+    crash_line = [l for l in r.stdout.split("\n") if "crash_here" in l and "[still open]" in l][0]
+    assert crash_line.split()[0] == head_time
+    # JSON: ts = us since local midnight; stdin input
+    r = decode(tree, "-", "--wallclock", "--json", str(tmp_path / "w.json"), input=raw.read_bytes())[0]
+    assert r.returncode == 0, r.stderr
+    tr = load(tmp_path / "w.json")
+    h, m, s = head_time.split(":")
+    day_us = (int(h) * 3600 + int(m) * 60) * 1_000_000 + int(s.replace(".", "")) // 1000
+    crash = [e for e in tr.instants if e["name"].startswith("SIGSEGV")][0]
+    assert abs(crash["ts"] - day_us) < 1_000_000
+
+
+def test_substitute_path(tree, compiled, run_crash, tmp_path):
+    exe = compiled("dec_pattern.c", "pg", tag="moved")
+    raw = crash_raw(tree, run_crash, exe, ["crash"])
+    hidden = tmp_path / "elsewhere"
+    hidden.mkdir()
+    moved = hidden / exe.name
+    exe.rename(moved)
+    try:
+        r, tr = decode(tree, raw, json_out=tmp_path / "a.json")
+        assert r.returncode == 0
+        assert f"cannot open {exe}" in r.stderr
+        names = {s.name for s in tr.slices[tr.pid]}
+        assert all(n.startswith(exe.name + "+0x") for n in names), names
+        r, tr = decode(tree, raw, "--substitute-path", f"{exe.parent}={hidden}", json_out=tmp_path / "b.json")
+        assert r.returncode == 0 and "cannot open" not in r.stderr
+        assert render(main_tree(tr)) == PATTERN
+    finally:
+        moved.rename(exe)
