@@ -8,6 +8,8 @@
  * so the same source links without it.
  *
  *   hotpath [--depth 1|3] [--calls N] [--runs R] [--threads T] [--disable]
+ *   hotpath --rdtsc      ns per rdtsc instruction
+ *   hotpath --tsc        the runtime's TSC frequency and where it came from
  *
  * Prints one line per run: "ns_per_call <value>" (wall ns of the timed loop
  * divided by the number of call+return pairs, per thread), then
@@ -31,6 +33,7 @@
 /* the runtime, when linked in */
 extern struct ft_root funtrace_root __attribute__((weak));
 extern void funtrace_disable_tracing(void) __attribute__((weak));
+extern uint64_t funtrace_ticks_per_second(void) __attribute__((weak));
 /* the floor hooks' write position, when linked with them */
 extern uint64_t bench_floor_get_pos(uint64_t *ring_size) __attribute__((weak));
 extern void bench_floor_thread_init(void) __attribute__((weak));
@@ -141,6 +144,27 @@ __attribute__((no_instrument_function)) static double ring_bytes_per_call(void)
     return ((double)b - (double)a) / (double)n;
 }
 
+/* ns per rdtsc instruction (back to back, the median of 5 loops) */
+__attribute__((no_instrument_function)) static double rdtsc_cost(void)
+{
+    double v[5];
+    for (int r = 0; r < 5; r++) {
+        uint64_t t0 = now_ns(), acc = 0;
+        for (int i = 0; i < 1000000; i++) {
+            uint32_t lo, hi;
+            __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+            acc += lo ^ hi;
+        }
+        sink += acc;
+        v[r] = (double)(now_ns() - t0) / 1e6;
+    }
+    for (int i = 1; i < 5; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
+        }
+    return v[2];
+}
+
 struct worker {
     pthread_t th;
     int cpu;
@@ -173,6 +197,21 @@ static void *worker_main(void *arg)
 int main(int argc, char **argv)
 {
     int disable = 0;
+    if (argc == 2 && !strcmp(argv[1], "--rdtsc")) {
+        printf("ns_per_rdtsc %.3f\n", rdtsc_cost());
+        return 0;
+    }
+    if (argc == 2 && !strcmp(argv[1], "--tsc")) {
+        if (!funtrace_ticks_per_second || !&funtrace_root) {
+            fprintf(stderr, "hotpath: --tsc needs the funtrace runtime\n");
+            return 2;
+        }
+        uint64_t hz = funtrace_ticks_per_second();
+        static const char *src[] = { "none", "perf_event page", "CPUID 0x15", "sysfs", "calibrated" };
+        uint32_t s = funtrace_root.tsc_hz_source;
+        printf("tsc_hz %llu source %s\n", (unsigned long long)hz, s < 5 ? src[s] : "?");
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--depth") && i + 1 < argc)
             depth = atoi(argv[++i]);

@@ -69,6 +69,7 @@ int ce_core_extract(const struct ce_core_opts *o)
     struct core c;
     if (core_open(&c, in.fd, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s: %s\n", ce_prog, name, err);
+        core_close(&c);
         ce_input_close(&in);
         return FT_EXIT_BADINPUT;
     }
@@ -117,20 +118,22 @@ int ce_core_extract(const struct ce_core_opts *o)
     if (root_find(&rs, &rf) != 0) {
         free(wr);
         maps_free(&maps);
-        if (truncated && !rf.runtime_seen)
-            fprintf(stderr, "%s: %s: no funtrace trace found in this truncated core (%llu of %llu bytes): %s\n",
-                    ce_prog, name, (unsigned long long)c.size, (unsigned long long)c.expected_size, rf.why_not);
-        else if (rf.runtime_seen)
-            fprintf(stderr, "%s: %s: the funtrace runtime is linked but holds no trace: %s\n", ce_prog, name,
-                    rf.why_not);
+        char trunc_note[128] = "";
+        if (truncated)
+            snprintf(trunc_note, sizeof trunc_note, " (the core is truncated: %llu of %llu bytes)",
+                     (unsigned long long)c.size, (unsigned long long)c.expected_size);
+        if (rf.runtime_seen)
+            fprintf(stderr, "%s: %s: the funtrace runtime is linked but no trace could be read%s: %s\n", ce_prog,
+                    name, trunc_note, rf.why_not);
         else
-            fprintf(stderr, "%s: %s: no funtrace trace in this core (not a funtrace-instrumented program?): %s\n",
-                    ce_prog, name, rf.why_not[0] ? rf.why_not : "no root found");
+            fprintf(stderr, "%s: %s: no funtrace trace in this core%s (not a funtrace-instrumented program?): %s\n",
+                    ce_prog, name, trunc_note, rf.why_not[0] ? rf.why_not : "no root found");
         core_close(&c);
         ce_input_close(&in);
-        return truncated && rf.runtime_seen ? FT_EXIT_PARTIAL : FT_EXIT_NOTRACE;
+        return FT_EXIT_NOTRACE;
     }
     free(wr);
+    if (rf.warning[0]) ce_warn("%s", rf.warning);
     ce_note("%s", rf.how);
 
     /* output */

@@ -135,6 +135,26 @@ int core_open(struct core *c, int fd, char *err, size_t errlen)
         snprintf(err, errlen, "a big-endian ELF file (only x86-64 cores are supported)");
         return -1;
     }
+    Elf64_Ehdr rh;
+    if (c->size < sizeof rh || pread(fd, &rh, sizeof rh, 0) != (ssize_t)sizeof rh) {
+        snprintf(err, errlen, "truncated inside its ELF header (%llu bytes)", (unsigned long long)c->size);
+        return -1;
+    }
+    if (rh.e_machine != EM_X86_64) {
+        snprintf(err, errlen, "an ELF file for machine %u, not x86-64", rh.e_machine);
+        return -1;
+    }
+    if (rh.e_type != ET_CORE) {
+        snprintf(err, errlen, "not a core file but an ELF %s",
+                 rh.e_type == ET_EXEC ? "executable" : rh.e_type == ET_DYN ? "shared object or PIE executable"
+                 : rh.e_type == ET_REL ? "object file" : "file of unknown type");
+        return -1;
+    }
+    if (rh.e_phnum != PN_XNUM &&
+        (rh.e_phoff > c->size || (uint64_t)rh.e_phnum * rh.e_phentsize > c->size - rh.e_phoff)) {
+        snprintf(err, errlen, "core truncated inside its program headers (%llu bytes)", (unsigned long long)c->size);
+        return -1;
+    }
     c->map = mmap(NULL, (size_t)c->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (c->map == MAP_FAILED) {
         c->map = NULL;

@@ -52,7 +52,8 @@ struct core {
     int notes_truncated;
 };
 
-/* Open and parse. On failure returns -1 with a one-line reason in err. */
+/* Open and parse. On failure returns -1 with a one-line reason in err
+ * (call core_close either way). */
 int core_open(struct core *c, int fd, char *err, size_t errlen);
 void core_close(struct core *c);
 

@@ -303,6 +303,7 @@ int ft_live_extract(int pid, const struct ft_live_opts *opts, const struct ft_wr
         rc = FT_EXIT_NOTRACE;
         goto out;
     }
+    if (rf.warning[0]) ce_note("%s", rf.warning);
     ce_note("pid %d: %s", pid, rf.how);
     struct ce_buf mp = { 0 };
     maps_payload(&l.maps, &mp);

@@ -50,7 +50,8 @@ static int try_object(const struct root_search *s, struct root_found *f, const c
         hexid(a, sizeof a, ei.build_id, ei.build_id_len);
         hexid(b, sizeof b, mid, mlen);
         if (is_exe)
-            ce_warn("%s has build-id %s but the process ran build-id %s; not using its symbols", file, a, b);
+            snprintf(f->warning, sizeof f->warning,
+                     "%s has build-id %s but the process ran build-id %s; not using its symbols", file, a, b);
         else
             ce_note("%s: build-id %s differs from the mapped %s; skipped", path, a, b);
         if (is_exe) snprintf(f->why_not, sizeof f->why_not, "%s is not the executable that ran (build-id differs)", file);

@@ -34,6 +34,7 @@ struct root_found {
     char how[512];                   /* for -v */
     char why_not[512];               /* when not found: the reason */
     int runtime_seen;                /* funtrace_root symbol exists (runtime linked) */
+    char warning[512];               /* to print if the root is found anyway (EXE build-id differs) */
 };
 
 /* 0: found; -1: not found (why_not says why). */

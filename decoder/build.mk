@@ -43,6 +43,7 @@ $(DEC_FUZZ_BIN): decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(wild
 	clang $(DEC_FUZZ_FLAGS) -o $@ decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(DEC_LDLIBS)
 
 fuzz-decoder: $(DEC_FUZZ_BIN)
-	@mkdir -p $(BUILD)/fuzz/decoder-corpus
+	@mkdir -p $(BUILD)/fuzz/decoder-corpus $(BUILD)/fuzz/decoder-artifacts
 	$(DEC_FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+	    -artifact_prefix=$(BUILD)/fuzz/decoder-artifacts/ \
 	    $(BUILD)/fuzz/decoder-corpus decoder/fuzz/corpus

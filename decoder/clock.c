@@ -7,6 +7,11 @@ void ft_clock_init(struct ft_clock *c, uint64_t ref_tsc, int64_t ref_ns, uint64_
 {
     if (!hz)
         hz = 1000000000ull; /* unknown frequency: ticks are shown as ns */
+    /* keep every derived time within +-2^62 ns: no overflow on garbage input */
+    if (ref_ns > INT64_MAX / 4)
+        ref_ns = INT64_MAX / 4;
+    if (ref_ns < -(INT64_MAX / 4))
+        ref_ns = -(INT64_MAX / 4);
     c->ref_tsc = ref_tsc;
     c->ref_ns = ref_ns;
     c->hz = hz;

@@ -131,6 +131,24 @@ static int first_tsc(struct dec *d, struct dthread *th, uint64_t ref, uint64_t *
     return 0;
 }
 
+/* Exact mode: the housekeeper records a thread's position a little after the
+ * boundary's timestamp (more under load); move the cut to the first entry
+ * stamped at or after the boundary, within a window around it, so that a
+ * generation's events are also the ones of its time span. */
+static uint64_t refine(struct dec *d, struct dthread *th, uint64_t idx, uint64_t S)
+{
+    enum { W = 512 };
+    static struct ft_entry e[2 * W];
+    uint64_t from = idx > W ? idx - W : 0;
+    size_t got = ftr_read_entries(&d->src, th->rt, from, 2 * W, e);
+    size_t j = 0;
+    while (j < got && e[j].tsc < S)
+        j++;
+    if ((j == 0 && from > 0) || (j == got && from + got < th->rt->n))
+        return idx; /* the boundary is outside the window: keep the recorded cut */
+    return from + j;
+}
+
 void cuts_compute(struct dec *d, struct dthread *th)
 {
     const struct ftr_thread *rt = th->rt;
@@ -186,6 +204,8 @@ void cuts_compute(struct dec *d, struct dthread *th)
                 }
                 if (!ok)
                     idx = NONE;
+                else if (rt->fmt == FT_FMT_EXACT16)
+                    idx = refine(d, th, idx, S);
             } else if (idx == 0 && th->has_first && th->first_tsc + tol < S) {
                 idx = NONE; /* the ring starts well before the boundary: inconsistent */
             }

@@ -58,6 +58,11 @@ static int gen_cmp(const void *a, const void *b)
     return x->gen < y->gen ? -1 : x->gen > y->gen;
 }
 
+static int64_t clamp62(uint64_t v)
+{
+    return v > (1ull << 62) ? (int64_t)(1ull << 62) : (int64_t)v;
+}
+
 static void build_gens(struct dec *d)
 {
     const struct ftr_trace *t = &d->t;
@@ -97,9 +102,9 @@ static void build_gens(struct dec *d)
         struct dgen *g = &d->gens[i + 1];
         g->gen = v[i].gen;
         g->start_tsc = v[i].start_tsc;
-        ft_clock_init(&g->clk, v[i].clk_tsc, (int64_t)v[i].clk_mono_ns, v[i].tsc_hz ? v[i].tsc_hz : d->tsc_hz);
+        ft_clock_init(&g->clk, v[i].clk_tsc, clamp62(v[i].clk_mono_ns), v[i].tsc_hz ? v[i].tsc_hz : d->tsc_hz);
         g->start_ns = ft_clock_ns(&g->clk, g->start_tsc);
-        g->wall_off = (int64_t)v[i].clk_real_ns - (int64_t)v[i].clk_mono_ns;
+        g->wall_off = clamp62(v[i].clk_real_ns) - clamp62(v[i].clk_mono_ns);
         g->space = sym_space(d->sym, g->gen, 0);
         if (v[i].clk_real_ns) {
             d->have_wall = 1;
@@ -198,7 +203,7 @@ static int run(struct dec *d)
             d->end_ns = d->th[i].last_ns;
     if (t->has_header && t->hdr.taken_tsc && !lastg->synthetic) {
         int64_t tk = ft_clock_ns(&lastg->clk, t->hdr.taken_tsc);
-        if (tk > d->end_ns && tk - d->end_ns < 3600ll * 1000000000)
+        if (tk > d->end_ns && (d->end_ns < -(INT64_MAX / 4) + 1 || tk - d->end_ns < 3600ll * 1000000000))
             d->end_ns = tk;
     }
     for (size_t i = 0; i < d->nth; i++) {

@@ -194,6 +194,18 @@ static int magic_ok(const char m[8])
     return 1;
 }
 
+static int known_magic(const char m[8])
+{
+    static const char *const known[] = {FT_CHUNK_FUNTRACE, FT_CHUNK_HEADER, FT_CHUNK_CMDLINE, FT_CHUNK_SIGINFO,
+                                        FT_CHUNK_MAPPINGS, FT_CHUNK_MODULES, FT_CHUNK_GENS, FT_CHUNK_THREADID,
+                                        FT_CHUNK_THREADSTAT, FT_CHUNK_TRACEBUF, FT_CHUNK_TRACEW08, FT_CHUNK_STACK,
+                                        FT_CHUNK_END, FT_CHUNK_PROCMAPS, "FTRACETX"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!memcmp(m, known[i], 8))
+            return 1;
+    return 0;
+}
+
 long ftr_parse_procmaps(const char *text, size_t len, struct ftr_mapping **out)
 {
     struct ftr_mapping *m = NULL;
@@ -611,12 +623,20 @@ int ftr_load(const struct ftr_src *src, int sample, struct ftr_trace *out, ftr_w
     while (off < src->size && !p.oom) {
         struct ft_chunk_header h;
         if (src->size - off < sizeof h) {
+            if (off == 0) {
+                rc = FTR_ENOTRAW;
+                goto out;
+            }
             pwarn(&p, "%llu trailing bytes at offset %llu are not a chunk",
                   (unsigned long long)(src->size - off), (unsigned long long)off);
             cur.t.problems |= FTR_P_TRUNCATED;
             break;
         }
         ftr_read(src, off, &h, sizeof h);
+        if (off == 0 && !known_magic(h.magic)) {
+            rc = FTR_ENOTRAW;
+            goto out;
+        }
         if (!magic_ok(h.magic)) {
             if (off == 0) {
                 rc = FTR_ENOTRAW;

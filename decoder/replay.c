@@ -59,6 +59,7 @@ struct replay {
     struct frame *stk;
     size_t n, cap;
     int64_t last_ns, prev_ns;
+    int64_t gstart;   /* this thread's start of the current generation */
     uint64_t last_tsc;
     int started, finished;
     size_t gi;
@@ -119,7 +120,6 @@ static void open_out(struct replay *r, struct frame *fr)
     if (!r->emitting)
         return;
     struct dec *d = r->d;
-    const struct dgen *g = r->g;
     uint16_t depth = (uint16_t)(fr - r->stk > 65535 ? 65535 : fr - r->stk);
     if (d->o.json_path) {
         if (r->nsl == r->slcap) {
@@ -131,8 +131,8 @@ static void open_out(struct replay *r, struct frame *fr)
         s->depth = depth;
         s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
         s->start = fr->start;
-        if (s->start < g->start_ns) {
-            s->start = g->start_ns;
+        if (s->start < r->gstart) {
+            s->start = r->gstart;
             s->flags |= SL_FROM_PREV;
         }
         s->end = s->start;
@@ -250,16 +250,12 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         r->memo_func = f;
     }
     int64_t t = ft_clock_ns(&g->clk, tsc);
-    if (t < g->start_ns)
-        t = g->start_ns;
-    if (t > g->end_ns)
-        t = g->end_ns;
+    if (t < r->gstart)
+        t = r->gstart;
     if (t <= r->last_ns) { /* each event of a thread at its own ns: no ambiguous nesting */
-        if (r->discovery && t < r->last_ns && tsc + 1 < r->last_tsc)
+        if (r->discovery && tsc + 1 < r->last_tsc)
             th->out_of_order++;
         t = r->last_ns + 1;
-        if (t > g->end_ns)
-            t = g->end_ns;
     }
     r->last_tsc = tsc;
     r->prev_ns = r->last_ns;
@@ -401,6 +397,12 @@ void replay_gen(struct replay *r, size_t gi)
         return;
     r->emitting = !r->discovery && g->emit;
     r->nsl = 0;
+    /* the generation starts at its boundary, or right after this thread's
+     * previous event if that one came later (events recorded around the
+     * boundary): a thread's pieces of consecutive generations never overlap */
+    r->gstart = g->start_ns;
+    if (r->started && r->last_ns + 1 > r->gstart)
+        r->gstart = r->last_ns + 1;
     if (r->emitting)
         for (size_t i = 0; i < r->n; i++)
             open_out(r, &r->stk[i]);
@@ -411,11 +413,14 @@ void replay_gen(struct replay *r, size_t gi)
     if (last) {
         finish(r);
     } else if (r->emitting) {
+        int64_t gend = g->end_ns;
+        if (r->started && r->last_ns + 1 > gend)
+            gend = r->last_ns + 1; /* = the next generation's start for this thread */
         for (size_t i = 0; i < r->n; i++) {
             struct frame *fr = &r->stk[i];
             if (fr->slice >= 0) {
                 struct slice *s = &r->sl[fr->slice];
-                s->end = g->end_ns < s->start ? s->start : g->end_ns;
+                s->end = gend < s->start ? s->start : gend;
                 s->flags = (uint16_t)((s->flags & ~SL_PENDING) | SL_TO_NEXT);
                 fr->slice = -1;
             }

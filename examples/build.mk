@@ -2,9 +2,6 @@
 # wrappers (as a user would build theirs) into $(BUILD)/examples/.
 #
 #   make examples        just these
-#
-# They need the runtime's wrappers and library (runtime/build.mk); while that
-# fragment does not exist yet the examples are left out of `make all`.
 
 EX := $(BUILD)/examples
 EX_CC := $(BIN)/funtrace-gcc
@@ -18,9 +15,7 @@ EX_PLUGINS := $(EX)/libplugin_a.so $(EX)/libplugin_b.so
 .PHONY: examples
 examples: $(EX_PROGRAMS) $(EX_PLUGINS)
 
-ifneq ($(wildcard runtime/build.mk),)
 ALL_TARGETS += $(EX_PROGRAMS) $(EX_PLUGINS)
-endif
 
 $(EX)/crash $(EX)/oomhog $(EX)/server: $(EX)/%: examples/%.c $(EX_TOOLCHAIN)
 	@mkdir -p $(@D)

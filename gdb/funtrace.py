@@ -13,7 +13,9 @@ except FINSTACK (gdb's unwinder).  Everything is read through gdb's memory
 access with the offsets of the root's own layout table, so no debug info is
 needed for the runtime.  Loading this file twice is harmless.
 """
+import array
 import bisect
+import itertools
 import os
 import re
 import struct
@@ -1566,7 +1568,6 @@ def cmd_save(arg):
 # ===========================================================================
 
 _TIME_TAG_TABLE = bytes(1 if (b & 0xE0) == 0xE0 else 0 for b in range(256))
-TAIL_LOOKBACK = 20000   # entries replayed before the shown calls to find their open callers
 
 
 class ThreadView:
@@ -1642,19 +1643,26 @@ class ThreadView:
             return 0
         return (w1 - w0) - self.data[7 + 8 * w0:8 * w1:8].translate(_TIME_TAG_TABLE).count(1)
 
-    def tail_events(self, limit):
-        """The last `limit` entries as [(word, tsc or None)], oldest first
-        (sampled rings: time words folded into the events they stamp)."""
+    def _codes(self):
+        """bytes, one per entry/word: 1 call, 255 return, 2 catch, 0 time word."""
+        return self.data[7::self.esz].translate(_CODE_EXACT if self.exact else _CODE_SAMPLED)
+
+    def _event(self, i):
+        """(word, tsc or None) of entry/word i (sampled: the last time word before it)."""
+        if self.exact:
+            return (self.q[2 * i], self.q[2 * i + 1])
+        t = self._time_flags().rfind(1, 0, i)
+        return (self.q[i], self.full_tsc(self.q[t] & TIME_WORD_TSC_MASK) if t >= 0 else None)
+
+    def _events_from(self, i0):
         if not self.n:
             return []
         if self.exact:
-            k = min(limit, self.n)
-            col = self.q[2 * (self.n - k):]
+            col = self.q[2 * i0:2 * self.n]
             return list(zip(col[0::2], col[1::2]))
-        k = min(limit, self.n)
         out = []
         pending = None
-        for wd in self.q[self.n - k:]:
+        for wd in self.q[i0:self.n]:
             if (wd >> 61) == 7:
                 pending = self.full_tsc(wd & TIME_WORD_TSC_MASK)
             elif wd:
@@ -1662,6 +1670,58 @@ class ThreadView:
                 pending = None
         _interpolate(out)
         return out
+
+    def tail_events(self, ncalls):
+        """Events to replay to show the last ncalls calls: the calls still
+        open where they start (found by depth arithmetic, without replaying
+        the whole ring), then every event from the ncalls-th last call on."""
+        if not self.n:
+            return []
+        codes = self._codes()
+        w0 = self.n
+        for _ in range(ncalls):
+            i = codes.rfind(b"\x01", 0, w0)
+            if i < 0:
+                break
+            w0 = i
+        if not self.exact and w0 < self.n:
+            t = self._time_flags().rfind(1, 0, w0 + 1)   # start at a time word
+            w0 = max(t, 0)
+        if w0 == 0:
+            return self._events_from(0)
+        if b"\x02" in codes[:w0]:
+            # a catch unwinds an unknown number of frames: replay everything
+            return self._events_from(0)
+        deltas = array.array("b")
+        deltas.frombytes(codes[:w0].translate(_CODE_DELTA))
+        d = list(itertools.accumulate(deltas))          # depth after each entry
+        suf = list(itertools.accumulate(reversed(d), min))
+        suf.reverse()                                    # suf[i] = min(d[i:w0])
+        opened = []
+        for v in range(suf[0], suf[-1] + 1):
+            i = bisect.bisect_left(suf, v)
+            if i < w0 and codes[i] == 1 and d[i] == v:
+                opened.append(self._event(i))
+        return opened + self._events_from(w0)
+
+
+def _code_table(sampled):
+    t = bytearray(256)
+    for b in range(256):
+        if sampled and b >> 5 == 7:
+            t[b] = 0        # time word
+        elif b >> 6 == 3:
+            t[b] = 2        # catch
+        elif b >> 6:
+            t[b] = 255      # return (bit 63, or bit 62: return with the caller's address)
+        else:
+            t[b] = 1        # call
+    return bytes(t)
+
+
+_CODE_EXACT = _code_table(False)
+_CODE_SAMPLED = _code_table(True)
+_CODE_DELTA = bytes([0, 1, 0] + [0] * 252 + [255])   # as signed bytes: call +1, return -1
 
 
 class Trace:
@@ -1800,7 +1860,7 @@ class Symbolizer:
 # ---- call tree ------------------------------------------------------------------
 
 class Call:
-    __slots__ = ("addr", "key", "depth", "t0", "t1", "closed")
+    __slots__ = ("addr", "key", "depth", "t0", "t1", "closed", "parent")
 
 
 def build_calls(events, sym):
@@ -1844,6 +1904,7 @@ def build_calls(events, sym):
         c.t0 = tsc
         c.t1 = None
         c.closed = False
+        c.parent = stack[-1] if stack else None
         calls.append(c)
         stack.append(c)
         depth += 1
@@ -1886,7 +1947,7 @@ def cmd_tail(arg):
     lines = []
     for t in threads:
         v = tr.views[t.index]
-        calls, open_stack = build_calls(v.tail_events(TAIL_LOOKBACK + 4 * n), sym)
+        calls, _open = build_calls(v.tail_events(n), sym)
         shown = calls[-n:] if n else []
         head = 'thread %d "%s" (%s%s%s)' % (
             t.tid, tname(t), THR_STATE_NAMES.get(t.state, t.state),
@@ -1896,11 +1957,13 @@ def cmd_tail(arg):
         if not shown:
             lines.append("    (no calls recorded)")
             continue
-        first = len(calls) - len(shown)
-        # open frames called before the shown calls give them their context
-        index = {id(c): i for i, c in enumerate(calls)}
-        context = [c for c in open_stack if index[id(c)] < first]
-        rows = context + shown
+        # the calls enclosing the first one shown give them their context
+        context = []
+        c = shown[0].parent
+        while c is not None:
+            context.append(c)
+            c = c.parent
+        rows = context[::-1] + shown
         base = min(c.depth for c in rows)
         for c in rows:
             _s, name, where, lib = sym.func(c.addr)

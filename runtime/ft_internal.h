@@ -102,9 +102,9 @@ void ft_clock_snapshot(uint64_t *tsc, uint64_t *mono, uint64_t *real) FT_HIDDEN;
 void ft_registry_init(void) FT_HIDDEN;
 void ft_slow_event(uint64_t word) FT_HIDDEN;
 uint64_t ft_mask_for(const struct ft_thread *t) FT_HIDDEN;
-void ft_apply_masks(void) FT_HIDDEN;          /* under lock or not: plain stores */
-void ft_pause_all(void) FT_HIDDEN;            /* async-signal-safe */
-void ft_resume_all(void) FT_HIDDEN;           /* async-signal-safe */
+void ft_apply_masks(void) FT_HIDDEN;          /* under lock */
+int ft_pause_all(int may_block) FT_HIDDEN;    /* 1: paused, lock held until ft_resume_all */
+void ft_resume_all(void) FT_HIDDEN;
 void ft_registry_after_fork_child(void) FT_HIDDEN;
 void ft_refresh_names(void) FT_HIDDEN;        /* under lock */
 void ft_thread_set_name_by_pthread(pthread_t th, const char *name) FT_HIDDEN;
@@ -133,6 +133,8 @@ void ft_thread_altstack(void) FT_HIDDEN;      /* new thread: alt stack if on-cra
 void ft_thread_altstack_free(void) FT_HIDDEN;
 
 /* snapshot.c */
+/* async-signal-safe snapshot to fd (pauses the threads only if the registry
+ * lock is free); -2: runtime not initialized, -1: write error */
 int ft_snapshot_to_fd(int fd, const struct ft_raw_crash *crash, uint64_t min_tsc) FT_HIDDEN;
 extern int ft_append_busy FT_HIDDEN; /* a snapshot is being appended to a file */
 

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -56,10 +57,11 @@ static void *ring_map(uint64_t size)
 
 uint64_t ft_mask_for(const struct ft_thread *t)
 {
-    if (!t->ring || t->state != FT_THR_ALIVE || !FT_LOAD(funtrace_root.enabled) ||
-        FT_LOAD(ft_rt.pause_depth))
+    uint64_t ring;
+    if (FT_LOAD(t->state) != FT_THR_ALIVE || !FT_LOAD(funtrace_root.enabled) || FT_LOAD(ft_rt.pause_depth))
         return 0;
-    return t->ring | (t->ring_size - 1);
+    ring = FT_LOAD(t->ring);
+    return ring ? ring | (t->ring_size - 1) : 0;
 }
 
 /* evict the oldest exited ring; returns its ring if it has exactly `want`
@@ -126,28 +128,29 @@ static void gen_pos_reset(struct ft_thread *t)
     }
 }
 
-/* a free record slot; under lock */
+/* a record slot for a new thread; under lock.  EVICTED records (no ring
+ * left, nothing to decode) are reused first, so that a program creating
+ * short-lived threads keeps a compact registry; then never-used slots; when
+ * the registry is full, IGNORED records and then the oldest exited ring. */
 static struct ft_thread *slot_get(void)
 {
     struct ft_root *r = &funtrace_root;
     struct ft_thread *th = ft_threads();
     uint32_t i, best = UINT32_MAX;
     int evicted;
-    if (r->threads_used < r->threads_cap) {
-        struct ft_thread *t = &th[r->threads_used];
-        return t; /* threads_used is bumped once the record is filled */
-    }
-    /* full: reuse an evicted/ignored record (oldest exit first) */
     for (;;) {
         for (i = 0; i < r->threads_used; i++)
-            if ((th[i].state == FT_THR_EVICTED || th[i].state == FT_THR_IGNORED ||
-                 th[i].state == FT_THR_FREE) &&
+            if (th[i].state == FT_THR_EVICTED &&
                 (best == UINT32_MAX || th[i].exit_tsc < th[best].exit_tsc))
                 best = i;
         if (best != UINT32_MAX)
             return &th[best];
-        void *ring = evict_oldest(0, &evicted);
-        (void)ring;
+        if (r->threads_used < r->threads_cap)
+            return &th[r->threads_used]; /* threads_used is bumped once the record is filled */
+        for (i = 0; i < r->threads_used; i++)
+            if (th[i].state == FT_THR_IGNORED || th[i].state == FT_THR_FREE)
+                return &th[i];
+        evict_oldest(0, &evicted);
         if (!evicted)
             return NULL;
     }
@@ -288,8 +291,11 @@ void ft_registry_init(void)
     pthread_key_create(&ft_rt.exit_key, thread_exit);
 }
 
-/* ---- pausing and masks (async-signal-safe: plain stores only) --------- */
+/* ---- pausing and masks ----------------------------------------------- */
 
+/* Other threads' masks are only written under ft_rt.lock, like every change
+ * of a record's ring or state, so a mask is never computed from a ring the
+ * record no longer has. */
 void ft_apply_masks(void)
 {
     struct ft_thread *th = ft_threads();
@@ -299,16 +305,37 @@ void ft_apply_masks(void)
             FT_STORE(th[i].mask, ft_mask_for(&th[i]));
 }
 
-void ft_pause_all(void)
+/* Pause every thread for a snapshot: takes ft_rt.lock and keeps it until
+ * ft_resume_all() (so threads are neither created nor retired meanwhile).
+ * may_block = 0 (signal handlers, funtrace_write_snapshot_fd): only try the
+ * lock for ~1000 yields, and never if this thread is inside the runtime;
+ * returns 0 if not paused (the snapshot is then read live). */
+int ft_pause_all(int may_block)
 {
-    __atomic_add_fetch(&ft_rt.pause_depth, 1, __ATOMIC_SEQ_CST);
+    int tries;
+    if (ft_in_runtime)
+        return 0;
+    if (may_block) {
+        pthread_mutex_lock(&ft_rt.lock);
+    } else {
+        for (tries = 0; pthread_mutex_trylock(&ft_rt.lock) != 0; tries++) {
+            if (tries == 1000)
+                return 0;
+            sched_yield();
+        }
+    }
+    ft_in_runtime++;
+    ft_rt.pause_depth++;
     ft_apply_masks();
+    return 1;
 }
 
 void ft_resume_all(void)
 {
-    __atomic_sub_fetch(&ft_rt.pause_depth, 1, __ATOMIC_SEQ_CST);
+    ft_rt.pause_depth--;
     ft_apply_masks();
+    pthread_mutex_unlock(&ft_rt.lock);
+    ft_in_runtime--;
 }
 
 /* ---- names ------------------------------------------------------------ */
@@ -473,23 +500,25 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
     }
     if (t->ring_size == size)
         return;
-    /* The thread gets a NEW record and the old one is retired (EVICTED, ring
-     * freed): a pausing thread that read the old record's ring can then at
-     * worst store a stale mask into a record nobody writes through. */
+    /* The thread gets a NEW record (created first, so it cannot take the old
+     * slot) and the old one is retired: EVICTED, ring freed. */
+    struct ft_thread *old = t;
     ft_self = ft_self_s = &ft_thread_dummy_dead;
     ft_lock();
-    FT_STORE(t->mask, 0);
-    t->exit_tsc = ft_rdtsc();
-    FT_STORE(t->state, (uint32_t)FT_THR_EVICTED);
-    ring_put(t);
-    ft_rt.pthreads[t - ft_threads()] = 0;
+    FT_STORE(old->mask, 0);
     t = record_create(size, FT_THR_ALIVE);
-    ft_unlock();
+    old->exit_tsc = ft_rdtsc();
+    FT_STORE(old->state, (uint32_t)FT_THR_EVICTED);
+    ring_put(old);
     if (!t || t->state != FT_THR_ALIVE) {
+        ft_rt.pthreads[old - ft_threads()] = 0;
+        ft_unlock();
         my_rec = NULL;
         pthread_setspecific(ft_rt.exit_key, NULL);
         return;
     }
+    ft_rt.pthreads[old - ft_threads()] = 0;
+    ft_unlock();
     my_rec = t;
     pthread_setspecific(ft_rt.exit_key, t);
     set_hot_ptr(t);
@@ -497,12 +526,16 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
 
 FT_EXPORT void funtrace_disable_tracing(void)
 {
+    ft_lock();
     FT_STORE(funtrace_root.enabled, 0u);
     ft_apply_masks();
+    ft_unlock();
 }
 
 FT_EXPORT void funtrace_enable_tracing(void)
 {
+    ft_lock();
     FT_STORE(funtrace_root.enabled, 1u);
     ft_apply_masks();
+    ft_unlock();
 }

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,15 +36,14 @@ static void snapshot_signal_handler(int sig, siginfo_t *si, void *uc)
     (void)uc;
     if (__atomic_exchange_n(&ft_append_busy, 1, __ATOMIC_ACQUIRE))
         goto out; /* a snapshot is being written already */
-    ft_in_runtime++;
     fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
+        flock(fd, LOCK_EX); /* other processes may append to the same file */
         ft_snapshot_to_fd(fd, NULL, 0);
         close(fd);
     } else {
         ft_warn("cannot open the signal snapshot file", path);
     }
-    ft_in_runtime--;
     __atomic_store_n(&ft_append_busy, 0, __ATOMIC_RELEASE);
 out:
     errno = saved;
@@ -58,7 +58,6 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
     unsigned i;
     pid_t tid = tid_now();
     (void)uc;
-    ft_in_runtime++;
     memset(&c, 0, sizeof c);
     c.signo = sig;
     c.si_code = si ? si->si_code : 0;
@@ -92,7 +91,6 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
             sigaction(sig, &prev, NULL);
         }
     syscall(SYS_tgkill, getpid(), tid, sig);
-    ft_in_runtime--;
 }
 
 /* an alternate signal stack for this thread (so a stack overflow can still

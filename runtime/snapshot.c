@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -198,8 +199,9 @@ static void build_mappings(struct mbuf *out)
 
 /* ---- the snapshot ----------------------------------------------------- */
 
-static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uint64_t min_tsc)
+static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uint64_t min_tsc, int may_block)
 {
+    int paused;
     struct ft_reader rd = { NULL, self_read };
     struct ft_source_info si;
     struct ft_emit_stats st;
@@ -218,10 +220,11 @@ static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uin
     si.min_tsc = min_tsc;
     si.live = 1;
     si.extra_flags = min_tsc ? FT_RAWF_TIME_FILTERED : 0;
-    ft_pause_all();
+    paused = ft_pause_all(may_block);
     si.taken_tsc = ft_rdtsc();
     rc = ft_raw_emit(&rd, (uint64_t)(uintptr_t)&funtrace_root, &si, w, &st);
-    ft_resume_all();
+    if (paused)
+        ft_resume_all();
     if (rc == 0)
         rc = ft_raw_end(w, &st);
     mbuf_free(&maps);
@@ -232,7 +235,7 @@ int ft_snapshot_to_fd(int fd, const struct ft_raw_crash *crash, uint64_t min_tsc
 {
     int saved = errno;
     struct ft_writer w = { &fd, fd_write };
-    int rc = emit(&w, crash, min_tsc);
+    int rc = emit(&w, crash, min_tsc, 0);
     errno = saved;
     return rc;
 }
@@ -265,7 +268,9 @@ FT_EXPORT void funtrace_pause_and_write_current_snapshot(void)
     if (fd < 0) {
         ft_warn("cannot open funtrace.raw", strerror(errno));
     } else {
-        if (ft_snapshot_to_fd(fd, NULL, 0) == -1)
+        struct ft_writer w = { &fd, fd_write };
+        flock(fd, LOCK_EX); /* other processes (fork children) append too */
+        if (emit(&w, NULL, 0, 1) == -1)
             ft_warn("error writing funtrace.raw", strerror(errno));
         close(fd);
     }
@@ -307,7 +312,7 @@ static struct funtrace_snapshot *get_snapshot(uint64_t min_tsc)
     struct ft_writer w = { s, mem_write };
     if (!s)
         return NULL;
-    if (emit(&w, NULL, min_tsc) != 0) {
+    if (emit(&w, NULL, min_tsc, 1) != 0) {
         free(s->data);
         free(s);
         return NULL;

@@ -111,13 +111,30 @@ static uint64_t from_cpuid15(void)
     return (uint64_t)c * b / a;
 }
 
+/* a (TSC, CLOCK_MONOTONIC) pair read back to back: the TSC is read before
+ * and after the clock, the narrowest of 8 tries is kept (a preemption
+ * between the reads would otherwise skew a short calibration) */
+static void tsc_mono_pair(uint64_t *tsc, uint64_t *mono)
+{
+    uint64_t best = UINT64_MAX;
+    *tsc = *mono = 0;
+    for (int i = 0; i < 8; i++) {
+        uint64_t t0 = ft_rdtsc(), m = ft_mono_ns(), t1 = ft_rdtsc();
+        if (t1 - t0 < best) {
+            best = t1 - t0;
+            *tsc = t0 + (t1 - t0) / 2;
+            *mono = m;
+        }
+    }
+}
+
 static uint64_t calibrate(void)
 {
-    uint64_t t0 = ft_rdtsc(), m0 = ft_mono_ns(), t1, m1;
-    do {
-        t1 = ft_rdtsc();
-        m1 = ft_mono_ns();
-    } while (m1 - m0 < 1000000);
+    uint64_t t0 = 0, m0 = 0, t1 = 0, m1 = 0;
+    tsc_mono_pair(&t0, &m0);
+    do
+        tsc_mono_pair(&t1, &m1);
+    while (m1 - m0 < 1000000);
     return (uint64_t)((unsigned __int128)(t1 - t0) * 1000000000u / (m1 - m0));
 }
 

@@ -132,16 +132,20 @@ def test_generations_opening_stacks(tree, compiled, run_crash, tmp_path, mode):
     roots = forest(tr.slices[sleeper])
     # one root per generation the thread lived in: sleeper_main, clipped at the boundaries
     assert all(s.n == "sleeper_main" for s in roots)
-    gen_ts = {ts for _, ts in starts}
+    gen_ts = [ts for _, ts in starts]
+
+    def at_boundary(t):  # a thread's piece starts at the boundary (or just after its last event)
+        return min(abs(t - g) for g in gen_ts) < 100_000
+
     later = [s for s in roots[1:]]
     assert len(later) >= 6
     for s in later:
         # every later generation opens with the stack that was open at its start
-        assert s.start in gen_ts and s.args.get("from_previous_generation"), s
+        assert at_boundary(s.start) and s.args.get("from_previous_generation"), s
         assert s.children and s.children[0].n == "outer" and s.children[0].start == s.start
         assert s.children[0].args.get("from_previous_generation")
     for s in roots[:-1]:
-        assert s.args.get("continues_in_next_generation") and s.end in gen_ts
+        assert s.args.get("continues_in_next_generation") and at_boundary(s.end)
     assert roots[-1].args.get("open_at_end")
     # the generation of a boundary holds the sleeper's calls of that period only
     names = set(render(roots))

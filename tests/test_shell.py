@@ -79,6 +79,18 @@ def test_ci_runs_setup_then_exactly_the_readme_test_command():
     assert readme_commands()[1] == TEST_CMD
 
 
+def test_readme_first_command_as_written(tree, tree_copy, tmp_path):
+    """`./setup.sh && examples/demo.sh`, literally, in a copy of the built tree."""
+    require_tools(tree, "coreextract", "funtrace-decode")
+    r = sh(["bash", "-c", readme_commands()[0]], cwd=tree_copy, env={"TMPDIR": str(tmp_path)}, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert r.stdout.startswith("setup: checking packages... ok")
+    assert "setup: build... ok" in r.stdout
+    assert "corrupt_record" in r.stdout and '"loader"' in r.stdout
+    m = re.search(r"^Perfetto JSON: (\S+) ", r.stdout, re.M)
+    assert m and Path(m.group(1)).is_file(), r.stdout[-2000:]
+
+
 def make_ci_sandbox(tmp_path, setup_body, tests):
     """A minimal tree holding the real .ci/run, a stand-in setup.sh and the given test files."""
     d = tmp_path / "ci"
@@ -145,6 +157,16 @@ def test_setup_is_idempotent_and_prints_one_line_per_step(tree_copy):
     r = sh(["make", "-q", "all"], cwd=tree_copy)
     assert r.returncode == 0, "make -q: the copy is not up to date after setup.sh"
     assert Path("/proc/sys/kernel/core_pattern").read_text() == core_pattern
+
+
+def test_readme_lists_the_packages_setup_installs():
+    r = sh(["bash", "-c", 'eval "$(sed -n "/^PACKAGES=(/,/^)/p" setup.sh)"; echo "${PACKAGES[@]}"'], cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    packages = r.stdout.split()
+    assert "python3-pytest" in packages and "libunwind-dev" in packages, packages
+    m = re.search(r"^Packages: `([^`]*)`", README.read_text(), re.M)
+    assert m, "README has no 'Packages: `...`' line"
+    assert m.group(1).split() == packages
 
 
 def fake_apt(tmp_path, missing, apt_rc=0):
@@ -220,19 +242,9 @@ def test_setup_fails_loudly_when_the_build_fails(tmp_path):
 # Makefile: install, clean
 # --------------------------------------------------------------------------
 
-# artifact -> the fragment that builds it (only checked once that fragment exists)
-INSTALLED = {
-    "bin/funtrace-gcc": "runtime/build.mk",
-    "bin/funtrace-g++": "runtime/build.mk",
-    "bin/funtrace-clang": "runtime/build.mk",
-    "lib/libfuntrace.a": "runtime/build.mk",
-    "include/funtrace.h": "runtime/build.mk",
-    "lib/pkgconfig/funtrace.pc": "runtime/build.mk",
-    "bin/coreextract": "coreextract/build.mk",
-    "bin/funtrace-oomwatch": "coreextract/oomwatch.mk",
-    "bin/funtrace-decode": "decoder/build.mk",
-    "share/funtrace/gdb/funtrace.py": "gdb/build.mk",
-}
+INSTALLED = ["bin/funtrace-gcc", "bin/funtrace-g++", "bin/funtrace-clang", "bin/funtrace-clang++",
+             "lib/libfuntrace.a", "include/funtrace.h", "lib/pkgconfig/funtrace.pc", "bin/coreextract",
+             "bin/funtrace-oomwatch", "bin/funtrace-decode", "share/funtrace/gdb/funtrace.py"]
 
 
 def test_make_install(tree_copy, tmp_path):
@@ -241,18 +253,15 @@ def test_make_install(tree_copy, tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     for d in ("bin", "lib", "include", "lib/pkgconfig", "share/funtrace/gdb"):
         assert (prefix / d).is_dir(), d
-    expected = [a for a, frag in INSTALLED.items() if (ROOT / frag).exists()]
-    missing = [a for a in expected if not (prefix / a).exists()]
+    missing = [a for a in INSTALLED if not (prefix / a).exists()]
     assert not missing, f"not installed: {missing}"
-    for a in expected:
+    for a in INSTALLED:
         if a.startswith("bin/"):
             assert os.access(prefix / a, os.X_OK), a
 
 
 def test_installed_wrapper_builds_a_traced_program(tree_copy, tmp_path):
     """The installed compiler wrapper works without the source tree (which is removed)."""
-    if not (ROOT / "runtime" / "build.mk").exists():
-        pytest.skip("not built yet: the runtime (compiler wrappers) has not landed")
     prefix = tmp_path / "prefix"
     src = tmp_path / "t"
     shutil.copytree(tree_copy, src, symlinks=True)
@@ -286,11 +295,17 @@ def test_make_clean_removes_build(tree_copy, tmp_path):
         assert (t / keep).exists(), f"make clean removed {keep}"
 
 
-def test_gitignore_covers_build_outputs():
-    r = sh(["git", "check-ignore", "--no-index", "build/bin/x", "build-san/x", "tests/__pycache__/x.pyc",
-            ".pytest_cache/x", "x/trace.raw", "core", "examples/core", "trace.json"], cwd=ROOT)
+def test_gitignore_covers_build_outputs(tmp_path):
+    shutil.copy2(ROOT / ".gitignore", tmp_path / ".gitignore")
+    assert sh(["git", "init", "-q"], cwd=tmp_path).returncode == 0
+    ignored = ["build/bin/x", "build-san/x", "tests/__pycache__/x.pyc", ".pytest_cache/x", "x/trace.raw",
+               "core", "examples/core", "trace.json"]
+    r = sh(["git", "check-ignore", "--no-index", *ignored], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert len(r.stdout.splitlines()) == 8, r.stdout
+    assert r.stdout.splitlines() == ignored
+    kept = ["examples/crash.c", "tests/conftest.py", "README.md", "examples/core.c", "setup.sh"]
+    r = sh(["git", "check-ignore", "--no-index", *kept], cwd=tmp_path)
+    assert r.returncode == 1 and r.stdout == "", r.stdout
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,192 @@
+"""funtrace-decode on bad, damaged and unusual input: exit codes, one-line
+errors, what is recovered.  The damaged files are real raws (a crashed
+dec_pattern) cut or altered; every input also goes through the ASan+UBSan
+build of the decoder (make SAN=1 funtrace-decode)."""
+import struct
+import subprocess
+
+import pytest
+
+import rawfile
+from conftest import ROOT, run_tool
+from dec_util import check_nesting, crash_raw, decode, forest, load, render
+
+
+@pytest.fixture(scope="session")
+def san_decoder(tree):
+    r = subprocess.run(["make", "-j2", "SAN=1", "funtrace-decode"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return ROOT / "build-san" / "bin" / "funtrace-decode"
+
+
+@pytest.fixture(scope="module")
+def good_raw(tree, compiled, tmp_path_factory):
+    from conftest import run_program
+    exe = compiled("dec_pattern.c", "pg")
+    d = tmp_path_factory.mktemp("good")
+    r = run_program([exe, "crash", "5"], d)
+    assert r.core
+    raw = d / "trace.raw"
+    ce = run_tool([tree.tool("coreextract"), "-o", raw, r.core, exe])
+    assert ce.returncode == 0, ce.stderr
+    return raw
+
+
+def chunk(magic, payload):
+    return magic.encode("latin1") + struct.pack("<Q", len(payload)) + payload
+
+
+def rebuild(chunks):
+    return b"".join(chunk(m, p) for m, p in chunks)
+
+
+def both(tree, san, path, *args, tmp_path, expect):
+    """run the normal and the sanitizer build; same exit code, no sanitizer report"""
+    out = []
+    for exe, tag in ((tree.tool("funtrace-decode"), "n"), (san, "s")):
+        j = tmp_path / f"{path.name}.{tag}.json"
+        r = run_tool([exe, *args, "--json", j, path], timeout=120)
+        assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-3000:]
+        assert r.returncode == expect, f"{tag}: rc {r.returncode}, stderr: {r.stderr}"
+        out.append((r, j))
+    return out[0]
+
+
+def one_line(stderr):
+    lines = [l for l in stderr.strip().split("\n") if l]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def test_not_raw_inputs(tree, san_decoder, tmp_path):
+    cases = {"empty": b"", "random": bytes(range(256)) * 8, "text": b"hello world, this is not a trace\n" * 20,
+             "tiny": b"FUNTR"}
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        r, j = both(tree, san_decoder, p, tmp_path=tmp_path, expect=2)
+        line = one_line(r.stderr)
+        assert str(p) in line and ("not a funtrace raw file" in line or "empty input" in line), line
+        assert not j.exists()
+    r = run_tool([tree.tool("funtrace-decode"), tmp_path / "missing.raw"])
+    assert r.returncode == 2 and "cannot open" in one_line(r.stderr)
+
+
+def test_bad_arguments(tree, good_raw):
+    dec = tree.tool("funtrace-decode")
+    for args in ([], [good_raw, good_raw], ["--generations", "0", good_raw], ["--bogus", good_raw],
+                 ["-n", "x", good_raw], ["--substitute-path", "nonsense", good_raw], ["--json"]):
+        r = run_tool([dec, *args])
+        assert r.returncode == 2, (args, r.stderr)
+        assert "funtrace-decode:" in one_line(r.stderr)
+    r = run_tool([dec, "--help"])
+    assert r.returncode == 0 and "exit status" in r.stdout and "--substitute-path" in r.stdout
+
+
+def test_good_raw_clean_under_sanitizers(tree, san_decoder, good_raw, tmp_path):
+    r, j = both(tree, san_decoder, good_raw, "--text", "--summary", tmp_path=tmp_path, expect=0)
+    check_nesting(load(j))
+    assert "crash_here" in r.stdout
+
+
+def test_truncated_raw(tree, san_decoder, good_raw, tmp_path):
+    data = good_raw.read_bytes()
+    chunks = rawfile.chunks(data)
+    # cut in the middle of the ring: the older half of the events survives
+    off = 0
+    for m, p in chunks:
+        if m == "TRACEBUF":
+            cut = off + 16 + (len(p) // 2 // 16) * 16 + 7
+            break
+        off += 16 + len(p)
+    t = tmp_path / "cut.raw"
+    t.write_bytes(data[:cut])
+    r, j = both(tree, san_decoder, t, "--summary", tmp_path=tmp_path, expect=3)
+    assert "truncated" in r.stderr and "incomplete or damaged" in r.stderr
+    assert "the raw file is truncated" in r.stdout
+    tr = load(j)
+    check_nesting(tr)
+    lines = render(forest(tr.slices[tr.pid]))
+    assert lines[0] == "main" and "  run" in lines and len(lines) > 5
+    # no ENDTRACE only
+    t2 = tmp_path / "noend.raw"
+    t2.write_bytes(rebuild([c for c in chunks if c[0] != "ENDTRACE"]))
+    r, j = both(tree, san_decoder, t2, tmp_path=tmp_path, expect=3)
+    assert render(forest(load(j).slices[tr.pid]))[-1] == "  crash_here"
+
+
+def test_corrupt_chunks(tree, san_decoder, good_raw, tmp_path):
+    chunks = rawfile.chunks(good_raw.read_bytes())
+    # a corrupt chunk header after the thread's ring: the ring is kept
+    idx = [m for m, _ in chunks].index("FINSTACK")
+    data = rebuild(chunks[:idx]) + b"\xff" * 16 + rebuild(chunks[idx:])
+    p = tmp_path / "corrupt.raw"
+    p.write_bytes(data)
+    r, j = both(tree, san_decoder, p, tmp_path=tmp_path, expect=3)
+    assert "corrupt chunk header" in r.stderr
+    tr = load(j)
+    check_nesting(tr)
+    assert "crash_here" in {s.name for s in tr.slices[tr.pid]}
+    # bad lengths of known chunks, an absurd FINSTACK frame count, an unknown chunk
+    bad = []
+    for m, pl in chunks:
+        if m == "GENERATN":
+            pl = pl + b"\0" * 5
+        elif m == "FINSTACK":
+            pl = pl[:8] + struct.pack("<I", 1 << 30) + pl[12:]
+        elif m == "THRDSTAT":
+            bad.append(("NEWCHUNK", b"x" * 24))
+        bad.append((m, pl))
+    p = tmp_path / "badlen.raw"
+    p.write_bytes(rebuild(bad))
+    r, j = both(tree, san_decoder, p, tmp_path=tmp_path, expect=3)
+    assert "GENERATN" in r.stderr and "FINSTACK" in r.stderr and 'unknown chunk "NEWCHUNK"' in r.stderr
+    check_nesting(load(j))
+    # an unknown chunk alone is not a problem
+    p = tmp_path / "unknown.raw"
+    p.write_bytes(rebuild(chunks[:1] + [("ZZZZZZZZ", b"abc")] + chunks[1:]))
+    r, j = both(tree, san_decoder, p, tmp_path=tmp_path, expect=0)
+    assert 'unknown chunk "ZZZZZZZZ"' in r.stderr
+
+
+def test_odd_events(tree, san_decoder, good_raw, tmp_path):
+    """events out of order and addresses in no module decode; names are never empty"""
+    chunks = rawfile.chunks(good_raw.read_bytes())
+    out = []
+    for m, p in chunks:
+        if m == "TRACEBUF":
+            n = len(p) // 16
+            ents = [list(struct.unpack_from("<QQ", p, 16 * i)) for i in range(n)]
+            ents[3][1], ents[4][1] = ents[4][1], ents[3][1]          # out of order
+            ents.insert(6, [0x1234, ents[5][1] + 1])                  # a call at 0x1234
+            ents.insert(7, [0x1234 | (1 << 63), ents[5][1] + 2])     # and its return
+            p = b"".join(struct.pack("<QQ", w, t) for w, t in ents)
+        out.append((m, p))
+    p = tmp_path / "odd.raw"
+    p.write_bytes(rebuild(out))
+    r, j = both(tree, san_decoder, p, "--summary", tmp_path=tmp_path, expect=0)
+    tr = load(j)
+    check_nesting(tr)
+    names = [s.name for s in tr.slices[tr.pid]]
+    assert "0x1234" in names and all(names)
+    assert "out-of-order timestamps" in r.stdout
+
+
+def test_no_events(tree, san_decoder, good_raw, tmp_path):
+    chunks = rawfile.chunks(good_raw.read_bytes())
+    p = tmp_path / "empty-rings.raw"
+    p.write_bytes(rebuild([(m, b"" if m == "TRACEBUF" else pl) for m, pl in chunks]))
+    r, j = both(tree, san_decoder, p, tmp_path=tmp_path, expect=1)
+    assert "no trace events" in one_line(r.stderr) and not j.exists()
+
+
+def test_sanitizers_on_real_traces(tree, san_decoder, compiled, run_crash, tmp_path):
+    """generations, wrapped rings, exceptions and sampled time under ASan+UBSan"""
+    raws = [crash_raw(tree, run_crash, compiled("dec_gens.c", "pg"), env={"FUNTRACE_GEN_MS": "10"}, name="g"),
+            crash_raw(tree, run_crash, compiled("dec_exc.cc", "pg"), name="e"),
+            crash_raw(tree, run_crash, compiled("dec_pattern.c", "pg"), ["crash", "50"], name="s",
+                      env={"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "3"})]
+    for raw in raws:
+        r, j = both(tree, san_decoder, raw, "--text", "--summary", "--generations", "4", tmp_path=tmp_path, expect=0)
+        check_nesting(load(j))
