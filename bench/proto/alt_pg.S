@@ -23,6 +23,9 @@
 #ifndef ALT_DISPATCH
 #define ALT_DISPATCH 1
 #endif
+#ifndef ALT_KEEP_R11
+#define ALT_KEEP_R11 1
+#endif
 #define POS 0
 #define MASK 8
 #define COUNTDOWN 16
@@ -31,8 +34,13 @@
 
 #if ALT_MIN
 /* ---------------------------------------------------------------- minimal */
-#define RA3 24 /* return address after 3 pushes */
+#if ALT_KEEP_R11
+#define RA3 32 /* return address above the exact path's pushes */
+#define RA2 24 /* ... and the sampled path's */
+#else
+#define RA3 24
 #define RA2 16
+#endif
 
 .macro PUSH r
     pushq \r
@@ -41,6 +49,16 @@
 .macro POP r
     popq \r
     .cfi_adjust_cfa_offset -8
+.endm
+.macro PUSH11
+#if ALT_KEEP_R11
+    PUSH %r11
+#endif
+.endm
+.macro POP11
+#if ALT_KEEP_R11
+    POP %r11
+#endif
 .endm
 
 .macro FT_HOOK name, isret
@@ -53,6 +71,7 @@
     cmpb $0, ft_sampled_mode(%rip)
     jne 3f
 #endif
+    PUSH11
     PUSH %rax
     PUSH %rdx
     PUSH %rcx
@@ -77,6 +96,7 @@
     POP %rcx
     POP %rdx
     POP %rax
+    POP11
     ret
     .cfi_restore_state
 2:  /* exact cold: paused / ignored / exited, or no record yet */
@@ -97,8 +117,10 @@
 9:  POP %rcx                        /* keep the sampled path's frame shape */
     POP %rdx
     POP %rax
+    POP11
 #endif
 3:  /* sampled mode: 8-byte words, a time word every ft_sample_k events */
+    PUSH11
     PUSH %rax
     PUSH %rcx
     .cfi_remember_state
@@ -120,6 +142,7 @@
 8:
     POP %rcx
     POP %rax
+    POP11
     ret
     .cfi_restore_state
     .cfi_remember_state

@@ -48,7 +48,7 @@ int main(void)
         fk_child();
         pthread_create(&ct, NULL, fk_child_thread, NULL);
         pthread_join(ct, NULL);
-        usleep(60 * 1000); /* the child's housekeeper runs */
+        usleep(100 * 1000); /* the child's housekeeper runs */
         snap("child.raw");
         _exit(0);
     }
