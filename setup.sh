@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 # Debian packages the build and the test suite need, one per word.
 PACKAGES=(
     build-essential gcc g++ make libc6-dev  # toolchain
-    binutils pkg-config file
+    binutils pkg-config file cmake
     clang                                   # funtrace-clang wrapper + its tests
     gdb                                     # the gdb extension
     libelf-dev libdw-dev libunwind-dev      # coreextract

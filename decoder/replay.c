@@ -212,8 +212,14 @@ static long find(const struct replay *r, uint32_t match, int barriers)
     return -1;
 }
 
+#define MAX_PRE 65536 /* frames open at the ring start kept (garbage input can claim millions) */
+
 static void pre_add(struct replay *r, uint32_t func)
 {
+    if (r->npre >= MAX_PRE) {
+        r->th->unnamed++;
+        return;
+    }
     if (r->npre == r->precap) {
         r->precap = r->precap ? r->precap * 2 : 64;
         r->pre = xrealloc(r->pre, r->precap * sizeof *r->pre);

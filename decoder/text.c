@@ -52,23 +52,34 @@ static void header(struct dec *d, struct outbuf *o)
     } else {
         ob_str(o, "  signal:     none recorded\n");
     }
+    int64_t last = INT64_MIN;
+    for (size_t i = 0; i < d->nth; i++)
+        if (d->th[i].nevents && d->th[i].last_ns > last)
+            last = d->th[i].last_ns;
     if (d->have_wall) {
-        fmt_wall(b1, sizeof b1, d->end_ns + d->wall_off, 1);
-        ob_printf(o, "  last event: %s\n", b1);
+        fmt_wall(b1, sizeof b1, last + d->wall_off, 1);
+        ob_printf(o, "  last event: %s", b1);
+    } else {
+        ob_str(o, "  last event: (no wall clock in this trace)");
     }
-    size_t ne = 0, first = 0, last = 0;
+    if (d->end_ns > last) {
+        fmt_dur(b2, sizeof b2, d->end_ns - last);
+        ob_printf(o, "; the trace was taken %s later (times below are relative to that)", b2);
+    }
+    ob_char(o, '\n');
+    size_t ne = 0, first = 0, lastg = 0;
     for (size_t gi = 0; gi < d->ngens; gi++)
         if (d->gens[gi].emit) {
             if (!ne++)
                 first = gi;
-            last = gi;
+            lastg = gi;
         }
     int64_t span = d->end_ns - d->base_ns;
     fmt_dur(b2, sizeof b2, span < 0 ? 0 : span);
     ob_printf(o, "  trace:      %zu threads, %llu events, ", d->nth, (unsigned long long)d->total_events);
     if (ne && !(d->ngens == 1 && d->gens[0].synthetic))
         ob_printf(o, "generations %llu..%llu, ", (unsigned long long)d->gens[first].gen + d->gens[first].synthetic,
-                  (unsigned long long)d->gens[last].gen);
+                  (unsigned long long)d->gens[lastg].gen);
     ob_printf(o, "%s shown\n", b2);
 }
 
@@ -147,13 +158,17 @@ static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
 void text_print(struct dec *d, struct outbuf *o)
 {
     header(d, o);
-    size_t shown = 0;
+    size_t shown = 0, skipped = 0;
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < d->nth; i++) {
             struct dthread *th = &d->th[i];
             int crashed = th->rt->tid == d->crash_tid;
             if ((pass == 0) != crashed)
                 continue;
+            if (!th->nevents && th->rt->has_stat && th->rt->st.state == FT_THR_IGNORED) {
+                skipped++; /* e.g. the runtime's own housekeeping thread */
+                continue;
+            }
             if (d->o.max_threads_text && shown >= (size_t)d->o.max_threads_text) {
                 ob_printf(o, "\n(%zu more threads not shown; see --threads)\n", d->nth - shown);
                 return;
@@ -161,4 +176,6 @@ void text_print(struct dec *d, struct outbuf *o)
             one_thread(d, th, o);
             shown++;
         }
+    if (skipped)
+        ob_printf(o, "\n(%zu ignored threads without events not shown)\n", skipped);
 }

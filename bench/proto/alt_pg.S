@@ -5,11 +5,15 @@
  *
  *   ALT_MIN=0   preserve every register and the flags, like the runtime
  *               (6 pushes, lahf/seto/sahf).
- *   ALT_MIN=1   preserve what the SysV ABI makes live at these two points:
- *               rax rdx rcx (argument / return registers we use); r11 is a
- *               scratch register at function entry and before ret, and the
- *               arithmetic flags are never live across a call.  r10 (static
- *               chain) is not touched on the hot path.
+ *   ALT_MIN=1   preserve every general register but not the arithmetic flags:
+ *               no ABI makes them live at function entry or before ret (the
+ *               SysV ABI: not preserved across calls; even gcc's
+ *               no_caller_saved_registers functions do not preserve EFLAGS).
+ *               Saves rax rdx rcx r11 (exact) or rax rcx r11 (sampled; rdx
+ *               only for a time word); r10 (static chain) is never touched.
+ *   ALT_KEEP_R11=0  (with ALT_MIN=1) do not save r11 either: a scratch
+ *               register at both points in the SysV ABI, but live in
+ *               no_caller_saved_registers functions.
  *   ALT_DISPATCH=0  sampled mode reached through the exact path's cold branch
  *                   (the runtime's way);
  *   ALT_DISPATCH=1  the hook tests ft_sampled_mode first (one predicted branch
