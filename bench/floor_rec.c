@@ -1,7 +1,9 @@
 /* floor_rec.c -- rings for the bench-local floor hooks (floor_pg.S,
  * floor_cyg.c).  Never instrumented.  The main thread's record is set up by a
  * constructor; other threads call bench_floor_thread_init() (hotpath.c does,
- * through a weak reference) before their timed loop. */
+ * through a weak reference) before their timed loop; with BENCH_FLOOR_SHARED
+ * set they keep the main record (a hot line shared by the threads, to show
+ * what that costs). */
 #include <stdlib.h>
 #include "floor.h"
 
@@ -30,6 +32,8 @@ __attribute__((constructor(101))) static void floor_init(void)
 
 void bench_floor_thread_init(void)
 {
+    if (getenv("BENCH_FLOOR_SHARED")) /* keep writing through the main record */
+        return;
     bench_self = new_rec();
 }
 

@@ -6,7 +6,7 @@
  *
  * The command's stdout goes to OUT (default /dev/null), its stderr to ERR
  * (default /dev/null).  Prints one line on stdout:
- *   wall_ms <ms> maxrss_kb <KiB> rc <exit status, or 128+signal>
+ *   wall_ms <ms> maxrss_kb <KiB> rc <exit status, or 128+signal> cpu_ms <user+sys ms>
  * and exits 0, or 2 if the command could not be started.
  */
 #define _GNU_SOURCE
@@ -86,6 +86,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "runstat: cannot run %s: %s\n", argv[i], strerror(child_errno));
         return 2;
     }
-    printf("wall_ms %.3f maxrss_kb %ld rc %d\n", ms, ru.ru_maxrss, rc);
+    double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                 (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+    printf("wall_ms %.3f maxrss_kb %ld rc %d cpu_ms %.3f\n", ms, ru.ru_maxrss, rc, cpu);
     return 0;
 }

@@ -82,8 +82,8 @@ static uint64_t tsc_cut(struct dec *d, struct dthread *th, uint64_t S, struct st
     if (!st->done)
         stamps_load(d, th, ref, st);
     for (size_t i = 0; i < st->n; i++)
-        if (st->tsc[i] >= S)
-            return st->idx[i];
+        if (st->tsc[i] >= S) /* unstamped events before the ring's first stamp: after S too */
+            return i == 0 ? 0 : st->idx[i];
     return n;
 }
 

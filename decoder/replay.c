@@ -198,17 +198,12 @@ static void pop(struct replay *r, int64_t end, unsigned flags, int end_exact)
         close_out(r, fr, end, flags, end_exact);
 }
 
-/* index of the topmost frame with this match id; stops at barriers when
- * `barriers` (bit-61 frames and frames open at the ring start) */
-static long find(const struct replay *r, uint32_t match, int barriers)
+/* index of the topmost frame with this match id, -1 if none */
+static long find(const struct replay *r, uint32_t match)
 {
-    for (size_t i = r->n; i > 0; i--) {
-        const struct frame *fr = &r->stk[i - 1];
-        if (fr->match == match)
+    for (size_t i = r->n; i > 0; i--)
+        if (r->stk[i - 1].match == match)
             return (long)(i - 1);
-        if (barriers && (fr->flags & (FR_ROT | FR_PRE)))
-            return -1;
-    }
     return -1;
 }
 
@@ -288,7 +283,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
     if (catch) {
         if (r->discovery)
             th->ncatches++;
-        long k = find(r, fn->match, 0);
+        long k = find(r, fn->match);
         if (k >= 0) {
             while (r->n > (size_t)k + 1)
                 pop(r, t, SL_UNWOUND, exact);
@@ -307,7 +302,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
             pop(r, t, 0, exact);
             return;
         }
-        long k = find(r, fn->match, 0);
+        long k = find(r, fn->match);
         if (k >= 0) {
             if (r->discovery)
                 th->mismatches++;
@@ -333,7 +328,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         if (r->n) {
             pop(r, t, 0, exact);
             if (r->n && r->stk[r->n - 1].match != fn->match) {
-                long k = find(r, fn->match, 0);
+                long k = find(r, fn->match);
                 if (k >= 0)
                     while (r->n > (size_t)k + 1)
                         pop(r, r->prev_ns, SL_ABANDONED, 0);
@@ -412,6 +407,13 @@ void replay_gen(struct replay *r, size_t gi)
     if (r->emitting)
         for (size_t i = 0; i < r->n; i++)
             open_out(r, &r->stk[i]);
+    if (r->emitting && !r->started && th->incomplete[gi] && th->cut[gi] == th->cut[gi + 1] &&
+        d->o.json_path && !g->synthetic) {
+        char args[64];
+        snprintf(args, sizeof args, "{\"gen\":%llu}", (unsigned long long)g->gen);
+        json_instant_thread(d, th, g->start_ns, "no events: this generation was overwritten in the ring",
+                            args);
+    }
     ev_run(d, th, th->cut[gi], th->cut[gi + 1], g->clk.ref_tsc, &r->carry, on_event, r);
     if (r->discovery)
         return;
@@ -433,6 +435,14 @@ void replay_gen(struct replay *r, size_t gi)
         }
     }
     if (r->emitting && r->nsl && d->o.json_path) {
+        /* pieces clipped on both sides to nothing carry no information (a
+         * generation without events whose span this thread's clock passed) */
+        size_t k = 0;
+        for (size_t i = 0; i < r->nsl; i++)
+            if (!(r->sl[i].start == r->sl[i].end && (r->sl[i].flags & SL_FROM_PREV) &&
+                  (r->sl[i].flags & SL_TO_NEXT)))
+                r->sl[k++] = r->sl[i];
+        r->nsl = k;
         json_slices(d, th, r->sl, r->nsl);
         th->slices += r->nsl;
     }

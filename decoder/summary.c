@@ -109,8 +109,21 @@ void summary_print(struct dec *d, struct outbuf *o)
             if (th->incomplete[gi] && d->gens[gi].emit) {
                 if (!any)
                     ob_str(o, "      incomplete (ring does not reach back to the start) in generations:");
-                ob_printf(o, " %s%llu", d->gens[gi].synthetic ? "<" : "#", (unsigned long long)d->gens[gi].gen +
-                                                                            d->gens[gi].synthetic);
+                if (d->gens[gi].synthetic)
+                    ob_printf(o, " (before #%llu)",
+                              (unsigned long long)(gi + 1 < d->ngens ? d->gens[gi + 1].gen : d->gens[gi].gen));
+                else
+                    ob_printf(o, " #%llu", (unsigned long long)d->gens[gi].gen);
+                any = 1;
+            }
+        if (any)
+            ob_char(o, '\n');
+        any = 0;
+        for (size_t gi = 0; gi < d->ngens; gi++)
+            if (th->by_tsc[gi] && d->gens[gi].emit) {
+                if (!any)
+                    ob_str(o, "      recorded ring position unusable, cut by timestamps in generations:");
+                ob_printf(o, " #%llu", (unsigned long long)d->gens[gi].gen);
                 any = 1;
             }
         if (any)

@@ -23,8 +23,10 @@ import sys
 import time
 
 try:
-    import gdb  # noqa: F401  (absent when imported by the test suite for its tables)
-except ImportError:  # pragma: no cover
+    import gdb
+    if not hasattr(gdb, "Command"):   # not gdb's module (e.g. this gdb/ directory)
+        gdb = None
+except ImportError:    # imported outside gdb (the test suite, for its tables)
     gdb = None
 
 # ===========================================================================
@@ -112,9 +114,7 @@ CUR_LAYOUT = {
     "GEN_CLK_MONO_NS": (32, 8), "GEN_CLK_REAL_NS": (40, 8), "GEN_TSC_HZ": (48, 8),
     "GEN_MODULE_EPOCH": (56, 8),
 }
-MODULE_FIELDS = [n for n in FIELD_NAMES if n.startswith("MOD_")]
 GEN_FIELDS = [n for n in FIELD_NAMES if n.startswith("GEN_")]
-THREAD_FIELDS = [n for n in FIELD_NAMES if n.startswith("THR_")]
 
 # ---- raw format --------------------------------------------------------------
 RAW_VERSION = 1
@@ -816,9 +816,6 @@ def read_threads(rd, root, tb, pr):
     if lost:
         pr.partial = True
     return out, lost
-
-
-MODULE_FMT = "<QQQQQII%dsI%ds8x16x%ds" % (16 * MOD_SEGS, BUILD_ID_MAX, 320)
 
 
 def mod_pack(L, b):
@@ -1545,7 +1542,7 @@ def cmd_save(arg):
     args = gdb.string_to_argv(arg)
     if len(args) > 1:
         raise FtError("usage: funtrace save [FILE]")
-    path = args[0] if args else "funtrace.raw"
+    path = os.path.expanduser(args[0]) if args else "funtrace.raw"
     src, root, si, st = save(path)
     what = "core %s" % src.core.path if src.core else "live process"
     print("funtrace: wrote %s: %d thread%s, %d event%s, %d generation%s, %d bytes"
@@ -1651,8 +1648,17 @@ class ThreadView:
         """(word, tsc or None) of entry/word i (sampled: the last time word before it)."""
         if self.exact:
             return (self.q[2 * i], self.q[2 * i + 1])
-        t = self._time_flags().rfind(1, 0, i)
-        return (self.q[i], self.full_tsc(self.q[t] & TIME_WORD_TSC_MASK) if t >= 0 else None)
+        flags = self._time_flags()
+        tp = flags.rfind(1, 0, i)
+        if tp < 0:
+            return (self.q[i], None)
+        ta = self.full_tsc(self.q[tp] & TIME_WORD_TSC_MASK)
+        tn = flags.find(1, i)
+        if tp == i - 1 or tn < 0:
+            return (self.q[i], ta)
+        # interpolated as _events_from does: between the events the two time words stamp
+        tb = self.full_tsc(self.q[tn] & TIME_WORD_TSC_MASK)
+        return (self.q[i], ta + (tb - ta) * (i - tp - 1) // (tn - tp - 1))
 
     def _events_from(self, i0):
         if not self.n:
@@ -1789,33 +1795,62 @@ def fmt_seconds(s):
 
 # ---- symbolization -----------------------------------------------------------
 
+class Module:
+    __slots__ = ("bias", "segs", "path", "state", "gen_loaded", "gen_unloaded")
+
+    def covers(self, addr):
+        return any(start <= addr < start + size for start, size in self.segs)
+
+    def name(self, addr):
+        return "%s+0x%x" % (os.path.basename(self.path) or "exe", addr - self.bias)
+
+
 def parse_modules(recs):
-    """[(bias, [(start, size)], path)] from MODULES records (current layout)."""
+    """[Module] from MODULES records (current struct ft_module layout)."""
     out = []
     for b in recs:
-        bias, = struct.unpack_from("<Q", b, 0)
-        nseg, = struct.unpack_from("<I", b, 44)
-        segs = [struct.unpack_from("<QQ", b, 48 + 16 * i) for i in range(min(nseg, MOD_SEGS))]
-        path = b[176:496].split(b"\0")[0].decode("utf-8", "replace")
-        out.append((bias, segs, path))
+        m = Module()
+        m.bias, m.gen_loaded, m.gen_unloaded = struct.unpack_from("<QQQ", b, 0)
+        m.state, nseg = struct.unpack_from("<II", b, 40)
+        m.segs = [struct.unpack_from("<QQ", b, 48 + 16 * i) for i in range(min(nseg, MOD_SEGS))]
+        m.path = b[176:496].split(b"\0")[0].decode("utf-8", "replace")
+        out.append(m)
     return out
 
 
 class Symbolizer:
-    """Function, source line and object of an address, as gdb resolves them;
-    the runtime's module table names what gdb cannot (stripped, unloaded)."""
+    """Function, source line and object of an address, as gdb resolves them.
+    The runtime's module table names what gdb cannot: addresses in objects
+    without symbols, and events that ran in an object unloaded since (gdb
+    only knows what is mapped now, maybe another object at that address)."""
 
-    def __init__(self, modules=()):
+    def __init__(self, modules=(), gens=()):
         self.cache = {}
         self.ps = gdb.current_progspace()
         self.modules = list(modules)
+        self.unloaded = [m for m in self.modules if m.state == 2]
+        self.gen_starts = [g["start_tsc"] for g in gens]
+        self.gen_nums = [g["gen"] for g in gens]
 
     def _module_name(self, addr):
-        for bias, segs, path in self.modules:
-            for start, size in segs:
-                if start <= addr < start + size:
-                    return "%s+0x%x" % (os.path.basename(path) or "exe", addr - bias)
+        for m in self.modules:
+            if m.state == 1 and m.covers(addr):
+                return m.name(addr)
+        for m in self.modules:
+            if m.covers(addr):
+                return m.name(addr)
         return None
+
+    def at(self, addr, tsc):
+        """func(addr) for an event at time tsc: an object unloaded since names it."""
+        if self.unloaded and tsc and self.gen_starts:
+            i = bisect.bisect_right(self.gen_starts, tsc) - 1
+            if i >= 0:
+                g = self.gen_nums[i]
+                for m in self.unloaded:
+                    if m.gen_loaded <= g < m.gen_unloaded and m.covers(addr):
+                        return (addr, m.name(addr), "unloaded since", "")
+        return self.func(addr)
 
     def func(self, addr):
         """(start, name, 'file:line' or '', solib or '')."""
@@ -1872,7 +1907,7 @@ def build_calls(events, sym):
         addr = word & ADDR_MASK
         kind = word & F_CATCH
         if kind == F_CATCH:
-            key = sym.func(addr)[0]
+            key = sym.at(addr, tsc)[0]
             for i in range(len(stack) - 1, -1, -1):
                 if stack[i].key == key:
                     del stack[i + 1:]
@@ -1884,7 +1919,7 @@ def build_calls(events, sym):
             if not stack:
                 depth -= 1  # its call is older than the ring
                 continue
-            key = sym.func(addr)[0]
+            key = sym.at(addr, tsc)[0]
             i = len(stack) - 1
             if stack[i].key != key:
                 for j in range(len(stack) - 2, -1, -1):
@@ -1899,7 +1934,7 @@ def build_calls(events, sym):
             continue
         c = Call()
         c.addr = addr
-        c.key = sym.func(addr)[0]
+        c.key = sym.at(addr, tsc)[0]
         c.depth = depth
         c.t0 = tsc
         c.t1 = None
@@ -1942,7 +1977,7 @@ def cmd_tail(arg):
     if not threads:
         print("funtrace: no traced threads")
         return
-    sym = Symbolizer(parse_modules(tr.td.modules))
+    sym = Symbolizer(parse_modules(tr.td.modules), tr.gens)
     ref = tr.last_tsc()
     lines = []
     for t in threads:
@@ -1966,7 +2001,7 @@ def cmd_tail(arg):
         rows = context[::-1] + shown
         base = min(c.depth for c in rows)
         for c in rows:
-            _s, name, where, lib = sym.func(c.addr)
+            _s, name, where, lib = sym.at(c.addr, c.t0)
             loc = where or ("in " + os.path.basename(lib) if lib else "")
             if c.closed and c.t1 and c.t0 and tr.hz:
                 dur = fmt_seconds((c.t1 - c.t0) / tr.hz)

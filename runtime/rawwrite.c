@@ -34,6 +34,14 @@
 #define RW_OUT 2048u               /* output staging buffer (stack) */
 
 #define RW_UNKNOWN_OFF UINT64_MAX  /* gen_pos outside the ring */
+#define RW_TSC_SKEW 10000u         /* live: TSC ticks allowed between CPUs (FORMAT.md 2.3) */
+
+static inline uint64_t rw_rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
 
 /* width in bytes and owning structure of every known field */
 static const uint16_t field_width[FT_F_COUNT] = {
@@ -393,11 +401,13 @@ struct plan {
     int emit_ring;           /* geometry valid: ring read */
     uint64_t pos_off;
     uint64_t first_off;      /* first emitted slot (ring offset) */
-    uint64_t n_range;        /* slots in [first_off, pos_off) circularly */
+    uint64_t range_start;    /* ring offset where the planned walk range starts */
+    uint64_t n_range;        /* slots in the range (emitted: readable ones, see tsc_limit) */
     uint64_t n_entries;      /* emitted: readable slots in the range (+ uncommitted) */
     uint64_t n_dropped;
     int has_unc;
     uint8_t unc[16];         /* the uncommitted entry */
+    uint64_t tsc_limit;      /* live, exact: entries newer than this are left out (0: none) */
     uint64_t pages, missing_pages;
 };
 
@@ -424,7 +434,13 @@ static int ring_geometry(const uint64_t ring, uint64_t size, uint32_t fmt, uint6
 /* Plan a ring whose view v is set up; pos_off in pl.  live_k: number of slots
  * starting at pos (inclusive of the slot the writer reached) that may have
  * been overwritten during a live copy (0 if none / not live). */
-static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_t min_tsc)
+/* live: is the slot s (readable) left out as written after the copy began? */
+static int after_limit(const struct plan *pl, const uint8_t *s)
+{
+    return pl->tsc_limit && u64at(s) != 0 && u64at(s + 8) > pl->tsc_limit;
+}
+
+static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_t min_tsc, int live)
 {
     const uint64_t n = v->size / v->esz, p = pl->pos_off / v->esz;
     const int exact = v->esz == 16;
@@ -534,34 +550,74 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         }
         if (pl->has_unc && u64at(pl->unc + 8) < min_tsc) { pl->has_unc = 0; pl->n_dropped++; }
     }
-    pl->first_off = i < len ? SLOT_AT(v, start, i) : pl->pos_off;
-    pl->n_range = len - i;
-    uint64_t cnt = 0;
-    for (; i < len; i++) {
-        rv_slot(v, SLOT_AT(v, start, i), &miss);
-        if (!miss) cnt++;
+    /* live: the copy must be time-ordered.  Exact mode: entries newer than
+     * tsc_limit (taken when pos was read) were written while copying, over an
+     * older entry (the writer lapped the ring: pos alone cannot show it): left
+     * out.  Then, both modes: a tsc stepping back means the same; only what
+     * follows the last step back is kept. */
+    if (live) {
+        uint64_t cut = i, prev = 0;
+        int have = 0;
+        for (uint64_t j = i; j < len; j++) {
+            const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
+            if (miss) continue;
+            uint64_t w = u64at(s), t;
+            if (exact) {
+                if (!w || after_limit(pl, s)) continue;
+                t = u64at(s + 8);
+            } else {
+                if (!FT_IS_TIME_WORD(w)) continue;
+                t = w & FT_TIME_WORD_TSC_MASK;
+            }
+            if (have && t < prev) cut = j;
+            prev = t;
+            have = 1;
+        }
+        if (cut != i) {
+            for (; i < cut; i++) {
+                const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
+                if (!miss && u64at(s)) pl->n_dropped++;
+            }
+            pl->tsf |= FT_TSF_COPY_RACED;
+        }
     }
+    /* count what is emitted: readable slots of [i, len) (exact live: not
+     * newer than tsc_limit) */
+    uint64_t cnt = 0, first = len;
+    for (uint64_t j = i; j < len; j++) {
+        const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
+        if (miss) continue;
+        if (exact && after_limit(pl, s)) {
+            pl->n_dropped++;
+            pl->tsf |= FT_TSF_COPY_RACED;
+            continue;
+        }
+        if (first == len) first = j;
+        cnt++;
+    }
+    pl->first_off = first < len ? SLOT_AT(v, start, first) : pl->pos_off;
+    pl->n_range = len - i;
+    pl->range_start = i < len ? SLOT_AT(v, start, i) : pl->pos_off;
     if (pl->has_unc) {
         pl->tsf |= FT_TSF_UNCOMMITTED;
-        if (cnt == 0) pl->first_off = pl->pos_off;
         cnt++;
     }
     pl->n_entries = cnt;
 }
 
-/* stream the planned range (n_range slots from first_off, readable ones),
- * then the uncommitted entry; exactly pl->n_entries entries are written
- * (zero entries pad if memory vanished since planning). */
+/* stream the planned range: its readable slots (live exact: not newer than
+ * tsc_limit), then the uncommitted entry; exactly pl->n_entries entries are
+ * written (zero entries pad if a live source lost memory since planning). */
 static int ring_stream(struct rview *v, const struct plan *pl)
 {
     uint8_t out[RW_OUT];
     size_t o = 0;
     uint64_t written = 0, limit = pl->n_entries - (pl->has_unc ? 1 : 0);
-    uint64_t start = pl->first_off / v->esz;
+    uint64_t start = pl->range_start / v->esz;
     int miss;
     for (uint64_t i = 0; i < pl->n_range && written < limit; i++) {
         const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
-        if (miss) continue;
+        if (miss || (v->esz == 16 && after_limit(pl, s))) continue;
         memcpy(out + o, s, v->esz);
         o += v->esz;
         written++;
@@ -570,7 +626,7 @@ static int ring_stream(struct rview *v, const struct plan *pl)
             o = 0;
         }
     }
-    while (written < limit) {   /* live source lost memory meanwhile */
+    while (written < limit) {   /* live source changed since planning */
         memset(out + o, 0, v->esz);
         o += v->esz;
         written++;
@@ -729,9 +785,16 @@ static int emit_thread(struct rw *c, struct trec *t, struct rview *v)
     if (ring_ok) {
         rv_init(v, c, rt.ring, rt.ring_size, esz);
         if (!si->live) {
-            ring_plan(v, &pl, 0, si->min_tsc);
+            ring_plan(v, &pl, 0, si->min_tsc, 0);
         } else {
-            /* live: pos (read with the record), copy, pos again */
+            /* live: pos (fresh) and the time, copy, pos again */
+            uint64_t p1 = reread_pos(c, t, pos);
+            uint64_t limit = rw_rdtsc() + RW_TSC_SKEW;
+            if (p1 != pos && p1 - rt.ring < rt.ring_size && (p1 - rt.ring) % esz == 0) {
+                pos = pos2 = p1;
+                pl.pos_off = pos - rt.ring;
+            }
+            pl.tsc_limit = esz == 16 ? limit : 0;
             uint8_t *copy = NULL;
             uint64_t npages = (rt.ring + rt.ring_size - 1) / RW_PAGE - rt.ring / RW_PAGE + 1;
             if (si->get_scratch)
@@ -742,7 +805,7 @@ static int emit_thread(struct rw *c, struct trec *t, struct rview *v)
                 v->cmiss = copy + rt.ring_size;
             } else {
                 /* no copy: the plan itself is the first read */
-                ring_plan(v, &pl, 0, si->min_tsc);
+                ring_plan(v, &pl, 0, si->min_tsc, 1);
                 reread = 1;
             }
             pos2 = reread_pos(c, t, pos);
@@ -750,7 +813,8 @@ static int emit_thread(struct rw *c, struct trec *t, struct rview *v)
                 uint64_t k = live_slots(pos, pos2, rt.ring, rt.ring_size, esz);
                 memset(&pl, 0, sizeof pl);
                 ring_geometry(rt.ring, rt.ring_size, rt.fmt, pos, &pl, &esz);
-                ring_plan(v, &pl, k, si->min_tsc);
+                pl.tsc_limit = esz == 16 ? limit : 0;
+                ring_plan(v, &pl, k, si->min_tsc, 1);
             }
         }
         if (pl.tsf & (FT_TSF_RING_MISSING | FT_TSF_RING_PARTIAL)) {

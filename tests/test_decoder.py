@@ -114,9 +114,9 @@ def test_summary_view(tree, compiled, run_crash):
 
 # ---- generations -----------------------------------------------------------
 
-def gens_trace(tree, compiled, run_crash, tmp_path, mode="pg", *args):
+def gens_trace(tree, compiled, run_crash, tmp_path, mode="pg", *args, env=None):
     exe = compiled("dec_gens.c", mode)
-    raw = crash_raw(tree, run_crash, exe, env={"FUNTRACE_GEN_MS": "10"})
+    raw = crash_raw(tree, run_crash, exe, env={"FUNTRACE_GEN_MS": "10", **(env or {})})
     r, tr = decode(tree, raw, *args, json_out=tmp_path / "g.json")
     assert r.returncode == 0, r.stderr
     check_nesting(tr)
@@ -175,6 +175,8 @@ def test_wrapped_ring_exact_stack(tree, compiled, run_crash, tmp_path, mode):
     assert any(e["name"].startswith("ring starts here") and e["tid"] == busy for e in tr.instants)
     gi = [e for e in tr.instants if e.get("s") == "g"]
     assert any(e["args"]["threads_incomplete"] >= 1 for e in gi)
+    lost = [e for e in tr.instants if e["tid"] == busy and e["name"].startswith("no events")]
+    assert len(lost) >= 3 and all(e["args"]["gen"] in {g["args"]["gen"] for g in gi} for e in lost)
 
 
 def test_last_k_generations(tree, compiled, run_crash, tmp_path):
@@ -362,3 +364,31 @@ def test_substitute_path(tree, compiled, run_crash, tmp_path):
         assert render(main_tree(tr)) == PATTERN
     finally:
         moved.rename(exe)
+
+
+def test_rebuilt_binary_warns(tree, compiled, run_crash, tmp_path):
+    """a binary rebuilt since the trace was taken: used with a build-id warning"""
+    from conftest import compile_prog
+    exe = compile_prog(tree, "dec_pattern.c", tmp_path / "bin" / "pat", mode="pg")
+    raw = crash_raw(tree, run_crash, exe, ["crash"])
+    r, tr = decode(tree, raw, json_out=tmp_path / "a.json")
+    assert r.returncode == 0 and "build-id" not in r.stderr
+    compile_prog(tree, "dec_pattern.c", exe, mode="pg", extra=["-O2", "-DREBUILT"])
+    r, tr = decode(tree, raw, json_out=tmp_path / "b.json")
+    assert r.returncode == 0
+    assert f"{exe} does not have the traced build-id" in r.stderr
+    check_nesting(tr)
+
+
+def test_sampled_generations(tree, compiled, run_crash, tmp_path):
+    """sampled time with generations and a wrapped ring: same structure as exact mode"""
+    raw, tr = gens_trace(tree, compiled, run_crash, tmp_path, env={"FUNTRACE_TIME": "sampled",
+                                                                   "FUNTRACE_SAMPLE_K": "5"})
+    sleeper = main_tree(tr, tr.tid_by_name("sleeper"))
+    assert len(sleeper) == 1 and sleeper[0].n == "sleeper_main" and sleeper[0].args.get("open_at_end")
+    assert {l.strip() for l in render(sleeper)} == {"sleeper_main", "outer", "inner", "leaf", "napper"}
+    busy = main_tree(tr, tr.tid_by_name("busy"))
+    while busy and busy[0].n in ("__clone3", "clone3", "start_thread"):
+        busy = busy[0].children
+    assert len(busy) == 1 and busy[0].n == "busy_main" and busy[0].args.get("started_before_ring")
+    assert {l.strip() for l in render(busy)} <= {"busy_main", "busy_outer", "busy_step", "leaf", "napper"}

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 import rawfile
-from conftest import (BUILD, ROOT, compile_prog, functions_in_trace, require_tools, run_program,
-                      wait_for)
+from conftest import BUILD, ROOT, compile_prog, functions_in_trace, require_tools, run_program
 
 GDB_EXT = BUILD / "share" / "funtrace" / "gdb" / "funtrace.py"
 SRC_CORE, SRC_LIVE = 1, 2
@@ -125,6 +124,60 @@ def crash_saved(crash_core):
                 cwd=crash_core.dir)
     assert r.returncode == 0, r.stderr[-3000:]
     return r, out
+
+
+# --------------------------------------------------------------------------
+# the mirror of funtrace_abi.h
+# --------------------------------------------------------------------------
+
+def load_ext_module():
+    """gdb/funtrace.py imported outside gdb (only its tables are usable)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("funtrace_gdb_tables", ROOT / "gdb" / "funtrace.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_layout_tables_match_the_abi_header(tmp_path):
+    """The field ids, offsets and sizes funtrace.py re-encodes MODULES/GENERATN
+    with, and its raw struct formats, are those of funtrace_abi.h."""
+    ft = load_ext_module()
+    structs = {"ROOT": "ft_root", "THR": "ft_thread", "MOD": "ft_module", "GEN": "ft_gen"}
+    lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "funtrace_abi.h"',
+             "#define M(s, f) offsetof(struct s, f), sizeof(((struct s *)0)->f)", "int main(void) {",
+             'printf("COUNT %d\\n", (int)FT_F_COUNT);']
+    for name in ft.FIELD_NAMES:
+        prefix, member = name.split("_", 1)
+        lines.append(f'printf("{name} %d %zu %zu\\n", (int)FT_F_{name}, M({structs[prefix]}, {member.lower()}));')
+    for sid, st in ((ft.S_ROOT, "ft_root"), (ft.S_THREAD, "ft_thread"), (ft.S_MODULE, "ft_module"),
+                    (ft.S_GEN, "ft_gen")):
+        lines.append(f'printf("SIZE{sid} %zu\\n", sizeof(struct {st}));')
+    for fmt_name, st in (("RAW_HEADER_FMT", "ft_raw_header"), ("RAW_CRASH_FMT", "ft_raw_crash"),
+                         ("RAW_MAPPING_FMT", "ft_raw_mapping"), ("RAW_STACK_FMT", "ft_raw_stack"),
+                         ("RAW_THREADID_FMT", "ft_raw_threadid")):
+        lines.append(f'printf("RAWFMT {fmt_name} %zu\\n", sizeof(struct {st}));')
+    lines.append('printf("RAW_THREAD %zu\\n", offsetof(struct ft_raw_thread, gen_pos));')
+    lines.append("return 0; }")
+    src = tmp_path / "abi.c"
+    src.write_text("\n".join(lines) + "\n")
+    exe = tmp_path / "abi"
+    subprocess.run(["gcc", "-I", str(ROOT / "runtime" / "include"), "-o", str(exe), str(src)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
+    import struct as st_
+    for ln in filter(None, out):
+        f = ln.split()
+        if f[0] == "COUNT":
+            assert int(f[1]) == ft.F_COUNT
+        elif f[0].startswith("SIZE"):
+            assert ft.CUR_SIZES[int(f[0][4:])] == int(f[1]), ln
+        elif f[0] == "RAWFMT":
+            assert st_.calcsize(getattr(ft, f[1])) == int(f[2]), ln
+        elif f[0] == "RAW_THREAD":
+            assert st_.calcsize(ft.RAW_THREAD_FMT) == int(f[1])
+        else:
+            assert ft.F[f[0]] == int(f[1]), ln
+            assert ft.CUR_LAYOUT[f[0]] == (int(f[2]), int(f[3])), ln
 
 
 # --------------------------------------------------------------------------
@@ -314,6 +367,27 @@ def test_stripped_executable(ext, tmp_path):
     assert call_name(loader[-1]).startswith("crash-stripped+0x")
 
 
+def test_calls_into_unloaded_libraries(ext, tmp_path):
+    """examples/plugin --crash: libplugin_b.so was dlclose'd before the crash; gdb
+    no longer knows it, the runtime's module table names its calls."""
+    r = run_program([ext.example("plugin"), "--crash"], tmp_path / "run")
+    assert r.core is not None and r.signal == SIGSEGV
+    out = tmp_path / "gdb.raw"
+    g = run_gdb(f"funtrace save {out}", "funtrace tail 40", target=[r.args[0], r.core])
+    assert g.returncode == 0, g.stderr[-2000:]
+    _h, lines = section_of(tail_sections(g.stdout), "plugin")
+    names = [call_name(ln) for ln in lines]
+    b_calls = [ln for ln in lines if call_name(ln).startswith("libplugin_b.so+0x")]
+    assert b_calls and all("(unloaded since)" in ln for ln in b_calls), lines
+    assert names[-3:] == ["call_plugin", "plugin_run", "a_fault"]
+    if ext.tool("coreextract").exists():
+        ce = tmp_path / "ce.raw"
+        c = subprocess.run([ext.tool("coreextract"), "-o", ce, r.core, r.args[0]],
+                           capture_output=True, text=True, timeout=120)
+        assert c.returncode == 0, c.stderr
+        assert_same_chunks(out, ce)
+
+
 def test_missing_ring_memory(ext, crash_core, crash_saved, tmp_path):
     """Ring memory the core does not hold (not dumped: p_filesz 0, or cut short)
     is missing -- not the zeros or file bytes gdb would otherwise show -- and
@@ -325,7 +399,10 @@ def test_missing_ring_memory(ext, crash_core, crash_saved, tmp_path):
     data = bytearray(core.read_bytes())
     phoff = int.from_bytes(data[32:40], "little")
     phnum = int.from_bytes(data[56:58], "little")
-    cut = {by_name["loader"].ring: 0, by_name["hasher"].ring: by_name["hasher"].ring_size // 2}
+    hasher = by_name["hasher"]
+    assert hasher.pos_off >= 2 * 4096 or hasher.flags & rawfile.TSF["WRAPPED"]
+    keep = max(4096, (hasher.pos_off // 2) & ~0xFFF)  # cut the ring in the middle of its events
+    cut = {by_name["loader"].ring: 0, hasher.ring: keep}
     patched = 0
     for i in range(phnum):
         o = phoff + 56 * i

@@ -16,6 +16,18 @@
 
 uint32_t ft_xsave_size;
 
+/* ALT_LE_TLS=1: read ft_self / ft_self_s with the local-exec TLS model (the
+ * runtime is only ever linked into executables), one load less than the
+ * initial-exec GOT access -fPIC code gets */
+#ifndef ALT_LE_TLS
+#define ALT_LE_TLS 1
+#endif
+#if ALT_LE_TLS
+#define SELF_LOAD(sym) ({ struct ft_thread *p_; __asm__ volatile("movq %%fs:" #sym "@tpoff, %0" : "=r"(p_)); p_; })
+#else
+#define SELF_LOAD(sym) (sym)
+#endif
+
 static inline __attribute__((always_inline)) void write_exact(struct ft_thread *t, uint64_t slot,
                                                               uint64_t mask, uint64_t word)
 {
@@ -79,7 +91,7 @@ static inline __attribute__((always_inline)) void event(uint64_t word)
 {
 #if ALT_DISPATCH
     if (__builtin_expect(ft_sampled_mode, 0)) {
-        struct ft_thread *s = ft_self_s;
+        struct ft_thread *s = SELF_LOAD(ft_self_s);
         uint64_t mask = s->mask, slot = s->pos & mask;
         if (__builtin_expect(!slot, 0)) {
             cold_slow(s, word);
@@ -89,7 +101,7 @@ static inline __attribute__((always_inline)) void event(uint64_t word)
         return;
     }
 #endif
-    struct ft_thread *t = ft_self;
+    struct ft_thread *t = SELF_LOAD(ft_self);
     uint64_t mask = t->mask, slot = t->pos & mask;
     if (__builtin_expect(!slot, 0)) {
         cold(t, word);

@@ -52,6 +52,10 @@ static size_t rd(void *ctx, uint64_t addr, void *buf, size_t len)
     if (race_k >= 0 && addr <= race_at && race_at < addr + len && race_skip-- == 0) {
         int k = race_k;
         race_k = -1;
+        /* the writer's new events carry the real TSC, like the runtime's */
+        uint32_t lo, hi;
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+        race_tsc = ((uint64_t)hi << 32 | lo) + 1000000;
         for (int i = 0; i < k; i++) write_event(race_thr, 0x500000 + i, ++race_tsc);
     }
     size_t done = 0;
@@ -337,12 +341,22 @@ int main(int argc, char **argv)
         t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096);
         events(t, 300);
         race_thr = t;
-        race_tsc = 1000;
         race_k = argc > 2 ? atoi(argv[2]) : 10;
         race_at = t->ring + 4000;
         si.live = 1;
         si.source = FT_SRC_LIVE;
         if (!strcmp(sc, "live_race")) si.get_scratch = get_scratch;
+    } else if (!strcmp(sc, "live_lap")) {
+        /* 16 KiB ring; while page 2 is being copied the writer laps the whole
+         * ring and 10 more: pos alone shows only 10 */
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 16384);
+        events(t, 1000);
+        race_thr = t;
+        race_k = 1024 + 10;
+        race_at = t->ring + 8192;
+        si.live = 1;
+        si.source = FT_SRC_LIVE;
+        si.get_scratch = get_scratch;
     } else {
         fprintf(stderr, "unknown scenario %s\n", sc);
         return 2;
