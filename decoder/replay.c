@@ -446,6 +446,11 @@ void replay_gen(struct replay *r, size_t gi)
         json_slices(d, th, r->sl, r->nsl);
         th->slices += r->nsl;
     }
+    if (r->slcap > 65536) { /* one thread's generation at a time in memory */
+        free(r->sl);
+        r->sl = NULL;
+        r->slcap = 0;
+    }
 }
 
 struct replay *replay_new(struct dec *d, struct dthread *th)

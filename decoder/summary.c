@@ -65,6 +65,21 @@ void summary_print(struct dec *d, struct outbuf *o)
     ob_char(o, '\n');
     for (size_t gi = 0; gi < d->ngens; gi++) {
         const struct dgen *g = &d->gens[gi];
+        if (!g->emit && !g->nthreads_with_events) { /* a run of generations no ring covers: one line */
+            size_t e = gi;
+            while (e + 1 < d->ngens && !d->gens[e + 1].emit && !d->gens[e + 1].nthreads_with_events)
+                e++;
+            if (e == gi && g->synthetic)
+                continue; /* nothing older than the oldest record */
+            {
+                size_t a = g->synthetic ? gi + 1 : gi;
+                if (a <= e)
+                    ob_printf(o, "  #%llu..#%llu: no events in any ring (overwritten or before the threads)\n",
+                              (unsigned long long)d->gens[a].gen, (unsigned long long)d->gens[e].gen);
+                gi = e;
+                continue;
+            }
+        }
         if (g->synthetic && real)
             ob_str(o, "  (before the oldest record)");
         else if (g->synthetic)

@@ -235,7 +235,21 @@ size_t ft_mapping_record_encode(void *buf, size_t cap, const struct ft_raw_mappi
 
 /* ---- root ---------------------------------------------------------------- */
 
-static const unsigned char root_magic[FT_ROOT_MAGIC_LEN] = FT_ROOT_MAGIC;
+/* The magic is kept complemented here too: rawwrite.o is linked into every
+ * traced program, whose file must not contain the real bytes (FORMAT.md 1.1). */
+#define C16(s) { (unsigned char)~(s)[0], (unsigned char)~(s)[1], (unsigned char)~(s)[2], \
+    (unsigned char)~(s)[3], (unsigned char)~(s)[4], (unsigned char)~(s)[5], (unsigned char)~(s)[6], \
+    (unsigned char)~(s)[7], (unsigned char)~(s)[8], (unsigned char)~(s)[9], (unsigned char)~(s)[10], \
+    (unsigned char)~(s)[11], (unsigned char)~(s)[12], (unsigned char)~(s)[13], (unsigned char)~(s)[14], \
+    (unsigned char)~(s)[15] }
+static const unsigned char root_magic_c[FT_ROOT_MAGIC_LEN] = C16(FT_ROOT_MAGIC);
+
+static int is_root_magic(const uint8_t *m)
+{
+    unsigned char d = 0;
+    for (unsigned i = 0; i < FT_ROOT_MAGIC_LEN; i++) d |= (unsigned char)(m[i] ^ (unsigned char)~root_magic_c[i]);
+    return d == 0;
+}
 
 const char *ft_root_strerror(int code)
 {
@@ -255,7 +269,7 @@ static int root_load(struct rw *c, const struct ft_reader *r, uint64_t addr)
 {
     struct ft_root_header h;
     if (!rd_full(r, addr, &h, sizeof h)) return FT_ROOT_EREAD;
-    if (memcmp(h.magic, root_magic, FT_ROOT_MAGIC_LEN) != 0) return FT_ROOT_EMAGIC;
+    if (!is_root_magic(h.magic)) return FT_ROOT_EMAGIC;
     if (h.self != addr) return FT_ROOT_ESELF;
     if (h.abi_version != FT_ABI_VERSION) return FT_ROOT_EVERSION;
     if (h.word_size != 8 || h.endian != 1 || h.header_size != sizeof h) return FT_ROOT_ELAYOUT;
@@ -332,6 +346,17 @@ static void read_pages(const struct ft_reader *r, uint64_t addr, uint8_t *out, u
                        uint8_t *miss)
 {
     uint64_t pg0 = addr / RW_PAGE, done = 0;
+    /* one read for the common all-readable case (a live copy must be fast);
+     * the pages it fully covered are readable, the rest goes page by page */
+    uint64_t got = rd(r, addr, out, (size_t)len);
+    if (got < len) got -= (addr + got) % RW_PAGE < got ? (addr + got) % RW_PAGE : got;
+    for (; done < got; ) {
+        uint64_t a = addr + done;
+        uint64_t n = RW_PAGE - a % RW_PAGE;
+        if (n > got - done) n = got - done;
+        miss[a / RW_PAGE - pg0] = 0;
+        done += n;
+    }
     while (done < len) {
         uint64_t a = addr + done;
         uint64_t n = RW_PAGE - a % RW_PAGE;

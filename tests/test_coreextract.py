@@ -421,8 +421,10 @@ def test_compressed_and_stdin_cores(tree, crashprog, run_crash, tmp_path, comp):
         subprocess.run(["xz", "-T1", "-0", "-k", "-c", str(src)], stdout=open(tmp_path / "c.xz", "wb"), check=True)
         src = tmp_path / "c.xz"
     if comp.startswith("stdin"):
-        with open(src, "rb") as f:
-            r = subprocess.run([str(tree.tool("coreextract")), "-"], stdin=f, capture_output=True, timeout=120)
+        # through a pipe, as from a core_pattern "|coreextract ... -" line
+        r = subprocess.run([str(tree.tool("coreextract")), "-v", "-"], input=Path(src).read_bytes(),
+                           capture_output=True, timeout=120)
+        assert b"input is stdin" in r.stderr
     else:
         r, _ = extract(tree, src)
     assert r.returncode == 0, r.stderr
@@ -441,6 +443,11 @@ def test_refuses_terminal_and_cleans_up_tmp(tree, crashprog, run_crash, tmp_path
         os.close(slave)
         os.close(master)
     assert p.returncode == 2 and b"terminal" in p.stderr
+    # an output that cannot be written: exit 4, one line
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([str(tree.tool("coreextract")), str(run.core)], stdout=full, stderr=subprocess.PIPE,
+                           timeout=60)
+    assert p.returncode == 4 and len(p.stderr.splitlines()) == 1 and b"cannot write" in p.stderr
     # -o into a directory that does not exist: exit 2, one line
     r, _ = extract(tree, run.core, out=tmp_path / "nodir" / "x.raw")
     assert r.returncode == 2 and len(stderr_lines(r)) == 1 and "nodir" in r.stderr.decode()

@@ -46,21 +46,26 @@ static int race_skip = 1; /* the header pre-pass reads the ring first */
 
 static void write_event(struct ft_thread *t, uint64_t word, uint64_t tsc);
 
+static void race_fire(void)
+{
+    int k = race_k;
+    race_k = -1;
+    /* the writer's new events carry the real TSC, like the runtime's */
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    race_tsc = ((uint64_t)hi << 32 | lo) + 1000000;
+    for (int i = 0; i < k; i++) write_event(race_thr, 0x500000 + i, ++race_tsc);
+}
+
+/* byte by byte, so that the simulated writer runs exactly when the copy
+ * reaches race_at (on its second pass over it: the header pre-pass is first) */
 static size_t rd(void *ctx, uint64_t addr, void *buf, size_t len)
 {
     (void)ctx;
-    if (race_k >= 0 && addr <= race_at && race_at < addr + len && race_skip-- == 0) {
-        int k = race_k;
-        race_k = -1;
-        /* the writer's new events carry the real TSC, like the runtime's */
-        uint32_t lo, hi;
-        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-        race_tsc = ((uint64_t)hi << 32 | lo) + 1000000;
-        for (int i = 0; i < k; i++) write_event(race_thr, 0x500000 + i, ++race_tsc);
-    }
     size_t done = 0;
     while (done < len) {
         uint64_t a = addr + done;
+        if (race_k >= 0 && a == race_at && race_skip-- == 0) race_fire();
         int ok = 0;
         for (int i = 0; i < nregs; i++)
             if (a >= regs[i].start && a < regs[i].end) ok = 1;
