@@ -5,13 +5,6 @@
 #   make fuzz-coreextract      libFuzzer harness (clang) -> $(BUILD)/fuzz/coreextract-fuzz
 #                              (not part of `all`); seeds: coreextract/fuzz_seeds.sh
 
-# own flags: the same as TOOL_CFLAGS/TOOL_LDFLAGS, with the sanitizer list
-# spelled so that the comma survives $(if) (SAN=1: ASan+UBSan)
-CE_COMMA := ,
-CE_SANFLAGS := $(if $(SAN),-fsanitize=address$(CE_COMMA)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-CE_CFLAGS := $(CSTD) $(WARN) $(OPT) -g $(CE_SANFLAGS) -Iruntime/include -MMD -MP
-CE_LDFLAGS := $(CE_SANFLAGS)
-
 CE_LIVE_SRCS := live.c maps.c elfinfo.c rootfind.c unwind.c util.c
 CE_TOOL_SRCS := main.c core_extract.c corefile.c input.c output.c
 CE_LIVE_OBJS := $(patsubst %.c,$(OBJ)/coreextract/%.o,$(CE_LIVE_SRCS))
@@ -29,7 +22,7 @@ coreextract: $(BIN)/coreextract
 
 $(OBJ)/coreextract/%.o: coreextract/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CE_CFLAGS) $(CE_UNW_CFLAGS) -Icoreextract -c -o $@ $<
+	$(CC) $(TOOL_CFLAGS) $(CE_UNW_CFLAGS) -Icoreextract -c -o $@ $<
 
 $(CE_LIVE_LIB): $(CE_LIVE_OBJS)
 	@mkdir -p $(@D)
@@ -38,7 +31,7 @@ $(CE_LIVE_LIB): $(CE_LIVE_OBJS)
 
 $(BIN)/coreextract: $(CE_TOOL_OBJS) $(CE_LIVE_LIB) $(LIB)/libfuntrace_read.a
 	@mkdir -p $(@D)
-	$(CC) $(CE_LDFLAGS) -o $@ $(CE_TOOL_OBJS) $(CE_LIVE_LIB) $(LIB)/libfuntrace_read.a $(CE_LDLIBS)
+	$(CC) $(TOOL_LDFLAGS) -o $@ $(CE_TOOL_OBJS) $(CE_LIVE_LIB) $(LIB)/libfuntrace_read.a $(CE_LDLIBS)
 
 # libFuzzer: the core parser + root finding + extraction + unwinding, all
 # instrumented (rawwrite.c compiled in), over one input = one core file.
