@@ -17,7 +17,7 @@ cd "$(dirname "$0")"
 PACKAGES=(
     build-essential gcc g++ make libc6-dev  # toolchain
     binutils pkg-config file cmake
-    clang                                   # funtrace-clang wrapper + its tests
+    clang libclang-rt-14-dev                # funtrace-clang wrapper + its tests; libFuzzer/sanitizer runtimes (only Recommended by clang)
     gdb                                     # the gdb extension
     libelf-dev libdw-dev libunwind-dev      # coreextract
     libzstd-dev liblz4-dev liblzma-dev zlib1g-dev   # compressed cores / debug sections

@@ -50,6 +50,8 @@ struct core {
     char psinfo_fname[17];
     char psinfo_args[81];
     int notes_truncated;
+    struct core_range { uint64_t addr, len; } *populated; /* core_map: faulted in already */
+    size_t npopulated, cap_populated, next_populated;
 };
 
 /* Open and parse. On failure returns -1 with a one-line reason in err
@@ -59,6 +61,12 @@ void core_close(struct core *c);
 
 /* ft_reader callback over the core's memory */
 size_t core_read(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* ft_source_info.map callback: the core's own bytes (in its mmap) for
+ * [addr, addr+len) when one segment holds all of them, else NULL.  A large
+ * range (a ring) is faulted in with one madvise the first time it is asked
+ * for (rawwrite streams it with write(), where page faults are dear). */
+const void *core_map(void *ctx, uint64_t addr, size_t len);
 
 /* auxv lookup (0 if absent) */
 uint64_t core_auxv(const struct core *c, uint64_t type);

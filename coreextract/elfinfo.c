@@ -131,3 +131,23 @@ uint32_t elf_build_id_in_memory(const struct ft_reader *rd, uint64_t start, uint
     }
     return 0;
 }
+
+uint32_t elf_build_id_in_file(const uint8_t *p, uint64_t size, uint8_t out[FT_BUILD_ID_MAX])
+{
+    Elf64_Ehdr eh;
+    if (size < sizeof eh) return 0;
+    memcpy(&eh, p, sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS ||
+        eh.e_phoff > size || (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > size - eh.e_phoff)
+        return 0;
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, p + eh.e_phoff + i * sizeof ph, sizeof ph);
+        if (ph.p_type != PT_NOTE || ph.p_filesz == 0 || ph.p_offset >= size) continue;
+        uint64_t n = ph.p_filesz < size - ph.p_offset ? ph.p_filesz : size - ph.p_offset;
+        uint32_t r = elf_build_id_in_notes(p + ph.p_offset, n > NOTE_MAX ? NOTE_MAX : (size_t)n, out);
+        if (r) return r;
+    }
+    return 0;
+}

@@ -26,6 +26,10 @@ int elf_info_load(const char *path, const char *sym, struct elf_info *out, char 
  * through rd. Returns the length (0 if not found/readable). */
 uint32_t elf_build_id_in_memory(const struct ft_reader *rd, uint64_t start, uint8_t out[FT_BUILD_ID_MAX]);
 
+/* Build-id of an ELF file held in memory (e.g. mmapped whole), from its
+ * PT_NOTE segments. Returns the length (0 if none). */
+uint32_t elf_build_id_in_file(const uint8_t *p, uint64_t size, uint8_t out[FT_BUILD_ID_MAX]);
+
 /* Find an NT_GNU_BUILD_ID in a note buffer. Returns length or 0. */
 uint32_t elf_build_id_in_notes(const uint8_t *p, size_t n, uint8_t out[FT_BUILD_ID_MAX]);
 

@@ -74,15 +74,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct ft_source_info si;
         memset(&si, 0, sizeof si);
         si.source = FT_SRC_CORE;
+        si.map = core_map;
+        si.map_ctx = &c;
         ft_raw_emit(&rd, rf.addr, &si, &w, &st);
     }
     uint64_t pcs[64];
+    struct ce_unwinder *u = ce_unwinder_new(&rd, &maps, is_exec, &c);
     for (size_t i = 0; i < c.nthreads && i < 8; i++) {
-        struct unw_src src = { &rd, &maps, c.threads[i].regs, is_exec, &c };
         int trunc;
-        size_t n = ce_unwind(&src, pcs, 64, &trunc);
+        size_t n = ce_unwind(u, c.threads[i].regs, pcs, 64, &trunc);
         ce_emit_stack(&w, &st, c.threads[i].tid, FT_UNW_LIBUNWIND, 0, c.threads[i].regs, pcs, (uint32_t)n);
     }
+    ce_unwinder_free(u);
     free(wr);
     maps_free(&maps);
     core_close(&c);

@@ -217,6 +217,7 @@ static int live_stacks(struct live *l, const struct ft_reader *rd, const struct 
         nanosleep(&ms, NULL);
     }
     uint64_t *pcs = ce_xmalloc(sizeof(uint64_t) * CE_MAX_FRAMES);
+    struct ce_unwinder *u = ce_unwinder_new(rd, &l->maps, live_is_exec, l);
     int rc = 0;
     for (int i = 0; i < n; i++) {
         if (!t[i].stopped) {
@@ -226,15 +227,15 @@ static int live_stacks(struct live *l, const struct ft_reader *rd, const struct 
         struct user_regs_struct ur;
         if (ptrace(PTRACE_GETREGS, t[i].tid, 0, &ur) == 0) {
             memcpy(t[i].regs, &ur, sizeof t[i].regs);
-            struct unw_src src = { rd, &l->maps, t[i].regs, live_is_exec, l };
             int trunc;
-            size_t nf = ce_unwind(&src, pcs, CE_MAX_FRAMES, &trunc);
+            size_t nf = ce_unwind(u, t[i].regs, pcs, CE_MAX_FRAMES, &trunc);
             if (rc == 0)
                 rc = ce_emit_stack(w, st, (uint32_t)t[i].tid, FT_UNW_PTRACE, trunc ? FT_STKF_TRUNCATED : 0,
                                    t[i].regs, pcs, (uint32_t)nf);
         }
         ptrace(PTRACE_DETACH, t[i].tid, 0, 0);
     }
+    ce_unwinder_free(u);
     free(pcs);
     free(t);
     return rc;

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PAGE_MASK_ (~(uint64_t)0xfff)
@@ -22,6 +24,7 @@ void maps_add(struct ce_maps *m, uint64_t start, uint64_t end, uint64_t offset, 
     x->offset = offset;
     x->prot = prot;
     x->path = ce_xstrdup(path ? path : "");
+    x->obj = -1;
 }
 
 /* phdrs of the object at start0 from memory: bias, eh_frame_hdr, text */
@@ -65,30 +68,54 @@ static int read_phdrs_mem(const struct ft_reader *rd, uint64_t start, Elf64_Phdr
     return 1;
 }
 
-static int read_phdrs_fd(int fd, Elf64_Phdr *ph, unsigned *n)
+static int read_phdrs_file(const struct ce_obj *o, Elf64_Phdr *ph, unsigned *n)
 {
     Elf64_Ehdr eh;
-    if (fd < 0 || pread(fd, &eh, sizeof eh, 0) != sizeof eh) return 0;
+    if (!o->file || o->file_size < sizeof eh) return 0;
+    memcpy(&eh, o->file, sizeof eh);
     if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
         eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS)
         return 0;
     size_t len = eh.e_phnum * sizeof(Elf64_Phdr);
-    if (pread(fd, ph, len, (off_t)eh.e_phoff) != (ssize_t)len) return 0;
+    if (eh.e_phoff > o->file_size || len > o->file_size - eh.e_phoff) return 0;
+    memcpy(ph, o->file + eh.e_phoff, len);
     *n = eh.e_phnum;
     return 1;
 }
 
-static struct ce_obj *obj_get(struct ce_maps *m, const char *path)
+/* mmap the object's file whole (regular files only: never open a FIFO or a
+ * device for reading); NULL if it cannot be read */
+static void obj_map_file(struct ce_obj *o)
+{
+    int fd = open(o->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            o->file = p;
+            o->file_size = (uint64_t)st.st_size;
+        }
+    }
+    close(fd);
+}
+
+static size_t obj_index(struct ce_maps *m, const char *path)
 {
     for (size_t i = 0; i < m->nobjs; i++)
-        if (strcmp(m->objs[i].path, path) == 0) return &m->objs[i];
+        if (strcmp(m->objs[i].path, path) == 0) return i;
     m->objs = ce_xrealloc(m->objs, (m->nobjs + 1) * sizeof *m->objs);
-    struct ce_obj *o = &m->objs[m->nobjs++];
+    struct ce_obj *o = &m->objs[m->nobjs];
     memset(o, 0, sizeof *o);
     o->path = ce_xstrdup(path);
     o->lo = UINT64_MAX;
-    o->fd = -1;
-    return o;
+    return m->nobjs++;
+}
+
+static struct ce_obj *obj_get(struct ce_maps *m, const char *path)
+{
+    size_t i = obj_index(m, path); /* may move m->objs */
+    return &m->objs[i];
 }
 
 void maps_finish(struct ce_maps *m, const struct ft_reader *rd, uint64_t vdso)
@@ -98,12 +125,17 @@ void maps_finish(struct ce_maps *m, const struct ft_reader *rd, uint64_t vdso)
     for (size_t i = 0; i < m->n; i++) {
         struct ce_map *x = &m->v[i];
         if (!x->path[0] || x->path[0] == '[') continue;
-        struct ce_obj *o = obj_get(m, x->path);
+        x->obj = (int)obj_index(m, x->path);
+        struct ce_obj *o = &m->objs[x->obj];
         if (x->start < o->lo) o->lo = x->start;
         if (x->end > o->hi) o->hi = x->end;
         if (x->offset == 0 && !o->start0) o->start0 = x->start;
         if (x->offset != 0) continue;
         x->build_id_len = elf_build_id_in_memory(rd, x->start, x->build_id);
+        if (x->build_id_len && !o->mem_build_id_len) {
+            o->mem_build_id_len = x->build_id_len;
+            memcpy(o->mem_build_id, x->build_id, x->build_id_len);
+        }
         if (!x->build_id_len) {
             struct elf_info ei;
             char err[256];
@@ -115,9 +147,19 @@ void maps_finish(struct ce_maps *m, const struct ft_reader *rd, uint64_t vdso)
     }
     for (size_t i = 0; i < m->nobjs; i++) {
         struct ce_obj *o = &m->objs[i];
-        o->fd = open(o->path, O_RDONLY | O_CLOEXEC);
+        obj_map_file(o);
+        uint8_t fid[FT_BUILD_ID_MAX];
+        uint32_t flen = o->file ? elf_build_id_in_file(o->file, o->file_size, fid) : 0;
+        if (o->mem_build_id_len && flen &&
+            (flen != o->mem_build_id_len || memcmp(fid, o->mem_build_id, flen) != 0)) {
+            ce_note("%s: its build-id differs from the one the process mapped; not read for unwinding",
+                    o->path);
+            munmap((void *)o->file, (size_t)o->file_size);
+            o->file = NULL;
+            o->file_size = 0;
+        }
         if (!o->start0) continue;
-        if (read_phdrs_mem(rd, o->start0, ph, &n) || read_phdrs_fd(o->fd, ph, &n))
+        if (read_phdrs_mem(rd, o->start0, ph, &n) || read_phdrs_file(o, ph, &n))
             o->info_ok = obj_from_phdrs(o, ph, n);
     }
     if (vdso && read_phdrs_mem(rd, vdso, ph, &n)) {
@@ -136,7 +178,7 @@ void maps_free(struct ce_maps *m)
     for (size_t i = 0; i < m->n; i++) free(m->v[i].path);
     for (size_t i = 0; i < m->nobjs; i++) {
         free(m->objs[i].path);
-        if (m->objs[i].fd >= 0) close(m->objs[i].fd);
+        if (m->objs[i].file) munmap((void *)m->objs[i].file, (size_t)m->objs[i].file_size);
     }
     free(m->v);
     free(m->objs);
@@ -163,10 +205,30 @@ void maps_payload(const struct ce_maps *m, struct ce_buf *out)
     }
 }
 
-struct ce_obj *maps_obj_at(const struct ce_maps *m, uint64_t addr)
+struct ce_obj *maps_obj_at(struct ce_maps *m, uint64_t addr)
 {
+    if (m->last_obj < m->nobjs && addr >= m->objs[m->last_obj].lo && addr < m->objs[m->last_obj].hi)
+        return &m->objs[m->last_obj];
     for (size_t i = 0; i < m->nobjs; i++)
-        if (addr >= m->objs[i].lo && addr < m->objs[i].hi) return &m->objs[i];
+        if (addr >= m->objs[i].lo && addr < m->objs[i].hi) {
+            m->last_obj = i;
+            return &m->objs[i];
+        }
+    return NULL;
+}
+
+/* the file mapping holding addr, or NULL */
+static const struct ce_map *file_map_at(struct ce_maps *m, uint64_t addr)
+{
+    if (m->last_map < m->n) {
+        const struct ce_map *x = &m->v[m->last_map];
+        if (addr >= x->start && addr < x->end && x->obj >= 0) return x;
+    }
+    for (size_t i = 0; i < m->n; i++)
+        if (addr >= m->v[i].start && addr < m->v[i].end && m->v[i].obj >= 0) {
+            m->last_map = i;
+            return &m->v[i];
+        }
     return NULL;
 }
 
@@ -174,21 +236,18 @@ size_t maps_file_read(struct ce_maps *m, uint64_t addr, void *buf, size_t len)
 {
     size_t done = 0;
     while (done < len) {
-        const struct ce_map *x = NULL;
-        for (size_t i = 0; i < m->n; i++)
-            if (addr >= m->v[i].start && addr < m->v[i].end && m->v[i].path[0]) { x = &m->v[i]; break; }
+        const struct ce_map *x = file_map_at(m, addr);
         if (!x) break;
-        struct ce_obj *o = NULL;
-        for (size_t i = 0; i < m->nobjs; i++)
-            if (strcmp(m->objs[i].path, x->path) == 0) { o = &m->objs[i]; break; }
-        if (!o || o->fd < 0) break;
-        size_t n = len - done;
-        if (n > x->end - addr) n = (size_t)(x->end - addr);
-        ssize_t r = pread(o->fd, (uint8_t *)buf + done, n, (off_t)(x->offset + (addr - x->start)));
-        if (r <= 0) break;
-        done += (size_t)r;
-        addr += (uint64_t)r;
-        if ((size_t)r < n) break;
+        const struct ce_obj *o = &m->objs[x->obj];
+        uint64_t foff = x->offset + (addr - x->start);
+        if (!o->file || foff < x->offset || foff >= o->file_size) break;
+        uint64_t n = len - done;
+        if (n > x->end - addr) n = x->end - addr;
+        if (n > o->file_size - foff) n = o->file_size - foff;
+        memcpy((uint8_t *)buf + done, o->file + foff, (size_t)n);
+        done += (size_t)n;
+        addr += n;
+        if (foff + n == o->file_size) break; /* end of the file */
     }
     return done;
 }

@@ -17,6 +17,7 @@ struct ce_map {
     uint32_t build_id_len;
     uint8_t build_id[FT_BUILD_ID_MAX];
     char *path;                    /* "" for anonymous (live only) */
+    int obj;                       /* index in objs (after maps_finish), -1 none */
 };
 
 struct ce_obj {                    /* one ELF object (distinct path) */
@@ -27,7 +28,14 @@ struct ce_obj {                    /* one ELF object (distinct path) */
     uint64_t lo, hi;               /* address range of its mappings */
     uint64_t eh_hdr;               /* runtime address of .eh_frame_hdr, 0 if none */
     uint64_t text_lo, text_hi;     /* executable PT_LOADs, runtime addresses */
-    int fd;                        /* for reading file-backed bytes, -1 if not open */
+    uint32_t mem_build_id_len;     /* build-id read from the target's memory (0: none) */
+    uint8_t mem_build_id[FT_BUILD_ID_MAX];
+    const uint8_t *file;           /* the file on disk, mmapped whole; file-backed
+                                      bytes come from it.  NULL: not readable, or
+                                      not the file the target mapped (build-id) */
+    uint64_t file_size;
+    int eh_state;                  /* .eh_frame_hdr: 0 not checked, 1 usable, -1 not */
+    uint32_t fde_count;            /* its table's entries (eh_state 1) */
 };
 
 struct ce_maps {
@@ -35,12 +43,14 @@ struct ce_maps {
     size_t n;
     struct ce_obj *objs;
     size_t nobjs;
+    size_t last_map, last_obj;     /* lookup caches (indexes of the last hits) */
 };
 
 void maps_add(struct ce_maps *m, uint64_t start, uint64_t end, uint64_t offset, uint32_t prot,
               const char *path);
 /* Fill build-ids (offset-0 mappings: from memory through rd, else the file on
- * disk) and the object list (phdrs from memory, else disk). */
+ * disk) and the object list (phdrs from memory, else disk).  A file on disk
+ * whose build-id differs from the one in memory is not used (a note). */
 void maps_finish(struct ce_maps *m, const struct ft_reader *rd, uint64_t vdso);
 void maps_free(struct ce_maps *m);
 
@@ -48,10 +58,11 @@ void maps_free(struct ce_maps *m);
 void maps_payload(const struct ce_maps *m, struct ce_buf *out);
 
 /* object containing addr (by its mappings' range), or NULL */
-struct ce_obj *maps_obj_at(const struct ce_maps *m, uint64_t addr);
+struct ce_obj *maps_obj_at(struct ce_maps *m, uint64_t addr);
 
-/* Read target bytes from the mapped files (for memory a core does not hold).
- * Returns bytes read (prefix). */
+/* Read target bytes from the mapped files (for memory a core does not hold):
+ * each object's file is mmapped once by maps_finish, so this is a lookup and
+ * a memcpy.  Returns bytes read (prefix; short at the end of a file). */
 size_t maps_file_read(struct ce_maps *m, uint64_t addr, void *buf, size_t len);
 
 #endif

@@ -1,7 +1,10 @@
 /* unwind.c -- libunwind remote unwinding over a core or live memory (see unwind.h) */
 #include "unwind.h"
 
+#include "util.h"
+
 #include <libunwind.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,
@@ -16,10 +19,19 @@ static const int8_t regmap[17] = {
     [UNW_X86_64_RIP] = 16,
 };
 
-static int src_read(struct unw_src *s, uint64_t addr, void *buf, size_t len)
+struct ce_unwinder {
+    unw_addr_space_t as;
+    const struct ft_reader *mem;
+    struct ce_maps *maps;
+    int (*is_exec)(void *ctx, uint64_t addr);
+    void *exec_ctx;
+    const uint64_t *regs;          /* the thread being unwound */
+};
+
+static int src_read(struct ce_unwinder *u, uint64_t addr, void *buf, size_t len)
 {
-    if (s->mem->read(s->mem->ctx, addr, buf, len) == len) return 0;
-    if (maps_file_read(s->maps, addr, buf, len) == len) return 0;
+    if (u->mem->read(u->mem->ctx, addr, buf, len) == len) return 0;
+    if (maps_file_read(u->maps, addr, buf, len) == len) return 0;
     return -1;
 }
 
@@ -33,9 +45,9 @@ static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int wr
 static int acc_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
 {
     (void)as;
-    struct unw_src *s = arg;
+    struct ce_unwinder *u = arg;
     if (write || reg < 0 || reg > UNW_X86_64_RIP) return -UNW_EBADREG;
-    *val = s->regs[regmap[reg]];
+    *val = u->regs[regmap[reg]];
     return 0;
 }
 
@@ -69,18 +81,31 @@ static void acc_put(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
     (void)as; (void)pi; (void)arg; /* libunwind frees table-format info itself */
 }
 
+/* check an object's .eh_frame_hdr once: version 1; eh_frame_ptr any 4-byte
+ * encoding; fde_count udata4; table datarel|sdata4 */
+static int eh_hdr_ok(struct ce_unwinder *u, struct ce_obj *o)
+{
+    if (o->eh_state == 0) {
+        uint8_t h[12];
+        uint32_t fde_count = 0;
+        o->eh_state = -1;
+        if (o->info_ok && o->eh_hdr && src_read(u, o->eh_hdr, h, sizeof h) == 0 && h[0] == 1 &&
+            (h[1] & 0x0f) == 0x0b && h[2] == 0x03 && h[3] == 0x3b) {
+            memcpy(&fde_count, h + 8, 4);
+            if (fde_count > 0 && fde_count <= (1u << 26)) {
+                o->fde_count = fde_count;
+                o->eh_state = 1;
+            }
+        }
+    }
+    return o->eh_state == 1;
+}
+
 static int acc_find(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need, void *arg)
 {
-    struct unw_src *s = arg;
-    struct ce_obj *o = maps_obj_at(s->maps, ip);
-    if (!o || !o->info_ok || !o->eh_hdr || ip < o->text_lo || ip >= o->text_hi) return -UNW_ENOINFO;
-    uint8_t h[12];
-    if (src_read(s, o->eh_hdr, h, sizeof h)) return -UNW_ENOINFO;
-    /* version 1; eh_frame_ptr any 4-byte encoding; fde_count udata4; table datarel|sdata4 */
-    if (h[0] != 1 || (h[1] & 0x0f) != 0x0b || h[2] != 0x03 || h[3] != 0x3b) return -UNW_ENOINFO;
-    uint32_t fde_count;
-    memcpy(&fde_count, h + 8, 4);
-    if (fde_count == 0 || fde_count > (1u << 26)) return -UNW_ENOINFO;
+    struct ce_unwinder *u = arg;
+    struct ce_obj *o = maps_obj_at(u->maps, ip);
+    if (!o || ip < o->text_lo || ip >= o->text_hi || !eh_hdr_ok(u, o)) return -UNW_ENOINFO;
     unw_dyn_info_t di;
     memset(&di, 0, sizeof di);
     di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
@@ -88,7 +113,7 @@ static int acc_find(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int
     di.end_ip = o->text_hi;
     di.u.rti.segbase = o->eh_hdr;
     di.u.rti.table_data = o->eh_hdr + 12;
-    di.u.rti.table_len = (uint64_t)fde_count * 8 / sizeof(unw_word_t);
+    di.u.rti.table_len = (uint64_t)o->fde_count * 8 / sizeof(unw_word_t);
     return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need, arg);
 }
 
@@ -103,23 +128,45 @@ static unw_accessors_t accessors = {
     .get_proc_name = acc_name,
 };
 
-size_t ce_unwind(struct unw_src *s, uint64_t *pcs, size_t max, int *truncated)
+struct ce_unwinder *ce_unwinder_new(const struct ft_reader *mem, struct ce_maps *maps,
+                                    int (*is_exec)(void *ctx, uint64_t addr), void *exec_ctx)
+{
+    struct ce_unwinder *u = ce_xcalloc(1, sizeof *u);
+    u->mem = mem;
+    u->maps = maps;
+    u->is_exec = is_exec;
+    u->exec_ctx = exec_ctx;
+    u->as = unw_create_addr_space(&accessors, 0);
+    /* frame states cached by pc in this address space, for all threads */
+    if (u->as) unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+    return u;
+}
+
+void ce_unwinder_free(struct ce_unwinder *u)
+{
+    if (!u) return;
+    if (u->as) unw_destroy_addr_space(u->as);
+    free(u);
+}
+
+size_t ce_unwind(struct ce_unwinder *u, const uint64_t regs[FT_NREGS], uint64_t *pcs, size_t max,
+                 int *truncated)
 {
     size_t n = 0;
     *truncated = 0;
     if (max == 0) return 0;
-    pcs[n++] = s->regs[16];
-    unw_addr_space_t as = unw_create_addr_space(&accessors, 0);
-    if (!as) { *truncated = 1; return n; }
-    unw_set_caching_policy(as, UNW_CACHE_NONE);
+    pcs[n++] = regs[16];
     unw_cursor_t cur;
-    if (unw_init_remote(&cur, as, s) < 0) {
+    u->regs = regs;
+    if (!u->as || unw_init_remote(&cur, u->as, u) < 0) {
         *truncated = 1;
-        unw_destroy_addr_space(as);
         return n;
     }
-    unw_word_t pip = s->regs[16], psp = s->regs[19];
+    unw_word_t pip = regs[16], psp = regs[19];
     for (;;) {
+        /* stepping out of a signal frame restores the interrupted context,
+         * which may be on another stack (sigaltstack): no sp order there */
+        int from_signal = unw_is_signal_frame(&cur) > 0;
         int r = unw_step(&cur);
         if (r < 0) { *truncated = 1; break; }
         if (r == 0) break;
@@ -127,14 +174,16 @@ size_t ce_unwind(struct unw_src *s, uint64_t *pcs, size_t max, int *truncated)
         unw_get_reg(&cur, UNW_REG_IP, &ip);
         unw_get_reg(&cur, UNW_REG_SP, &sp);
         if (ip == 0) break;
-        if (s->is_exec && !s->is_exec(s->exec_ctx, ip)) break; /* garbage: end of the stack */
-        if (ip == pip && sp == psp) { *truncated = 1; break; }
+        if (u->is_exec && !u->is_exec(u->exec_ctx, ip)) break; /* garbage: end of the stack */
+        /* a caller's frame is always above its callee's: a frame whose sp
+         * did not move up repeats or precedes one already seen */
+        if ((ip == pip && sp == psp) || (!from_signal && sp <= psp)) { *truncated = 1; break; }
         if (n == max) { *truncated = 1; break; }
         pcs[n++] = ip;
         pip = ip;
         psp = sp;
     }
-    unw_destroy_addr_space(as);
+    u->regs = NULL;
     return n;
 }
 

@@ -2,10 +2,11 @@
  * unwind.h -- unwind a thread of a core or of a stopped live thread with
  * libunwind's remote unwinder, over our own accessors: target memory first
  * (core segments / process_vm_readv), then the mapped files on disk (text and
- * .eh_frame are usually not in a core), unwind tables from each object's
- * .eh_frame_hdr (located through NT_FILE / /proc/PID/maps), registers from
- * NT_PRSTATUS / PTRACE_GETREGS.  (libunwind-coredump 1.6's own accessors read
- * backing files at the wrong offset for multi-segment ELF objects.)
+ * .eh_frame are usually not in a core; maps.c mmaps each file once), unwind
+ * tables from each object's .eh_frame_hdr (located through NT_FILE /
+ * /proc/PID/maps), registers from NT_PRSTATUS / PTRACE_GETREGS.
+ * (libunwind-coredump 1.6's own accessors read backing files at the wrong
+ * offset for multi-segment ELF objects.)
  */
 #ifndef FT_CE_UNWIND_H
 #define FT_CE_UNWIND_H
@@ -17,19 +18,27 @@
 
 #define CE_MAX_FRAMES 512
 
-struct unw_src {
-    const struct ft_reader *mem;
-    struct ce_maps *maps;
-    const uint64_t *regs;          /* FT_NREGS, user_regs_struct order */
-    /* is addr in executable memory of the target? (unwinding stops at the
-     * first return address that is not) */
-    int (*is_exec)(void *ctx, uint64_t addr);
-    void *exec_ctx;
-};
+/* One unwinder per target, for all its threads: libunwind's parsed frame
+ * state (by pc) and each object's checked .eh_frame_hdr are kept, so threads
+ * stopped in the same code are unwound from the cache. */
+struct ce_unwinder;
 
-/* pcs innermost first (pcs[0] = rip). Returns the count; *truncated set when
- * unwinding stopped on an error, a loop, or the frame limit. */
-size_t ce_unwind(struct unw_src *s, uint64_t *pcs, size_t max, int *truncated);
+/* is_exec(exec_ctx, addr): is addr in executable memory of the target?
+ * (unwinding stops at the first return address that is not).  Never NULL;
+ * if libunwind cannot make an address space, ce_unwind returns only the pc
+ * (truncated). */
+struct ce_unwinder *ce_unwinder_new(const struct ft_reader *mem, struct ce_maps *maps,
+                                    int (*is_exec)(void *ctx, uint64_t addr), void *exec_ctx);
+void ce_unwinder_free(struct ce_unwinder *u);
+
+/* Unwind one thread from its registers (FT_NREGS, user_regs_struct order).
+ * pcs innermost first (pcs[0] = rip).  Returns the count; *truncated is set
+ * when unwinding stopped on an error, on a frame whose stack pointer does not
+ * move up (a repeated or inner frame: a corrupt or looping stack -- the step
+ * out of a signal frame may switch stacks and is exempt), or at the frame
+ * limit. */
+size_t ce_unwind(struct ce_unwinder *u, const uint64_t regs[FT_NREGS], uint64_t *pcs, size_t max,
+                 int *truncated);
 
 /* write one FINSTACK chunk */
 int ce_emit_stack(const struct ft_writer *w, struct ft_emit_stats *st, uint32_t tid,

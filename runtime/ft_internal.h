@@ -20,17 +20,27 @@
 #define FT_MAX_BUF (1ULL << 30)
 #define FT_DEFAULT_GEN_MS 100
 #define FT_DEFAULT_BUDGET (256ULL << 20)      /* 256 MiB of rings in all */
-#define FT_DEFAULT_SAMPLE_K 16
+#define FT_DEFAULT_SAMPLE_K 64              /* 16.25 B per call+return */
 #define FT_DEFAULT_MAX_THREADS 4096
 #define FT_MAX_MODULES 1024
 #define FT_ALTSTACK_SIZE (192 * 1024)
+#define FT_MAPS_PREALLOC (256 * 1024)       /* MAPPINGS buffer of the snapshot writers */
+#define FT_STR_(x) #x
+#define FT_STR(x) FT_STR_(x)
 
 extern struct ft_root funtrace_root;
 
-/* per-thread hot-path pointers (initial-exec TLS). ft_self is used by the
- * exact-mode hooks, ft_self_s by the sampled-mode hooks; in each mode the
- * other one stays at ft_thread_dummy_init so its hot path always falls into
- * the cold path, which dispatches on ft_sampled_mode. */
+/* offsets hooks_pg.S uses */
+_Static_assert(offsetof(struct ft_thread, pos) == 0, "POS");
+_Static_assert(offsetof(struct ft_thread, mask) == 8, "MASK");
+_Static_assert(offsetof(struct ft_thread, countdown) == 16, "COUNTDOWN");
+_Static_assert(offsetof(struct ft_thread, wrap) == 24, "WRAP");
+
+/* per-thread hot-path pointers (TLS; the hooks read them local-exec). The
+ * hooks test ft_sampled_mode first, then use ft_self (exact) or ft_self_s
+ * (sampled); the pointer of the other mode stays at ft_thread_dummy_init.
+ * Before the runtime is initialised ft_sampled_mode is 0: the first event
+ * goes through the exact path's cold path, which initialises the runtime. */
 extern __thread struct ft_thread *ft_self __attribute__((tls_model("initial-exec")));
 extern __thread struct ft_thread *ft_self_s __attribute__((tls_model("initial-exec")));
 extern struct ft_thread ft_thread_dummy_init FT_HIDDEN; /* mask 0: "create my record" */
@@ -133,9 +143,17 @@ void ft_thread_altstack(void) FT_HIDDEN;      /* new thread: alt stack if on-cra
 void ft_thread_altstack_free(void) FT_HIDDEN;
 
 /* snapshot.c */
+void ft_snapshot_init(void) FT_HIDDEN;        /* pre-allocates the MAPPINGS buffer */
 /* async-signal-safe snapshot to fd (pauses the threads only if the registry
- * lock is free); -2: runtime not initialized, -1: write error */
+ * lock is free), allocating nothing unless /proc/self/maps does not fit the
+ * pre-allocated buffer (or another snapshot is using it); -2: runtime not
+ * initialized, -1: write error */
 int ft_snapshot_to_fd(int fd, const struct ft_raw_crash *crash, uint64_t min_tsc) FT_HIDDEN;
+/* the same with the caller's MAPPINGS buffer (e.g. from ft_snapshot_buf_new) */
+int ft_snapshot_to_fd_buf(int fd, const struct ft_raw_crash *crash, uint64_t min_tsc, void *maps_buf,
+                          size_t maps_cap) FT_HIDDEN;
+/* a populated MAPPINGS buffer of FT_MAPS_PREALLOC bytes (*cap), or NULL */
+void *ft_snapshot_buf_new(size_t *cap) FT_HIDDEN;
 extern int ft_append_busy FT_HIDDEN; /* a snapshot is being appended to a file */
 
 /* util */

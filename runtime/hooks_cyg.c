@@ -3,16 +3,31 @@
  * -finstrument-functions-after-inlining), and the C event writer used by the
  * cold path.
  *
- * Exact mode hot path: rec = ft_self; slot = rec->pos & rec->mask; if 0 ->
- * cold path; store word; store tsc; rec->pos = (slot + 16) & mask.
- * Sampled mode uses ft_self_s and 8-byte words (see FORMAT.md 1.4); in
- * sampled mode ft_self stays at the dummy record, so the exact hot path
- * costs nothing extra: the mode test is only in the cold path.
+ * The mode is tested first (a predicted branch on a read-mostly byte), so
+ * sampled mode never goes through a failed exact attempt:
+ *   exact:   rec = ft_self; slot = rec->pos & rec->mask; if 0 -> cold path;
+ *            store word; store tsc; rec->pos = (slot + 16) & mask.
+ *   sampled: rec = ft_self_s; slot = rec->pos & rec->mask; if 0 -> cold
+ *            path; every sample_k-th event a time word first; store word;
+ *            rec->pos = (slot + 8) & mask (FORMAT.md 1.4).
+ * The mask is read once per event (a pauser may store 0 at any time).
+ * These are ordinary C functions for their callers: they keep what the ABI
+ * says a callee keeps, nothing more.
  */
 #include "ft_internal.h"
 
 /* xsave area size for the asm cold path (hooks_pg.S computes it on first use) */
 uint32_t ft_xsave_size;
+
+/* ft_self / ft_self_s with the local-exec TLS model: the runtime is only
+ * ever linked into executables (hooks_pg.S relies on it too), and this is
+ * one load less than the initial-exec access -fPIC code gets */
+#define SELF_LOAD(sym)                                                         \
+    ({                                                                         \
+        struct ft_thread *p_;                                                  \
+        __asm__ volatile("movq %%fs:" #sym "@tpoff, %0" : "=r"(p_));           \
+        p_;                                                                    \
+    })
 
 static inline __attribute__((always_inline)) void write_exact(struct ft_thread *t, uint64_t slot,
                                                               uint64_t mask, uint64_t word)
@@ -28,7 +43,7 @@ static inline __attribute__((always_inline)) void write_exact(struct ft_thread *
 static inline __attribute__((always_inline)) void write_sampled(struct ft_thread *t, uint64_t slot,
                                                                 uint64_t mask, uint64_t word)
 {
-    if ((int64_t)--t->countdown <= 0) {
+    if (__builtin_expect((int64_t)--t->countdown <= 0, 0)) {
         *(uint64_t *)(uintptr_t)slot = FT_TIME_WORD_TAG | ft_rdtsc();
         slot = (slot + 8) & mask;
         t->countdown = ft_sample_k;
@@ -51,24 +66,27 @@ void ft_write_event(struct ft_thread *t, uint64_t word)
         write_exact(t, slot, mask, word);
 }
 
+/* no slot: the thread has no record yet (dummy_init: create it), or it is
+ * paused / disabled / ignored / exited (record nothing) */
 static __attribute__((noinline)) void cold(struct ft_thread *t, uint64_t word)
 {
-    if (ft_sampled_mode) {
-        struct ft_thread *s = ft_self_s;
-        uint64_t mask = s->mask, slot = s->pos & mask;
-        if (__builtin_expect(slot != 0, 1)) {
-            write_sampled(s, slot, mask, word);
-            return;
-        }
-        t = s;
-    }
     if (t == &ft_thread_dummy_init)
         ft_slow_event(word);
 }
 
 static inline __attribute__((always_inline)) void event(uint64_t word)
 {
-    struct ft_thread *t = ft_self;
+    if (__builtin_expect(ft_sampled_mode, 0)) {
+        struct ft_thread *s = SELF_LOAD(ft_self_s);
+        uint64_t mask = s->mask, slot = s->pos & mask;
+        if (__builtin_expect(!slot, 0)) {
+            cold(s, word);
+            return;
+        }
+        write_sampled(s, slot, mask, word);
+        return;
+    }
+    struct ft_thread *t = SELF_LOAD(ft_self);
     uint64_t mask = t->mask, slot = t->pos & mask;
     if (__builtin_expect(!slot, 0)) {
         cold(t, word);

@@ -2,25 +2,60 @@
  * hooks_pg.S -- __fentry__ and __return__ for gcc -pg -mfentry
  * -minstrument-return=call.
  *
- * They run at function entry (before the prologue) and right before the
- * return, where every argument register (rdi rsi rdx rcx r8 r9, al = number
- * of vector registers for variadic calls), the static chain (r10), r11, the
- * return value registers (rax rdx xmm0 xmm1 st0) and - in __return__ - a
- * tail-called function's arguments are live.  So they preserve EVERY
- * register they touch: rax rdx rcx r10 r11 are saved on the stack, and the
- * arithmetic flags (CF PF AF ZF SF via lahf/sahf, OF via seto and a
- * restoring add).  DF is never touched.  No vector register is touched on
- * the hot path; the cold path (ft_asm_slow, once per thread) saves the whole
- * extended state with xsave (fxsave without OSXSAVE) before calling C.
+ * They are called as the first instruction of a function (before the
+ * prologue) and right before its `ret`, where every argument register (rdi
+ * rsi rdx rcx r8 r9, al = number of vector registers of a variadic call),
+ * the static chain (r10), r11 (live in no_caller_saved_registers functions),
+ * the return value registers (rax rdx xmm0 xmm1 st0) and - in __return__ -
+ * a tail-called function's arguments may be live.  So:
  *
- * Record layout (struct ft_thread): pos at 0, mask at 8, countdown at 16.
+ *  - every general register they touch is saved and restored: rax rdx rcx
+ *    r11 (exact mode), rax rcx r11 and rdx only around the rdtsc of a time
+ *    word (sampled mode).  r10 and every other register are never touched.
+ *  - the arithmetic flags (CF PF AF ZF SF OF) are NOT preserved: the SysV
+ *    ABI makes them call-clobbered, and no caller can have them live at the
+ *    two points where these hooks are called (a function's entry, and
+ *    between its epilogue and `ret`); gcc's no_caller_saved_registers
+ *    functions do not preserve them either.  Saving them (lahf/seto/sahf,
+ *    with r10) cost ~1.1 ns per call+return in sampled mode (BENCHMARKS.md).
+ *  - DF, the only flag the ABI requires to be in a given state (clear) at a
+ *    call, is never touched: no string instruction, no cld/std, no popf.
+ *  - no vector or x87 register is touched on the hot path.  The cold path
+ *    is only a compare for a paused/disabled/exited thread; on a thread's
+ *    first event it calls ft_asm_slow, which saves every remaining general
+ *    register and the whole extended state (xsave; fxsave without OSXSAVE)
+ *    before calling C.
+ *
+ * The mode test comes first (a predicted branch on a read-mostly byte), so
+ * sampled mode never goes through a failed exact attempt.
+ *
+ * The mask (pause control) is read ONCE per event, to compute the slot; the
+ * new pos is wrapped with the record's `wrap` (ring | (ring_size - 1), set
+ * when the record is created and never changed while it is in use), not with
+ * a second read of mask: a pauser may store mask = 0 at any moment, and
+ * (slot + size) & 0 would commit pos = 0 (outside the ring: the thread would
+ * never record again).
+ *
+ * Record layout (struct ft_thread, static_assert'ed in ft_internal.h): pos at
+ * 0, mask at 8, countdown at 16, wrap at 24.
  */
 #define POS 0
 #define MASK 8
 #define COUNTDOWN 16
-#define RETADDR 48 /* 6 pushes */
+#define WRAP 24
+#define RA_EXACT 32   /* the return address, above the exact path's 4 pushes */
+#define RA_SAMPLED 24 /* ... above the sampled path's 3 pushes */
 
     .text
+
+.macro PUSH r
+    pushq \r
+    .cfi_adjust_cfa_offset 8
+.endm
+.macro POP r
+    popq \r
+    .cfi_adjust_cfa_offset -8
+.endm
 
 .macro FT_HOOK name, isret
     .globl \name
@@ -28,27 +63,18 @@
     .p2align 5
 \name:
     .cfi_startproc
-    pushq %rax
-    .cfi_adjust_cfa_offset 8
-    lahf
-    seto %al
-    pushq %rax                      /* flags image: ah = SF ZF AF PF CF, al = OF */
-    .cfi_adjust_cfa_offset 8
-    pushq %rdx
-    .cfi_adjust_cfa_offset 8
-    pushq %rcx
-    .cfi_adjust_cfa_offset 8
-    pushq %r11
-    .cfi_adjust_cfa_offset 8
-    pushq %r10
-    .cfi_adjust_cfa_offset 8
-    .cfi_remember_state
+    cmpb $0, ft_sampled_mode(%rip)
+    jne 3f
+    /* ---- exact mode: 16-byte entries {word, tsc} ---- */
+    PUSH %r11
+    PUSH %rax
+    PUSH %rdx
+    PUSH %rcx                       /* CFA = rsp + 40 */
     movq %fs:ft_self@tpoff, %rcx    /* the thread's record */
-    movq MASK(%rcx), %r10
     movq POS(%rcx), %r11
-    andq %r10, %r11                 /* slot; 0 => cold path */
+    andq MASK(%rcx), %r11           /* slot; 0 => cold path */
     jz 2f
-    movq RETADDR(%rsp), %rax        /* an address inside the traced function */
+    movq RA_EXACT(%rsp), %rax       /* an address inside the traced function */
   .if \isret
     btsq $63, %rax                  /* FT_F_RET */
   .endif
@@ -58,46 +84,54 @@
     orq %rdx, %rax
     movq %rax, 8(%r11)              /* 2: tsc */
     addq $16, %r11
-    andq %r10, %r11
+    andq WRAP(%rcx), %r11
     movq %r11, POS(%rcx)            /* 3: commit pos */
 1:
-    popq %r10
-    .cfi_adjust_cfa_offset -8
-    popq %r11
-    .cfi_adjust_cfa_offset -8
-    popq %rcx
-    .cfi_adjust_cfa_offset -8
-    popq %rdx
-    .cfi_adjust_cfa_offset -8
-    popq %rax
-    .cfi_adjust_cfa_offset -8
-    addb $0x7f, %al                 /* OF = (al == 1) */
-    sahf                            /* SF ZF AF PF CF */
-    popq %rax
-    .cfi_adjust_cfa_offset -8
+    POP %rcx
+    POP %rdx
+    POP %rax
+    POP %r11                        /* CFA = rsp + 8 */
     ret
-    .cfi_restore_state
-2:  /* cold: sampled mode, paused/ignored/exited thread, or no record yet */
-    cmpb $0, ft_sampled_mode(%rip)
-    jne 3f
-4:
+2:  /* exact cold: no record yet, or paused / disabled / ignored / exited */
+    .cfi_def_cfa_offset 40
     leaq ft_thread_dummy_init(%rip), %r11
     cmpq %r11, %rcx
     jne 1b                          /* paused, disabled, ignored, exited */
-    movq RETADDR(%rsp), %rax
+    movq RA_EXACT(%rsp), %rax
   .if \isret
     btsq $63, %rax
   .endif
     call ft_asm_slow                /* create the record, write the event */
     jmp 1b
-3:  /* sampled mode: 8-byte words, a time word every ft_sample_k events */
-    movq %fs:ft_self_s@tpoff, %rcx
-    movq MASK(%rcx), %r10
+
+3:  /* ---- sampled mode: 8-byte words, a time word every ft_sample_k events ---- */
+    .cfi_def_cfa_offset 8
+    PUSH %r11
+    PUSH %rax
+    PUSH %rcx                       /* CFA = rsp + 32 */
+    movq %fs:ft_self_s@tpoff, %rcx  /* the thread's record */
     movq POS(%rcx), %r11
-    andq %r10, %r11
-    jz 4b
+    andq MASK(%rcx), %r11           /* slot; 0 => cold path */
+    jz 7f
     decq COUNTDOWN(%rcx)
-    jg 5f
+    jle 6f
+5:  /* the event word at r11 */
+    movq RA_SAMPLED(%rsp), %rax
+  .if \isret
+    btsq $63, %rax
+  .endif
+    movq %rax, (%r11)               /* event word */
+    addq $8, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)            /* commit pos */
+8:
+    POP %rcx
+    POP %rax
+    POP %r11                        /* CFA = rsp + 8 */
+    ret
+6:  /* a time word first */
+    .cfi_def_cfa_offset 32
+    PUSH %rdx
     rdtsc
     shlq $32, %rdx
     orq %rdx, %rax
@@ -105,19 +139,23 @@
     orq %rdx, %rax
     movq %rax, (%r11)               /* time word */
     addq $8, %r11
-    andq %r10, %r11
+    andq WRAP(%rcx), %r11
     movq ft_sample_k(%rip), %rax
     movq %rax, COUNTDOWN(%rcx)
-5:
-    movq RETADDR(%rsp), %rax
+    POP %rdx
+    jmp 5b
+7:  /* sampled cold: no record yet, or paused / disabled / ignored / exited */
+    leaq ft_thread_dummy_init(%rip), %r11
+    cmpq %r11, %rcx
+    jne 8b
+    PUSH %rdx
+    movq RA_SAMPLED+8(%rsp), %rax
   .if \isret
     btsq $63, %rax
   .endif
-    movq %rax, (%r11)               /* event word */
-    addq $8, %r11
-    andq %r10, %r11
-    movq %r11, POS(%rcx)
-    jmp 1b
+    call ft_asm_slow
+    POP %rdx
+    jmp 8b
     .cfi_endproc
     .size \name, .-\name
 .endm
@@ -125,8 +163,9 @@
 FT_HOOK __fentry__, 0
 FT_HOOK __return__, 1
 
-/* ft_asm_slow: call ft_slow_event(word = %rax) preserving every register
- * the hooks did not already save (rdi rsi r8 r9 rbx, vector/x87 state).
+/* ft_asm_slow: call ft_slow_event(word = %rax) preserving every register the
+ * hooks did not save (rdi rsi r8 r9 r10 r11 rbx, the vector/x87 state; rax
+ * too).  Clobbers rcx and rdx, which both hooks save.
  * ft_xsave_size: 0 = not yet known (computed here with cpuid, because this
  * may run before the runtime's constructor), 1 = fxsave, else xsave size. */
     .type ft_asm_slow, @function
@@ -142,8 +181,10 @@ ft_asm_slow:
     pushq %rsi
     pushq %r8
     pushq %r9
+    pushq %r10
+    pushq %r11
     pushq %rbx
-    pushq %rax                      /* keeps 16-byte alignment bookkeeping simple */
+    pushq %rax
     movq %rax, %rdi                 /* the event word */
     movl ft_xsave_size(%rip), %eax
     testl %eax, %eax
@@ -192,9 +233,11 @@ ft_asm_slow:
     call ft_slow_event
     fxrstor (%rsp)
 4:
-    leaq -48(%rbp), %rsp
+    leaq -64(%rbp), %rsp
     popq %rax
     popq %rbx
+    popq %r11
+    popq %r10
     popq %r9
     popq %r8
     popq %rsi

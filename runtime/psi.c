@@ -5,9 +5,11 @@
  * snapshot DIR/<prog>-<pid>-<YYYYmmdd-HHMMSS>.raw each time it fires.
  *
  * Everything the firing path needs is prepared here at start: the trigger
- * fd, the directory fd, the program name, the UTC offset; the path itself
- * only formats a name in a stack buffer and calls ft_snapshot_to_fd (no
- * malloc, no stdio, no locale/timezone lookups).
+ * fd, the directory fd, the program name, the UTC offset, and the buffer of
+ * the snapshot's MAPPINGS chunk (mapped, populated and if possible locked
+ * now: memory is what is short when the trigger fires); the path itself
+ * only formats a name in a stack buffer and calls ft_snapshot_to_fd_buf (no
+ * malloc, no mmap, no stdio, no locale/timezone lookups).
  *
  * Settings: FUNTRACE_PSI        the trigger ("some|full STALL_US WINDOW_US");
  *           FUNTRACE_PSI_DIR    output directory (default: the current one);
@@ -38,6 +40,8 @@ static char psi_comm[32];
 static char psi_file[600];
 static long psi_utc_off;             /* seconds east of UTC, at start */
 static uint64_t psi_interval_s = 10, psi_max = 16;
+static void *psi_maps_buf;           /* MAPPINGS buffer, allocated at start */
+static size_t psi_maps_cap;
 
 /* read a small /proc file into buf (NUL terminated); length or -1 */
 static ssize_t slurp(const char *path, char *buf, size_t cap)
@@ -176,7 +180,7 @@ static void write_snapshot(void)
         ft_warn("PSI fired but the snapshot file could not be created", strerror(errno));
         return;
     }
-    int rc = ft_snapshot_to_fd(fd, NULL, 0);
+    int rc = ft_snapshot_to_fd_buf(fd, NULL, 0, psi_maps_buf, psi_maps_cap);
     if (close(fd) != 0 && rc == 0)
         rc = -1;
     if (rc != 0 || renameat(psi_dir_fd, tmp, psi_dir_fd, final) != 0) {
@@ -281,6 +285,8 @@ void ft_psi_start(void)
     tzset();
     if (localtime_r(&now, &tm))
         psi_utc_off = tm.tm_gmtoff;
+
+    psi_maps_buf = ft_snapshot_buf_new(&psi_maps_cap);
 
     pthread_attr_t at;
     pthread_t th;

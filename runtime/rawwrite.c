@@ -332,8 +332,11 @@ struct rview {
     struct rw *c;
     uint64_t ring, size;
     unsigned esz;
-    const uint8_t *copy;    /* live copy (scratch) or NULL */
-    const uint8_t *cmiss;   /* copy: 1 byte per ring page, 1 = missing */
+    uint64_t nmask;         /* slots - 1 (slots: a power of two) */
+    const uint8_t *copy;    /* live copy (scratch), the source's own mapping
+                               (ft_reader.map), or NULL: read in blocks */
+    const uint8_t *cmiss;   /* copy: 1 byte per ring page, 1 = missing;
+                               NULL with a mapping: nothing missing */
     uint64_t boff, blen;    /* block currently in buf (ring offsets) */
     uint64_t pg0;           /* page number of ring+boff */
     uint8_t pmiss[RW_BLK / RW_PAGE + 2];
@@ -383,7 +386,7 @@ static void rv_load(struct rview *v, uint64_t off)
 static const uint8_t *rv_slot(struct rview *v, uint64_t off, int *missing)
 {
     if (v->copy) {
-        *missing = v->cmiss[(v->ring + off) / RW_PAGE - v->ring / RW_PAGE];
+        *missing = v->cmiss ? v->cmiss[(v->ring + off) / RW_PAGE - v->ring / RW_PAGE] : 0;
         return v->copy + off;
     }
     if (off < v->boff || off + v->esz > v->boff + v->blen) rv_load(v, off);
@@ -405,7 +408,7 @@ static void ring_readability(struct rview *v, uint64_t *pages, uint64_t *missing
     *pages = last - first + 1;
     *missing = 0;
     if (v->copy) {
-        for (uint64_t i = 0; i < *pages; i++) *missing += v->cmiss[i];
+        for (uint64_t i = 0; v->cmiss && i < *pages; i++) *missing += v->cmiss[i];
         return;
     }
     for (uint64_t off = 0; off < v->size; off += RW_BLK) {
@@ -437,7 +440,7 @@ struct plan {
 };
 
 /* walk the circular range starting at slot `start`, `n` slots */
-#define SLOT_AT(v, start, i) ((((start) + (i)) % ((v)->size / (v)->esz)) * (v)->esz)
+#define SLOT_AT(v, start, i) ((((start) + (i)) & (v)->nmask) * (v)->esz)
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
@@ -454,6 +457,39 @@ static int ring_geometry(const uint64_t ring, uint64_t size, uint32_t fmt, uint6
         return 0;
     }
     return 1;
+}
+
+/* Every slot of the planned walk is emitted: no page missing, no live time
+ * limit, and the view cannot change between plan and stream (a copy, a
+ * mapping, or a source that is not live). */
+static int rv_all_emitted(const struct rview *v, const struct plan *pl)
+{
+    return !pl->missing_pages && !pl->tsc_limit && (v->copy || !v->c->si->live);
+}
+
+/* Stream n_range slots from range_start (all readable, see rv_all_emitted),
+ * then the uncommitted entry: at most two contiguous spans of the ring,
+ * written in place from a copy/mapping, else block by block. */
+static int ring_stream_spans(struct rview *v, const struct plan *pl)
+{
+    uint64_t off = pl->range_start, left = pl->n_range * v->esz;
+    while (left) {
+        uint64_t n = v->size - off;         /* to the end of the ring */
+        if (n > left) n = left;
+        if (v->copy) {
+            if (wr(v->c, v->copy + off, (size_t)n)) return -1;
+        } else {
+            for (uint64_t o = 0; o < n; ) {
+                rv_load(v, off + o);
+                uint64_t k = v->blen < n - o ? v->blen : n - o;
+                if (wr(v->c, v->buf, (size_t)k)) return -1;
+                o += k;
+            }
+        }
+        left -= n;
+        off = 0;
+    }
+    return pl->has_unc ? wr(v->c, pl->unc, 16) : 0;
 }
 
 /* Plan a ring whose view v is set up; pos_off in pl.  live_k: number of slots
@@ -609,7 +645,10 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
     /* count what is emitted: readable slots of [i, len) (exact live: not
      * newer than tsc_limit) */
     uint64_t cnt = 0, first = len;
-    for (uint64_t j = i; j < len; j++) {
+    if (rv_all_emitted(v, pl)) {
+        cnt = len - i;
+        first = i;
+    } else for (uint64_t j = i; j < len; j++) {
         const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
         if (miss) continue;
         if (exact && after_limit(pl, s)) {
@@ -635,6 +674,8 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
  * written (zero entries pad if a live source lost memory since planning). */
 static int ring_stream(struct rview *v, const struct plan *pl)
 {
+    if (rv_all_emitted(v, pl) && pl->n_entries - (pl->has_unc ? 1 : 0) == pl->n_range)
+        return ring_stream_spans(v, pl);
     uint8_t out[RW_OUT];
     size_t o = 0;
     uint64_t written = 0, limit = pl->n_entries - (pl->has_unc ? 1 : 0);
@@ -701,10 +742,17 @@ static void rv_init(struct rview *v, struct rw *c, uint64_t ring, uint64_t size,
     v->ring = ring;
     v->size = size;
     v->esz = esz;
+    v->nmask = size / esz - 1;
     v->copy = NULL;
     v->cmiss = NULL;
     v->boff = 0;
     v->blen = 0; /* forces a load */
+    /* a non-live source that holds the ring in our address space: use it in
+     * place (no copy, nothing missing) */
+    if (!c->si->live && c->si->map) {
+        const void *p = c->si->map(c->si->map_ctx, ring, (size_t)size);
+        if (p) v->copy = p;
+    }
 }
 
 /* Pre-pass over one record: sets *emit, and flags partial if its ring is

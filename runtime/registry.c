@@ -194,6 +194,7 @@ static struct ft_thread *record_create(uint64_t size, uint32_t state)
     t->ring_size = ring ? size : 0;
     t->pos = (uint64_t)(uintptr_t)ring;
     t->ring = (uint64_t)(uintptr_t)ring;
+    t->wrap = ring ? (uint64_t)(uintptr_t)ring | (size - 1) : 0;
     /* events from here on belong to the current generation or a later one */
     gen = FT_LOAD(r->gen_current);
     t->gen_pos[gen % FT_GEN_SLOTS].pos = t->pos;

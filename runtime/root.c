@@ -228,7 +228,7 @@ static void read_settings(void)
     r->sample_k = FT_DEFAULT_SAMPLE_K;
     if (env_u64("FUNTRACE_SAMPLE_K", &v) == 1) {
         if (v < 1 || v > 1000000)
-            ft_warn("FUNTRACE_SAMPLE_K must be 1..1000000; using 16", getenv("FUNTRACE_SAMPLE_K"));
+            ft_warn("FUNTRACE_SAMPLE_K must be 1..1000000; using " FT_STR(FT_DEFAULT_SAMPLE_K), getenv("FUNTRACE_SAMPLE_K"));
         else
             r->sample_k = v;
     }
@@ -295,6 +295,7 @@ static void do_init(void)
     ft_modules_init();
     ft_gens_init();
     ft_fork_init();
+    ft_snapshot_init();
     ft_signals_init();
     /* the root becomes valid for readers only now */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);

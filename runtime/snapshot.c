@@ -3,7 +3,22 @@
  * on-crash, PSI): raw chunks produced by ft_raw_emit() (rawwrite.c) reading
  * this process's own memory through process_vm_readv, so that a corrupt
  * pointer in the registry cannot crash the writer.  Async-signal-safe: no
- * malloc, no stdio, no locks (buffers are mmap'd).
+ * malloc, no stdio, no locks.
+ *
+ * The only buffer a snapshot needs is the MAPPINGS payload (built from
+ * /proc/self/maps).  It is allocated and faulted in ahead of time, so that a
+ * snapshot taken when memory is exhausted (a SIGSEGV handler after malloc
+ * failed, the PSI thread under memory pressure) does not need to allocate:
+ *   - ft_snapshot_init() maps one buffer (FT_MAPS_PREALLOC bytes, populated
+ *     and, if allowed, locked) at start-up, shared by the signal snapshot,
+ *     the on-crash handler and the API; a writer takes it with an atomic
+ *     exchange, and one that finds it taken (two snapshots at once) maps its
+ *     own;
+ *   - a writer with its own buffer (the PSI thread) passes it to
+ *     ft_snapshot_to_fd_buf().
+ * Only if /proc/self/maps does not fit (thousands of mappings) is a bigger
+ * buffer mapped; if that fails, MAPPINGS is truncated (one line on stderr)
+ * and the rest of the snapshot is written as usual.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -68,34 +83,65 @@ static int fd_write(void *ctx, const void *buf, size_t len)
 struct mbuf {
     char *p;
     size_t len, cap;
+    int owned;     /* p was mapped here: unmap it at the end */
+    int truncated; /* a record did not fit and no memory could be mapped */
 };
+
+static char *maps_prealloc;
+static size_t maps_prealloc_cap;
+static int maps_prealloc_busy;
+
+/* a populated (and, if RLIMIT_MEMLOCK allows, locked) buffer of
+ * FT_MAPS_PREALLOC bytes for MAPPINGS; NULL if it cannot be mapped */
+void *ft_snapshot_buf_new(size_t *cap)
+{
+    void *p = mmap(NULL, FT_MAPS_PREALLOC, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                   -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    (void)mlock(p, FT_MAPS_PREALLOC);
+    *cap = FT_MAPS_PREALLOC;
+    return p;
+}
+
+void ft_snapshot_init(void)
+{
+    maps_prealloc = ft_snapshot_buf_new(&maps_prealloc_cap);
+}
 
 static int mbuf_reserve(struct mbuf *b, size_t more)
 {
     size_t cap;
-    void *np;
+    char *np;
     if (b->len + more <= b->cap)
         return 0;
+    if (b->truncated)
+        return -1;
     cap = b->cap ? b->cap : 65536;
     while (cap < b->len + more)
         cap *= 2;
-    if (b->p)
-        np = mremap(b->p, b->cap, cap, MREMAP_MAYMOVE);
-    else
-        np = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (np == MAP_FAILED)
+    np = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (np == MAP_FAILED) {
+        b->truncated = 1;
         return -1;
+    }
+    if (b->len)
+        memcpy(np, b->p, b->len);
+    if (b->owned)
+        munmap(b->p, b->cap);
     b->p = np;
     b->cap = cap;
+    b->owned = 1;
     return 0;
 }
 
 static void mbuf_free(struct mbuf *b)
 {
-    if (b->p)
+    if (b->owned)
         munmap(b->p, b->cap);
     b->p = NULL;
     b->len = b->cap = 0;
+    b->owned = 0;
 }
 
 static uint64_t parse_hex(const char **s)
@@ -199,17 +245,30 @@ static void build_mappings(struct mbuf *out)
 
 /* ---- the snapshot ----------------------------------------------------- */
 
-static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uint64_t min_tsc, int may_block)
+/* maps_buf/maps_cap: the caller's MAPPINGS buffer; NULL: the pre-allocated
+ * one if free, else one mapped on demand */
+static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uint64_t min_tsc, int may_block,
+                void *maps_buf, size_t maps_cap)
 {
-    int paused;
+    int paused, took_prealloc = 0;
     struct ft_reader rd = { NULL, self_read };
     struct ft_source_info si;
     struct ft_emit_stats st;
-    struct mbuf maps = { 0, 0, 0 };
+    struct mbuf maps = { NULL, 0, 0, 0, 0 };
     int rc;
     if (!(FT_LOAD(funtrace_root.flags) & FT_ROOTF_INITIALIZED))
         return -2;
+    if (maps_buf) {
+        maps.p = maps_buf;
+        maps.cap = maps_cap;
+    } else if (maps_prealloc && !__atomic_exchange_n(&maps_prealloc_busy, 1, __ATOMIC_ACQUIRE)) {
+        took_prealloc = 1;
+        maps.p = maps_prealloc;
+        maps.cap = maps_prealloc_cap;
+    }
     build_mappings(&maps);
+    if (maps.truncated)
+        ft_warn("snapshot: the MAPPINGS chunk is truncated (no memory for more records)", NULL);
     memset(&si, 0, sizeof si);
     memset(&st, 0, sizeof st);
     si.source = FT_SRC_SNAPSHOT;
@@ -228,16 +287,24 @@ static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uin
     if (rc == 0)
         rc = ft_raw_end(w, &st);
     mbuf_free(&maps);
+    if (took_prealloc)
+        __atomic_store_n(&maps_prealloc_busy, 0, __ATOMIC_RELEASE);
+    return rc;
+}
+
+int ft_snapshot_to_fd_buf(int fd, const struct ft_raw_crash *crash, uint64_t min_tsc, void *maps_buf,
+                          size_t maps_cap)
+{
+    int saved = errno;
+    struct ft_writer w = { &fd, fd_write };
+    int rc = emit(&w, crash, min_tsc, 0, maps_buf, maps_cap);
+    errno = saved;
     return rc;
 }
 
 int ft_snapshot_to_fd(int fd, const struct ft_raw_crash *crash, uint64_t min_tsc)
 {
-    int saved = errno;
-    struct ft_writer w = { &fd, fd_write };
-    int rc = emit(&w, crash, min_tsc, 0);
-    errno = saved;
-    return rc;
+    return ft_snapshot_to_fd_buf(fd, crash, min_tsc, NULL, 0);
 }
 
 FT_EXPORT int funtrace_write_snapshot_fd(int fd)
@@ -256,6 +323,7 @@ void ft_snapshot_after_fork_child(void)
 {
     pthread_mutex_init(&append_mutex, NULL);
     ft_append_busy = 0;
+    maps_prealloc_busy = 0;
 }
 
 FT_EXPORT void funtrace_pause_and_write_current_snapshot(void)
@@ -270,7 +338,7 @@ FT_EXPORT void funtrace_pause_and_write_current_snapshot(void)
     } else {
         struct ft_writer w = { &fd, fd_write };
         flock(fd, LOCK_EX); /* other processes (fork children) append too */
-        if (emit(&w, NULL, 0, 1) == -1)
+        if (emit(&w, NULL, 0, 1, NULL, 0) == -1)
             ft_warn("error writing funtrace.raw", strerror(errno));
         close(fd);
     }
@@ -312,7 +380,7 @@ static struct funtrace_snapshot *get_snapshot(uint64_t min_tsc)
     struct ft_writer w = { s, mem_write };
     if (!s)
         return NULL;
-    if (emit(&w, NULL, min_tsc, 1) != 0) {
+    if (emit(&w, NULL, min_tsc, 1, NULL, 0) != 0) {
         free(s->data);
         free(s);
         return NULL;

@@ -371,7 +371,7 @@ def functions_in_trace(raw, elf_path, names, bias=None) -> dict:
 
 
 def require_tools(tree, *names):
-    """Skip the calling test (with the reason) if one of build/bin/<name> is not built yet."""
+    """Fail the calling test if one of build/bin/<name> was not built: `make` must build every tool."""
     missing = [n for n in names if not tree.tool(n).exists()]
     if missing:
-        pytest.skip("not built yet: " + ", ".join(f"build/bin/{n}" for n in missing))
+        pytest.fail("make did not build: " + ", ".join(f"build/bin/{n}" for n in missing))

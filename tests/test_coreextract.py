@@ -19,6 +19,7 @@ TSF = rawfile.TSF
 RAWF_PARTIAL = 1
 RAWF_ROOT_BY_SCAN = 2
 STKF_CRASHED = 1
+STKF_TRUNCATED = 2
 SRC_CORE = 1
 
 
@@ -76,6 +77,44 @@ def gdb_backtraces(exe, core):
             name = words[3] if len(words) > 3 and words[2] == "in" else words[1]
             out[cur].append(name)
     assert out, f"gdb printed no backtrace:\n{r.stdout}\n{r.stderr}"
+    return out
+
+
+# gdb's own unwinding of every thread, as pcs: frame 0's pc, then each caller's
+# return address -- what FINSTACK holds.  Inline frames (they share the pc of
+# the real frame around them) and the tail-call frames gdb synthesizes from
+# DWARF call-site info are not frames on the machine stack: left out.
+GDB_FRAMES_PY = """
+import gdb
+gdb.execute("set backtrace past-main on")
+gdb.execute("set backtrace past-entry on")
+for t in gdb.selected_inferior().threads():
+    t.switch()
+    f = gdb.newest_frame()
+    pcs = []
+    while f is not None:
+        if f.type() not in (gdb.INLINE_FRAME, gdb.TAILCALL_FRAME):
+            pcs.append(f.pc())
+        try:
+            f = f.older()
+        except gdb.error:
+            break
+    print("FRAMES", t.ptid[1], " ".join(hex(p) for p in pcs))
+"""
+
+
+def gdb_frames(exe, core, tmp_path):
+    """{lwp: [pcs, innermost first]} as gdb unwinds them."""
+    script = tmp_path / "frames.py"
+    script.write_text(GDB_FRAMES_PY)
+    r = subprocess.run(["gdb", "-batch", "-nx", "-x", str(script), str(exe), str(core)],
+                       capture_output=True, text=True, timeout=120)
+    out = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("FRAMES "):
+            words = line.split()
+            out[int(words[1])] = [int(w, 16) for w in words[2:]]
+    assert out, f"gdb printed no frames:\n{r.stdout}\n{r.stderr}"
     return out
 
 
@@ -157,6 +196,52 @@ def test_final_stacks_match_gdb_bt(tree, crashprog, run_crash):
     assert compared >= 1
     main = [s for s in raw.stacks if s.tid == run.pid][0]
     assert stack_names(main, syms)[:2] == ["ce_fault", "main"]
+
+
+def test_stacks_equal_gdb_on_every_thread_of_the_crash_example(tree, run_crash, tmp_path):
+    """Every thread of examples/crash -- the crashed loader, workers blocked in
+    pthread_cond_wait, the spinning hasher, main in pthread_join, and the
+    runtime's "funtrace" housekeeper waiting in a futex syscall -- unwinds to
+    exactly the frames gdb finds (past main and _start too), never repeating
+    a frame."""
+    require_tools(tree, "coreextract")
+    exe = tree.example("crash")
+    run = crash(run_crash, exe)
+    r, raw = extract(tree, run.core)
+    assert r.returncode == 0, r.stderr
+    frames = gdb_frames(exe, run.core, tmp_path)
+    assert set(frames) == {s.tid for s in raw.stacks} and len(frames) == 6
+    for s in raw.stacks:
+        assert s.pcs == frames[s.tid], (s.tid, [hex(p) for p in s.pcs], [hex(p) for p in frames[s.tid]])
+        assert not s.flags & STKF_TRUNCATED, s.tid
+        assert all(a != b for a, b in zip(s.pcs, s.pcs[1:])), s.tid
+    [hk] = [t for t in raw.threads if t.name == "funtrace"]
+    stk = [s for s in raw.stacks if s.tid == hk.tid][0]
+    syms = Syms(exe, load_bias(raw, exe))
+    assert "housekeeper" in stack_names(stk, syms) and len(stk.pcs) >= 4
+    [crashed] = [s for s in raw.stacks if s.flags & STKF_CRASHED]
+    assert stack_names(crashed, syms)[:2] == ["corrupt_record", "parse_record"]
+
+
+def test_a_stack_that_unwinds_into_itself_stops(tree, compiled, run_crash, tmp_path):
+    """ce_loopstack's "looper" thread sits in a function whose unwind info makes
+    its caller itself at the same stack pointer: the unwinder stops after that
+    frame (flagged TRUNCATED) where gdb stops ("previous frame identical to
+    this frame"), instead of repeating the pc."""
+    require_tools(tree, "coreextract")
+    exe = compiled("ce_loopstack.c", "pg")
+    run = crash(run_crash, exe)
+    r, raw = extract(tree, run.core)
+    assert r.returncode == 0, r.stderr
+    syms = Syms(exe, load_bias(raw, exe))
+    frames = gdb_frames(exe, run.core, tmp_path)
+    [looper] = [s for s in raw.stacks if syms.name(s.pcs[0]) == "ce_loop_frame"]
+    assert looper.pcs == frames[looper.tid] == [looper.regs[16]]
+    assert looper.flags & STKF_TRUNCATED
+    for s in raw.stacks:
+        assert s.pcs == frames[s.tid]
+    [crashed] = [s for s in raw.stacks if s.flags & STKF_CRASHED]
+    assert stack_names(crashed, syms)[:2] == ["ce_fault", "main"] and not crashed.flags & STKF_TRUNCATED
 
 
 def test_abort(tree, crashprog, run_crash):

@@ -33,7 +33,7 @@ def run_demo(tmp_path, env=None, core_hard_limit=None, cwd=None, timeout=180):
 def need(tree, *paths):
     missing = [str(p.relative_to(ROOT)) for p in paths if not p.exists()]
     if missing:
-        pytest.skip("not built yet: " + ", ".join(missing))
+        pytest.fail("make did not build: " + ", ".join(missing))
 
 
 def fake_build(tree, tmp_path, replace=None, drop=()):

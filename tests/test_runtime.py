@@ -1,15 +1,17 @@
 """Runtime: recorded call sequences per instrumentation mode, register
 preservation of the hooks, rings (wrap-around, FUNTRACE_BUF, sampled mode),
-longjmp, C++ exceptions, the exported root.  Everything is read back through
-the runtime's own snapshot files (raw format)."""
+longjmp, C++ exceptions, the exported root.  Rings are read back through the
+runtime's own snapshot files (raw format) and, for the call pattern in every
+instrumentation and time mode, through a real core with coreextract."""
 import os
 import shutil
+import signal
 import subprocess
 
 import pytest
 
 import rawfile
-from conftest import run_program
+from conftest import run_program, run_tool
 from test_runtime_helpers import Syms, main_thread, only_snapshot, sequence, snapshots
 
 MODES = ["pg", "finstr", pytest.param("clang", marks=pytest.mark.clang)]
@@ -73,18 +75,89 @@ def test_sampled_mode(compiled, tmp_path):
     assert sequence(raw, t, syms, keep=PATTERN_FUNCS) == PATTERN
 
 
+def core_raw(tree, r, prog, tmp_path):
+    """coreextract CORE EXE -> parsed raw"""
+    out = tmp_path / "core.raw"
+    ce = run_tool([tree.tool("coreextract"), "-o", out, r.core, prog], timeout=60)
+    assert ce.returncode == 0, ce.stderr
+    raw = only_snapshot(out)
+    assert raw.header["source"] == 1  # CORE
+    return raw
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pattern_from_core(tree, compiled, run_crash, tmp_path, mode):
+    """The program dies of SIGSEGV right after the call pattern: the rings
+    that coreextract reads from the kernel's core hold exactly the pattern,
+    and the same entries (addresses, flags and TSCs) as the snapshot the
+    runtime's on-crash handler wrote from inside the process."""
+    prog = compiled("rt_pattern.c", mode)
+    d = tmp_path / "crashdir"
+    d.mkdir()
+    r = run_crash([prog, "crash"], env={"FUNTRACE_ON_CRASH": str(d)})
+    assert r.returncode == -signal.SIGSEGV and r.stdout == ""
+    raw = core_raw(tree, r, prog, tmp_path)
+    assert raw.header["pid"] == r.pid and raw.header["time_mode"] == 0
+    assert raw.siginfo["signo"] == signal.SIGSEGV and raw.siginfo["addr"] == 0
+    t = main_thread(raw)
+    assert t.tid == r.pid and t.state == 1 and t.fmt == 1
+    assert not t.flags & (rawfile.TSF["UNCOMMITTED"] | rawfile.TSF["TORN"])
+    syms = Syms(prog)
+    assert sequence(raw, t, syms, keep=PATTERN_FUNCS | {"main"}) == [("main", "call")] + PATTERN
+    snap = only_snapshot(d / f"funtrace-{r.pid}-{r.pid}.raw")
+    assert main_thread(snap).entries == t.entries
+
+
+def test_sampled_pattern_from_core(tree, compiled, run_crash, tmp_path):
+    """Sampled mode through a core: 8-byte words, time words every k events,
+    the same call pattern."""
+    prog = compiled("rt_pattern.c", "finstr")
+    r = run_crash([prog, "crash"], env={"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "3",
+                                        "FUNTRACE_GEN_MS": "0"})
+    raw = core_raw(tree, r, prog, tmp_path)
+    assert raw.header["time_mode"] == 1
+    t = main_thread(raw)
+    assert t.fmt == 2 and any(m == "TRACEW08" for m, _ in raw.chunks)
+    words = [w for w, _ in t.entries]
+    idx = [i for i, w in enumerate(words) if w >> 61 == 7]
+    assert idx[0] == 0 and len(idx) >= 5 and all(b - a == 4 for a, b in zip(idx, idx[1:]))
+    assert sequence(raw, t, Syms(prog), keep=PATTERN_FUNCS | {"main"}) == [("main", "call")] + PATTERN
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_registers_preserved(compiled, tmp_path, mode):
     """A variadic function taking doubles called 1,000,000 times returns 0
     wrong results; rdx/r10/st0/128-bit returns intact; the -pg hooks called
-    directly from assembly preserve every GPR, xmm0-15 and the flags, on the
-    cold path (new thread) and the hot path."""
+    directly from assembly give back every GPR (rax..r11) and xmm0-15, and DF
+    (clear, and on the hot path also deliberately set), on the cold path (the
+    thread's first event) and the hot path - in exact mode, sampled mode, and
+    sampled mode with a time word every 2nd event.  The arithmetic flags are
+    call-clobbered (not checked; FORMAT.md 1.4)."""
     prog = compiled("rt_regs.c", mode, extra=["-DRT_PG"] if mode == "pg" else None)
-    for env in ({}, {"FUNTRACE_TIME": "sampled"}):
-        r = run_program([prog], tmp_path / ("run" + str(len(env))), env=env, want_core=False)
+    for i, env in enumerate(({}, {"FUNTRACE_TIME": "sampled"},
+                             {"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "2"})):
+        r = run_program([prog], tmp_path / f"run{i}", env=env, want_core=False)
         assert "vsum wrong results: 0\n" in r.stdout, r.stdout
         assert r.stdout.endswith("bad=0\n"), r.stdout
         assert r.returncode == 0
+
+
+@pytest.mark.parametrize("mode", ["pg", "finstr"])
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_pause_during_hot_path(compiled, tmp_path, mode, time):
+    """2000 pauses (disable/enable tracing) landing anywhere in a thread's
+    hooks while it calls in a tight loop: its ring position stays valid and
+    it keeps recording afterwards (a hook that wrapped pos with a second
+    read of the mask would commit pos = 0 and go silent)."""
+    prog = compiled("rt_pause.c", mode)
+    r, raw = run_snapshot(prog, tmp_path, env={"FUNTRACE_TIME": time})
+    assert r.stdout == "done\n"
+    workers = [t for t in raw.threads if t.tid != r.pid and t.name != "funtrace"]
+    assert len(workers) == 1
+    w = workers[0]
+    assert not w.flags & rawfile.TSF["BAD_POS"] and 0 <= w.pos_off < w.ring_size
+    seq = sequence(raw, w, Syms(prog), keep={"pz_marker"})
+    assert seq == [("pz_marker", "call"), ("pz_marker", "ret")]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -89,3 +89,31 @@ def test_on_crash(compiled, run_crash, tmp_path, how, sig):
         assert seq[3:6] == [("cr_recurse", "call")] * 3 and len(seq) > 1000
     else:
         assert seq[3:] == [("cr_" + how, "call")]
+
+
+def test_snapshots_without_memory(compiled, tmp_path):
+    """The signal snapshot and the on-crash snapshot of a process that can no
+    longer map memory (RLIMIT_AS at its current size: every mmap fails) are
+    complete: the MAPPINGS buffer was allocated at start-up, nothing is
+    allocated while they are written."""
+    prog = compiled("rt_nomem.c", "pg")
+    d = tmp_path / "crashdir"
+    d.mkdir()
+    r = run_program([prog], tmp_path / "run", env={"FUNTRACE_ON_CRASH": str(d)}, want_core=False)
+    assert r.stdout == "start\nlimited\n", (r.returncode, r.stdout, r.stderr)
+    assert r.returncode == -signal.SIGSEGV, r.stderr
+    assert r.stderr == "", r.stderr  # e.g. no "MAPPINGS chunk is truncated"
+    syms = Syms(prog)
+    sig = only_snapshot(r.dir / "funtrace.raw")
+    crash = only_snapshot(d / f"funtrace-{r.pid}-{r.pid}.raw")
+    assert crash.siginfo["signo"] == signal.SIGSEGV and crash.siginfo["addr"] == 16
+    keep = {"nm_before", "nm_after", "nm_crash"}
+    assert sequence(sig, main_thread(sig), syms, keep=keep) == [
+        ("nm_before", "call"), ("nm_before", "ret"), ("nm_after", "call"), ("nm_after", "ret")]
+    assert sequence(crash, main_thread(crash), syms, keep=keep)[-1] == ("nm_crash", "call")
+    for raw in (sig, crash):
+        paths = {m["path"] for m in raw.mappings}
+        assert str(prog) in paths and any("/libc.so" in p for p in paths), paths
+        assert len(raw.mappings) >= 10
+        exe = [m for m in raw.mappings if m["path"] == str(prog) and m["offset"] == 0]
+        assert exe and exe[0]["build_id"], exe

@@ -119,7 +119,11 @@ struct ft_thread {
                            thread's last committed event; see FORMAT.md "torn") */
     uint64_t mask;      /* hot path: slot = pos & mask; 0 => tracing paused */
     uint64_t countdown; /* sampled mode: events left until the next time word */
-    uint64_t hot_reserved[5];
+    uint64_t wrap;      /* runtime-private (appended in reserved space): the
+                           hot path's immutable copy of ring | (ring_size - 1),
+                           used to wrap pos (mask may drop to 0 meanwhile);
+                           readers ignore it */
+    uint64_t hot_reserved[4];
     /* --- cold --- */
     uint64_t ring;      /* ring base address (aligned to 2*ring_size); 0 if none */
     uint64_t ring_size; /* bytes, power of two */

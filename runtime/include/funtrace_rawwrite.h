@@ -57,6 +57,15 @@ struct ft_source_info {
      * 2.3).  The buffer is used until the next call or the end of ft_raw_emit. */
     void *(*get_scratch)(void *scratch_ctx, size_t len);
     void *scratch_ctx;
+    /* appended: in-place access for non-live sources (optional, may be
+     * NULL).  Returns a pointer to the `len` bytes of target memory at addr
+     * if the source holds ALL of them contiguously in the caller's address
+     * space (e.g. a core file's mmap), else NULL (then they are read through
+     * the ft_reader).  The memory must stay valid and unchanged until
+     * ft_raw_emit returns.  Used for rings (planned and streamed in place,
+     * no copy); ignored when `live` is set. */
+    const void *(*map)(void *map_ctx, uint64_t addr, size_t len);
+    void *map_ctx;
 };
 
 /* What was emitted. */
