@@ -45,8 +45,20 @@ extern __thread struct ft_thread *ft_self __attribute__((tls_model("initial-exec
 extern __thread struct ft_thread *ft_self_s __attribute__((tls_model("initial-exec")));
 extern struct ft_thread ft_thread_dummy_init FT_HIDDEN; /* mask 0: "create my record" */
 extern struct ft_thread ft_thread_dummy_dead FT_HIDDEN; /* mask 0: "record nothing" */
-extern uint8_t ft_sampled_mode FT_HIDDEN;               /* 1: FUNTRACE_TIME=sampled */
-extern uint64_t ft_sample_k FT_HIDDEN;
+/* the hooks' read-mostly settings, written once at start-up, alone in their
+ * cache line (a line shared with written data - ft_rt.lock, the root -
+ * would cost every hook of every thread a miss after each such write) */
+struct ft_hot_settings {
+    uint8_t sampled_mode; /* 1: FUNTRACE_TIME=sampled (hooks_pg.S: ft_hot+0) */
+    uint8_t pad0[7];
+    uint64_t sample_k;    /* a time word every k events (hooks_pg.S: ft_hot+8) */
+    uint8_t pad1[48];
+};
+_Static_assert(sizeof(struct ft_hot_settings) == 64, "one cache line");
+_Static_assert(offsetof(struct ft_hot_settings, sample_k) == 8, "hooks_pg.S");
+extern struct ft_hot_settings ft_hot FT_HIDDEN;
+#define ft_sampled_mode (ft_hot.sampled_mode)
+#define ft_sample_k (ft_hot.sample_k)
 extern uint32_t ft_xsave_size FT_HIDDEN; /* 0: use fxsave (512 bytes) */
 
 /* runtime state not in the root */

@@ -26,8 +26,9 @@
  *    register and the whole extended state (xsave; fxsave without OSXSAVE)
  *    before calling C.
  *
- * The mode test comes first (a predicted branch on a read-mostly byte), so
- * sampled mode never goes through a failed exact attempt.
+ * The mode test comes first (a predicted branch on a byte written once, in a
+ * cache line of its own), so sampled mode never goes through a failed exact
+ * attempt.
  *
  * The mask (pause control) is read ONCE per event, to compute the slot; the
  * new pos is wrapped with the record's `wrap` (ring | (ring_size - 1), set
@@ -63,7 +64,7 @@
     .p2align 5
 \name:
     .cfi_startproc
-    cmpb $0, ft_sampled_mode(%rip)
+    cmpb $0, ft_hot(%rip)           /* ft_hot.sampled_mode */
     jne 3f
     /* ---- exact mode: 16-byte entries {word, tsc} ---- */
     PUSH %r11
@@ -140,7 +141,7 @@
     movq %rax, (%r11)               /* time word */
     addq $8, %r11
     andq WRAP(%rcx), %r11
-    movq ft_sample_k(%rip), %rax
+    movq ft_hot+8(%rip), %rax       /* ft_hot.sample_k */
     movq %rax, COUNTDOWN(%rcx)
     POP %rdx
     jmp 5b

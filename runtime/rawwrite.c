@@ -16,7 +16,9 @@
  *     crash, hang or overflow;
  *   - every chunk's length is computed before its header is written (rings
  *     are read once to plan and once to stream; live rings may be copied once
- *     into a caller-provided scratch buffer instead).
+ *     into a caller-provided scratch buffer instead, and a non-live source
+ *     that holds a ring in our memory (ft_source_info.map, e.g. an mmapped
+ *     core) has it planned and streamed in place).
  */
 #include "funtrace_rawwrite.h"
 
@@ -333,8 +335,8 @@ struct rview {
     uint64_t ring, size;
     unsigned esz;
     uint64_t nmask;         /* slots - 1 (slots: a power of two) */
-    const uint8_t *copy;    /* live copy (scratch), the source's own mapping
-                               (ft_reader.map), or NULL: read in blocks */
+    const uint8_t *copy;    /* live copy (scratch), the source's own memory
+                               (ft_source_info.map), or NULL: read in blocks */
     const uint8_t *cmiss;   /* copy: 1 byte per ring page, 1 = missing;
                                NULL with a mapping: nothing missing */
     uint64_t boff, blen;    /* block currently in buf (ring offsets) */

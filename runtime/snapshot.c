@@ -324,6 +324,13 @@ void ft_snapshot_after_fork_child(void)
     pthread_mutex_init(&append_mutex, NULL);
     ft_append_busy = 0;
     maps_prealloc_busy = 0;
+    /* the buffer's pages are shared copy-on-write with the parent (and the
+     * lock is not inherited): make them the child's own now */
+    if (maps_prealloc) {
+        for (size_t off = 0; off < maps_prealloc_cap; off += 4096)
+            ((volatile char *)maps_prealloc)[off] = 0;
+        (void)mlock(maps_prealloc, maps_prealloc_cap);
+    }
 }
 
 FT_EXPORT void funtrace_pause_and_write_current_snapshot(void)

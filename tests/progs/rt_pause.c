@@ -20,7 +20,7 @@ NI void *worker(void *arg)
     pz_marker();
     __atomic_store_n(&phase, 2, __ATOMIC_RELEASE);
     while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != 3)
-        pz_leaf(0);
+        ; /* no traced calls: pz_marker stays the newest event */
     return NULL;
 }
 
