@@ -13,9 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-static double T0;static double now_ms(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec*1e3+t.tv_nsec/1e6;}
-#define TM(x) do{ if(getenv("CE_TIMING")) fprintf(stderr,"T %-10s %.3f\n", x, now_ms()-T0);}while(0)
 
 static uint32_t prot_of(uint32_t pf)
 {
@@ -61,7 +58,6 @@ static int write_stacks(struct core *c, struct ce_maps *maps, const struct ft_re
 
 int ce_core_extract(const struct ce_core_opts *o)
 {
-    T0=now_ms();
     const char *name = strcmp(o->core, "-") == 0 ? "<stdin>" : o->core;
     char err[1024];
     struct ce_input in;
@@ -81,7 +77,6 @@ int ce_core_extract(const struct ce_core_opts *o)
     int truncated = c.size < c.expected_size || in.truncated;
     ce_note("%s: %zu segment(s), %zu thread(s), %zu file mapping(s), %llu of %llu bytes present", name, c.nsegs,
             c.nthreads, c.nfiles, (unsigned long long)c.size, (unsigned long long)c.expected_size);
-    TM("open");
     struct ft_reader rd = { &c, core_read };
 
     /* mappings */
@@ -93,7 +88,6 @@ int ce_core_extract(const struct ce_core_opts *o)
                  c.files[i].path);
     }
     maps_finish(&maps, &rd, core_auxv(&c, AT_SYSINFO_EHDR));
-    TM("maps");
 
     /* root */
     struct root_range *wr = ce_xcalloc(c.nsegs ? c.nsegs : 1, sizeof *wr);
@@ -140,7 +134,6 @@ int ce_core_extract(const struct ce_core_opts *o)
         return FT_EXIT_NOTRACE;
     }
     free(wr);
-    TM("root");
     if (rf.warning[0]) ce_warn("%s", rf.warning);
     ce_note("%s", rf.how);
 
@@ -170,9 +163,7 @@ int ce_core_extract(const struct ce_core_opts *o)
     struct ft_emit_stats st;
     memset(&st, 0, sizeof st);
     int e = ft_raw_emit(&rd, rf.addr, &si, &out.w, &st);
-    TM("emit");
     if (e == 0 && o->stacks) e = write_stacks(&c, &maps, &rd, &out.w, &st, signalled) ? -1 : 0;
-    TM("stacks");
     if (e == 0) e = ft_raw_end(&out.w, &st);
     ce_buf_free(&mp);
     maps_free(&maps);
@@ -200,9 +191,7 @@ int ce_core_extract(const struct ce_core_opts *o)
         }
         ce_out_abort(&out); /* frees; the committed file stays */
     }
-    TM("commit");
     core_close(&c);
     ce_input_close(&in);
-    TM("close");
     return rc;
 }

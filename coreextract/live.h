@@ -4,7 +4,7 @@
  *
  * Used by `coreextract --pid PID` and by funtrace-oomwatch.  Link with
  * build/lib/libfuntrace_live.a and build/lib/libfuntrace_read.a, plus
- * $(pkg-config --libs libunwind-ptrace libunwind-generic) and -lelf.
+ * $(pkg-config --libs libunwind-generic) and -lelf.
  *
  * ft_live_extract writes one complete raw trace (FUNTRACE ... ENDTRACE) to w:
  * root found via the `funtrace_root` symbol of /proc/PID/exe (+ load bias from
@@ -13,7 +13,8 @@
  * re-read after copying and events that may have been overwritten meanwhile
  * are dropped (FT_TSF_COPY_RACED).  FINSTACK chunks only with opts->stacks
  * (each thread is briefly stopped with PTRACE_SEIZE + PTRACE_INTERRUPT, unwound
- * with libunwind-ptrace and detached).
+ * with libunwind's remote unwinder over process_vm_readv -- unwind.h -- and
+ * detached).
  *
  * Returns the coreextract exit codes:
  *   FT_EXIT_OK (0)       trace extracted

@@ -165,11 +165,15 @@ size_t ce_unwind(struct ce_unwinder *u, const uint64_t regs[FT_NREGS], uint64_t 
     unw_word_t pip = regs[16], psp = regs[19];
     for (;;) {
         /* stepping out of a signal frame restores the interrupted context,
-         * which may be on another stack (sigaltstack): no sp order there */
+         * which may be on another stack (sigaltstack): no sp order there.
+         * (libunwind 1.6 answers unw_is_signal_frame for the frame the last
+         * step left -- known only after stepping out of it; other versions
+         * for the frame at the cursor: both are asked.) */
         int from_signal = unw_is_signal_frame(&cur) > 0;
         int r = unw_step(&cur);
         if (r < 0) { *truncated = 1; break; }
         if (r == 0) break;
+        from_signal |= unw_is_signal_frame(&cur) > 0;
         unw_word_t ip = 0, sp = 0;
         unw_get_reg(&cur, UNW_REG_IP, &ip);
         unw_get_reg(&cur, UNW_REG_SP, &sp);

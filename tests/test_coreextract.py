@@ -227,7 +227,9 @@ def test_a_stack_that_unwinds_into_itself_stops(tree, compiled, run_crash, tmp_p
     """ce_loopstack's "looper" thread sits in a function whose unwind info makes
     its caller itself at the same stack pointer: the unwinder stops after that
     frame (flagged TRUNCATED) where gdb stops ("previous frame identical to
-    this frame"), instead of repeating the pc."""
+    this frame"), instead of repeating the pc.  Its "sigalt" thread sits in a
+    signal handler on an alternate stack above its own: the step out of the
+    signal frame moves the stack pointer down and is followed, like gdb does."""
     require_tools(tree, "coreextract")
     exe = compiled("ce_loopstack.c", "pg")
     run = crash(run_crash, exe)
@@ -239,9 +241,14 @@ def test_a_stack_that_unwinds_into_itself_stops(tree, compiled, run_crash, tmp_p
     assert looper.pcs == frames[looper.tid] == [looper.regs[16]]
     assert looper.flags & STKF_TRUNCATED
     for s in raw.stacks:
-        assert s.pcs == frames[s.tid]
+        assert s.pcs == frames[s.tid], (s.tid, [hex(p) for p in s.pcs], [hex(p) for p in frames[s.tid]])
+        assert all(a != b for a, b in zip(s.pcs, s.pcs[1:])), s.tid
     [crashed] = [s for s in raw.stacks if s.flags & STKF_CRASHED]
     assert stack_names(crashed, syms)[:2] == ["ce_fault", "main"] and not crashed.flags & STKF_TRUNCATED
+    [sigalt] = [s for s in raw.stacks if "on_usr1" in stack_names(s, syms)]
+    names = [n for n in stack_names(sigalt, syms) if n]
+    assert names == ["ce_in_handler", "on_usr1", "ce_raise_usr1", "sigalt"], names
+    assert not sigalt.flags & STKF_TRUNCATED and len(sigalt.pcs) >= 7
 
 
 def test_abort(tree, crashprog, run_crash):

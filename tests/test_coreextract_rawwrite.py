@@ -5,6 +5,7 @@ uncommitted slots, missing pages, corrupt registries, a writer racing a live cop
 tests/progs/ce_rawunit.c builds the target in its own memory (the real ABI structs,
 written the way the runtime's hot path writes them) and runs the real rawwrite.c,
 compiled with ASan+UBSan, over it."""
+import os
 import subprocess
 
 import pytest
@@ -19,13 +20,16 @@ W = 0x400000  # event k has word W + k and tsc k
 
 
 @pytest.fixture(scope="module")
-def unit(compiled):
-    exe = compiled("ce_rawunit.c", "none", tag="san",
-                   extra=["-I", str(ROOT / "runtime" / "include"), str(ROOT / "runtime" / "rawwrite.c"),
-                          "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+def unit_exe(compiled):
+    return compiled("ce_rawunit.c", "none", tag="san",
+                    extra=["-I", str(ROOT / "runtime" / "include"), str(ROOT / "runtime" / "rawwrite.c"),
+                           "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
 
+
+@pytest.fixture(scope="module")
+def unit(unit_exe):
     def run(*args):
-        r = subprocess.run([str(exe), *map(str, args)], capture_output=True, timeout=60)
+        r = subprocess.run([str(unit_exe), *map(str, args)], capture_output=True, timeout=60)
         assert r.returncode == 0, r.stderr.decode()
         raw = rawfile.parse(r.stdout)
         assert raw.ended and raw.header["nthreads"] == len(raw.threads)
@@ -210,3 +214,23 @@ def test_live_writer_lapping_the_ring_during_the_copy(unit):
     assert t.flags & TSF["COPY_RACED"]
     assert tscs(t) == list(range(1, 513))    # pages 0-1, copied before the lap
     assert t.n_dropped >= 1000 - 512
+
+
+@pytest.mark.parametrize("scenario", [
+    ("firstlap",), ("wrapped",), ("uncommitted",), ("torn",), ("wrapped_uncommitted",), ("wrapped_torn",),
+    ("lastslot_wrapped",), ("lastslot_torn",), ("min_tsc",), ("missing_page",), ("missing_ring",),
+    ("bad_pos",), ("states",), ("sampled",), ("sampled", 25), ("sampled_wrapped",), ("tables",), ("corrupt",),
+])
+def test_rings_used_in_place_give_the_same_bytes(unit_exe, scenario):
+    """A source that holds the rings in the producer's memory (coreextract's
+    mmapped core: ft_source_info.map) has them planned and streamed in place;
+    the raw is byte for byte the one read through the reader (in blocks, page by
+    page), including rings with missing pages (not offered in place)."""
+    outs = []
+    for env in (None, dict(os.environ, CE_RAWUNIT_MAP="1")):
+        r = subprocess.run([str(unit_exe), *map(str, scenario)], capture_output=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr.decode()
+        outs.append((r.stdout, r.stderr))
+    assert outs[0] == outs[1]
+    raw = rawfile.parse(outs[1][0])
+    assert raw.ended and raw.header["nthreads"] == len(raw.threads)

@@ -5,6 +5,7 @@
  * (torn / uncommitted slots, missing pages, corrupt registries, a writer
  * racing a live copy).  Usage: ce_rawunit SCENARIO > raw
  * The reader only serves registered regions (anything else is "missing").
+ * With CE_RAWUNIT_MAP=1 the rings are also offered in place (ft_source_info.map).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -76,6 +77,23 @@ static size_t rd(void *ctx, uint64_t addr, void *buf, size_t len)
         done++;
     }
     return done;
+}
+
+/* ft_source_info.map (with CE_RAWUNIT_MAP=1 in the environment): the range in
+ * place if every byte of it is readable, like coreextract's mmapped core */
+static const void *map_in_place(void *ctx, uint64_t addr, size_t len)
+{
+    (void)ctx;
+    for (size_t i = 0; i < len; i++) {
+        uint64_t a = addr + i;
+        int ok = 0;
+        for (int k = 0; k < nregs; k++)
+            if (a >= regs[k].start && a < regs[k].end) ok = 1;
+        for (int k = 0; k < nholes; k++)
+            if (a >= holes[k].start && a < holes[k].end) ok = 0;
+        if (!ok) return NULL;
+    }
+    return (const void *)(uintptr_t)addr;
 }
 
 static int wr(void *ctx, const void *p, size_t n)
@@ -366,6 +384,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "unknown scenario %s\n", sc);
         return 2;
     }
+    if (getenv("CE_RAWUNIT_MAP")) si.map = map_in_place; /* ignored for live sources */
     struct ft_reader r = { NULL, rd };
     struct ft_writer w = { NULL, wr };
     struct ft_emit_stats st;
