@@ -30,7 +30,7 @@ $(OBJ)/runtime/%.o: runtime/%.c
 
 $(OBJ)/runtime/%.S.o: runtime/%.S
 	@mkdir -p $(@D)
-	$(CC) -Iruntime/include -Iruntime -g -c $< -o $@
+	$(CC) -Iruntime/include -Iruntime -MMD -MP -g -c $< -o $@
 
 $(RT_PREFIX_STAMP):
 	@mkdir -p $(@D)

@@ -30,12 +30,6 @@
 
 extern struct ft_root funtrace_root;
 
-/* offsets hooks_pg.S uses */
-_Static_assert(offsetof(struct ft_thread, pos) == 0, "POS");
-_Static_assert(offsetof(struct ft_thread, mask) == 8, "MASK");
-_Static_assert(offsetof(struct ft_thread, countdown) == 16, "COUNTDOWN");
-_Static_assert(offsetof(struct ft_thread, wrap) == 24, "WRAP");
-
 /* per-thread hot-path pointers (TLS; the hooks read them local-exec). The
  * hooks test ft_sampled_mode first, then use ft_self (exact) or ft_self_s
  * (sampled); the pointer of the other mode stays at ft_thread_dummy_init.
@@ -49,13 +43,12 @@ extern struct ft_thread ft_thread_dummy_dead FT_HIDDEN; /* mask 0: "record nothi
  * cache line (a line shared with written data - ft_rt.lock, the root -
  * would cost every hook of every thread a miss after each such write) */
 struct ft_hot_settings {
-    uint8_t sampled_mode; /* 1: FUNTRACE_TIME=sampled (hooks_pg.S: ft_hot+0) */
+    uint8_t sampled_mode; /* 1: FUNTRACE_TIME=sampled (hooks_pg.S; ft_hook_offsets.h) */
     uint8_t pad0[7];
-    uint64_t sample_k;    /* a time word every k events (hooks_pg.S: ft_hot+8) */
+    uint64_t sample_k;    /* a time word every k events (hooks_pg.S; ft_hook_offsets.h) */
     uint8_t pad1[48];
 };
 _Static_assert(sizeof(struct ft_hot_settings) == 64, "one cache line");
-_Static_assert(offsetof(struct ft_hot_settings, sample_k) == 8, "hooks_pg.S");
 extern struct ft_hot_settings ft_hot FT_HIDDEN;
 #define ft_sampled_mode (ft_hot.sampled_mode)
 #define ft_sample_k (ft_hot.sample_k)
@@ -118,6 +111,7 @@ void ft_warn(const char *msg, const char *detail) FT_HIDDEN;
 /* tsc.c */
 void ft_tsc_init(void) FT_HIDDEN;
 uint64_t ft_tsc_refine(uint64_t tsc, uint64_t mono_ns) FT_HIDDEN;
+void ft_tsc_deferred_calibration(void) FT_HIDDEN; /* housekeeper; no-op unless deferred */
 void ft_clock_snapshot(uint64_t *tsc, uint64_t *mono, uint64_t *real) FT_HIDDEN;
 
 /* registry.c */

@@ -100,6 +100,7 @@ static void *housekeeper(void *arg)
     (void)arg;
     prctl(PR_SET_NAME, "funtrace", 0, 0, 0);
     funtrace_ignore_this_thread();
+    ft_tsc_deferred_calibration(); /* no TSC frequency source at start-up */
     pthread_mutex_lock(&hk_mutex);
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     while (!hk_stop) {
@@ -151,6 +152,8 @@ void ft_housekeeper_start(void)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&at);
+    if (!hk_running)
+        ft_tsc_deferred_calibration(); /* nobody else will */
 }
 
 void ft_housekeeper_stop(void)

@@ -15,6 +15,15 @@
  * says a callee keeps, nothing more.
  */
 #include "ft_internal.h"
+#include "ft_hook_offsets.h"
+
+/* the offsets hooks_pg.S uses (it includes ft_hook_offsets.h) */
+_Static_assert(offsetof(struct ft_thread, pos) == FT_THR_OFF_POS, "hooks_pg.S POS");
+_Static_assert(offsetof(struct ft_thread, mask) == FT_THR_OFF_MASK, "hooks_pg.S MASK");
+_Static_assert(offsetof(struct ft_thread, countdown) == FT_THR_OFF_COUNTDOWN, "hooks_pg.S COUNTDOWN");
+_Static_assert(offsetof(struct ft_thread, wrap) == FT_THR_OFF_WRAP, "hooks_pg.S WRAP");
+_Static_assert(offsetof(struct ft_hot_settings, sampled_mode) == FT_HOT_OFF_SAMPLED_MODE, "hooks_pg.S ft_hot");
+_Static_assert(offsetof(struct ft_hot_settings, sample_k) == FT_HOT_OFF_SAMPLE_K, "hooks_pg.S ft_hot+8");
 
 /* xsave area size for the asm cold path (hooks_pg.S computes it on first use) */
 uint32_t ft_xsave_size;

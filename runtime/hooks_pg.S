@@ -37,13 +37,14 @@
  * (slot + size) & 0 would commit pos = 0 (outside the ring: the thread would
  * never record again).
  *
- * Record layout (struct ft_thread, static_assert'ed in ft_internal.h): pos at
- * 0, mask at 8, countdown at 16, wrap at 24.
+ * Record layout (struct ft_thread): pos, mask, countdown, wrap at the offsets
+ * in ft_hook_offsets.h, which hooks_cyg.c static_asserts against offsetof().
  */
-#define POS 0
-#define MASK 8
-#define COUNTDOWN 16
-#define WRAP 24
+#include "ft_hook_offsets.h"
+#define POS FT_THR_OFF_POS
+#define MASK FT_THR_OFF_MASK
+#define COUNTDOWN FT_THR_OFF_COUNTDOWN
+#define WRAP FT_THR_OFF_WRAP
 #define RA_EXACT 32   /* the return address, above the exact path's 4 pushes */
 #define RA_SAMPLED 24 /* ... above the sampled path's 3 pushes */
 
@@ -64,7 +65,7 @@
     .p2align 5
 \name:
     .cfi_startproc
-    cmpb $0, ft_hot(%rip)           /* ft_hot.sampled_mode */
+    cmpb $0, ft_hot+FT_HOT_OFF_SAMPLED_MODE(%rip) /* ft_hot.sampled_mode */
     jne 3f
     /* ---- exact mode: 16-byte entries {word, tsc} ---- */
     PUSH %r11
@@ -141,7 +142,7 @@
     movq %rax, (%r11)               /* time word */
     addq $8, %r11
     andq WRAP(%rcx), %r11
-    movq ft_hot+8(%rip), %rax       /* ft_hot.sample_k */
+    movq ft_hot+FT_HOT_OFF_SAMPLE_K(%rip), %rax /* ft_hot.sample_k */
     movq %rax, COUNTDOWN(%rcx)
     POP %rdx
     jmp 5b

@@ -109,19 +109,13 @@ static void find_pressure_file(void)
     }
 }
 
+/* v in decimal, zero-padded to width digits (the digits: oom_psispec.h) */
 static char *put_num(char *o, uint64_t v, int width)
 {
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n < width)
-        tmp[n++] = '0';
-    while (n)
-        *o++ = tmp[--n];
-    return o;
+    for (uint64_t p = 10; width > 1; width--, p *= 10)
+        if (v < p)
+            *o++ = '0';
+    return ft_psi__put(o, o + 20, v);
 }
 
 /* <comm>-<pid>-YYYYmmdd-HHMMSS (local time, offset taken at start) */

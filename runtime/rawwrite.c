@@ -235,6 +235,86 @@ size_t ft_mapping_record_encode(void *buf, size_t cap, const struct ft_raw_mappi
     return need;
 }
 
+/* ---- PROCMAPS: the MAPPINGS payload as /proc/PID/maps text ---------------- */
+
+/* One line per MAPPINGS record, in record order (FORMAT.md 2.x):
+ *   "%08lx-%08lx %c%c%cp %08lx 00:00 0 <path>\n"
+ * perms from prot ('-' when the bit is clear or prot is unknown); a '\n' in
+ * a path is written as the kernel writes it, "\012".  Records are walked the
+ * way readers walk them; a malformed record ends the text. */
+static size_t pm_hex8(char *o, uint64_t v)
+{
+    char t[16];
+    size_t n = 0, k = 0;
+    do {
+        unsigned d = (unsigned)(v & 15);
+        t[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
+        v >>= 4;
+    } while (v);
+    while (n < 8) t[n++] = '0';
+    while (n) o[k++] = t[--n];
+    return k;
+}
+
+/* The line up to the path; returns its length (<= 64). */
+static size_t pm_prefix(char *o, const struct ft_raw_mapping *m)
+{
+    size_t k = pm_hex8(o, m->start);
+    o[k++] = '-';
+    k += pm_hex8(o + k, m->end);
+    o[k++] = ' ';
+    o[k++] = m->prot & FT_MAPF_R ? 'r' : '-';
+    o[k++] = m->prot & FT_MAPF_W ? 'w' : '-';
+    o[k++] = m->prot & FT_MAPF_X ? 'x' : '-';
+    o[k++] = 'p';
+    o[k++] = ' ';
+    k += pm_hex8(o + k, m->offset);
+    memcpy(o + k, " 00:00 0 ", 9);
+    return k + 9;
+}
+
+/* Walk the records: with out == NULL only count; returns the text length, or
+ * (uint64_t)-1 if a write failed. */
+static uint64_t pm_walk(struct rw *c, const uint8_t *p, size_t len, int out)
+{
+    uint64_t total = 0;
+    size_t off = 0;
+    while (len - off >= sizeof(struct ft_raw_mapping)) {
+        struct ft_raw_mapping m;
+        memcpy(&m, p + off, sizeof m);
+        size_t rs = ft_mapping_record_size(m.path_len);
+        if (rs == 0 || rs > len - off) break;
+        const char *path = (const char *)p + off + sizeof m;
+        char pre[64];
+        size_t pl = pm_prefix(pre, &m);
+        if (out && wr(c, pre, pl)) return (uint64_t)-1;
+        total += pl;
+        size_t run = 0;
+        for (size_t i = 0; i <= m.path_len; i++) {
+            if (i < m.path_len && path[i] != '\n') continue;
+            if (out && wr(c, path + run, i - run)) return (uint64_t)-1;
+            total += i - run;
+            if (i < m.path_len) {
+                if (out && wr(c, "\\012", 4)) return (uint64_t)-1;
+                total += 4;
+            }
+            run = i + 1;
+        }
+        if (out && wr(c, "\n", 1)) return (uint64_t)-1;
+        total += 1;
+        off += rs;
+    }
+    return total;
+}
+
+static int emit_procmaps(struct rw *c, const void *mappings, size_t len)
+{
+    if (!mappings) len = 0;
+    uint64_t n = pm_walk(c, mappings, len, 0);
+    if (chunk_hdr(c, FT_CHUNK_PROCMAPS, n)) return -1;
+    return pm_walk(c, mappings, len, 1) == (uint64_t)-1 ? -1 : 0;
+}
+
 /* ---- root ---------------------------------------------------------------- */
 
 /* The magic is kept complemented here too: rawwrite.o is linked into every
@@ -1214,6 +1294,7 @@ int ft_raw_emit(const struct ft_reader *rdr, uint64_t root_addr, const struct ft
     if (si->crash && ft_raw_chunk(w, FT_CHUNK_SIGINFO, si->crash, sizeof *si->crash, stats)) return -1;
     if (ft_raw_chunk(w, FT_CHUNK_MAPPINGS, si->mappings, si->mappings ? si->mappings_len : 0, stats))
         return -1;
+    if (emit_procmaps(c, si->mappings, si->mappings_len)) return -1;
     if (emit_modules(c)) return -1;
     if (emit_gens(c)) return -1;
 

@@ -240,6 +240,8 @@ enum ft_tsc_source {
     FT_TSC_SRC_CPUID15 = 2,   /* CPUID leaf 0x15 */
     FT_TSC_SRC_SYSFS = 3,     /* /sys/.../tsc_freq_khz */
     FT_TSC_SRC_CALIBRATED = 4,/* TSC vs CLOCK_MONOTONIC over the run */
+    FT_TSC_SRC_CPUINFO = 5,   /* /proc/cpuinfo "cpu MHz" = cpu_khz (invariant TSC,
+                                 no aperfmperf, no cpufreq driver) */
 };
 
 enum ft_time_mode { FT_TIME_EXACT = 0, FT_TIME_SAMPLED = 1 };
@@ -332,6 +334,11 @@ struct ft_root {
  *
  * A file without ENDTRACE is truncated.  Several traces (ENDTRACE-terminated
  * "samples") may be concatenated in one file, like the original funtrace.raw.
+ *
+ * Appended: every producer writes PROCMAPS (the original funtrace's chunk,
+ * text in /proc/PID/maps line format generated from the MAPPINGS payload,
+ * FORMAT.md 2.2) right after MAPPINGS, so the order is ... SIGINFO, MAPPINGS,
+ * PROCMAPS, MODULES ...  Readers that know MAPPINGS ignore PROCMAPS.
  */
 #define FT_RAW_VERSION 1u
 #define FT_CHUNK_MAGIC_LEN 8

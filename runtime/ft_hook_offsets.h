@@ -1,0 +1,19 @@
+/*
+ * ft_hook_offsets.h -- the structure offsets hooks_pg.S uses, in one place:
+ * included by hooks_pg.S (preprocessed assembly, so only #defines here) and
+ * by hooks_cyg.c, which _Static_asserts them against offsetof().
+ */
+#ifndef FT_HOOK_OFFSETS_H
+#define FT_HOOK_OFFSETS_H
+
+/* struct ft_thread (funtrace_abi.h) */
+#define FT_THR_OFF_POS 0
+#define FT_THR_OFF_MASK 8
+#define FT_THR_OFF_COUNTDOWN 16
+#define FT_THR_OFF_WRAP 24
+
+/* struct ft_hot_settings (ft_internal.h) */
+#define FT_HOT_OFF_SAMPLED_MODE 0
+#define FT_HOT_OFF_SAMPLE_K 8
+
+#endif
