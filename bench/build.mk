@@ -4,8 +4,11 @@
 #   hp-*         the hook microbenchmark (bench/hotpath.c), once per mode:
 #                none (plain gcc), pg / finstr (funtrace-gcc), clang
 #                (funtrace-clang), floor-* (linked with the bench-local floor
-#                hooks bench/floor_*.{S,c} instead of the runtime),
-#                proto-* (the runtime with the hook prototypes of bench/proto/)
+#                hooks bench/floor_*.{S,c} instead of the runtime; the -pg
+#                ones are compiled with -pg but linked without it, so they get
+#                crt1.o, not gcrt1.o, and never write gmon.out),
+#                pg-nomode / finstr-nomode (control: the runtime with its own
+#                hook source minus the sampled-mode test, see below)
 #   thr-*        thread create+join (bench/threads.c), none / pg
 #   dl-*, libdl-*.so   dlopen+dlclose (bench/dlopen_main.c, dlopen_lib.c)
 #   bigcore-*    the core / snapshot maker for the coreextract, gdb and decoder
@@ -19,7 +22,7 @@ BENCH_HAVE_CLANG := $(shell command -v $(BENCH_CLANG) 2>/dev/null)
 BENCH_CFLAGS := -std=gnu11 -Wall -Wextra -O2 -g -pthread -Iruntime/include
 BENCH_PG := -pg -mfentry -minstrument-return=call
 # what the funtrace wrappers add when linking an executable (minus the
-# runtime archive): used for the prototype links
+# runtime archive): used for the control links
 BENCH_RT_LDFLAGS := -ldl -pthread -Wl,--export-dynamic-symbol=funtrace_root \
     -Wl,--export-dynamic-symbol=__fentry__ -Wl,--export-dynamic-symbol=__return__ \
     -Wl,--export-dynamic-symbol=__cyg_profile_func_enter \
@@ -30,10 +33,10 @@ BENCH_RT_LDFLAGS := -ldl -pthread -Wl,--export-dynamic-symbol=funtrace_root \
 BENCH_WRAP_DEPS := $(BIN)/funtrace-gcc $(BIN)/funtrace-clang $(LIB)/libfuntrace.a
 
 BENCH_HP := $(BB)/hp-none $(BB)/hp-pg $(BB)/hp-finstr $(BB)/hp-floor-pg \
-    $(BB)/hp-floor-pg-counter $(BB)/hp-floor-finstr $(BB)/hp-proto-pg \
-    $(BB)/hp-proto-pg-keepregs $(BB)/hp-proto-finstr
+    $(BB)/hp-floor-pg-counter $(BB)/hp-floor-finstr $(BB)/hp-pg-nomode \
+    $(BB)/hp-finstr-nomode
 ifneq ($(BENCH_HAVE_CLANG),)
-BENCH_HP += $(BB)/hp-clang $(BB)/hp-floor-clang $(BB)/hp-proto-clang
+BENCH_HP += $(BB)/hp-clang $(BB)/hp-floor-clang
 endif
 BENCH_PROGS := $(BENCH_HP) $(BB)/thr-none $(BB)/thr-pg $(BB)/dl-none $(BB)/dl-pg \
     $(BB)/libdl-none.so $(BB)/libdl-pg.so $(BB)/bigcore-pg $(BB)/bigcore-finstr $(BB)/runstat
@@ -73,35 +76,47 @@ $(BB)/obj/floor_cyg.o: bench/floor_cyg.c bench/floor.h
 	@mkdir -p $(@D)
 	$(BENCH_GCC) $(BENCH_CFLAGS) -fno-instrument-functions -c -o $@ $<
 
-$(BB)/hp-floor-pg: $(HP_DEPS) $(BB)/obj/floor_pg.o $(BB)/obj/floor_rec.o
-	$(BENCH_GCC) $(BENCH_CFLAGS) $(BENCH_PG) -o $@ $(HP_SRC) $(filter %.o,$^)
-$(BB)/hp-floor-pg-counter: $(HP_DEPS) $(BB)/obj/floor_pg_counter.o $(BB)/obj/floor_rec.o
-	$(BENCH_GCC) $(BENCH_CFLAGS) $(BENCH_PG) -o $@ $(HP_SRC) $(filter %.o,$^)
+# -pg objects linked WITHOUT -pg: gcc -pg at link time brings gcrt1.o, whose
+# atexit(_mcleanup) writes gmon.out into the working directory (the runtime
+# defines no-op __monstartup/_mcleanup for that; the floor binaries don't
+# have the runtime).  -mfentry code only calls __fentry__, never mcount.
+$(BB)/obj/hotpath_pg.o: $(HP_DEPS)
+	@mkdir -p $(@D)
+	$(BENCH_GCC) $(BENCH_CFLAGS) $(BENCH_PG) -c -o $@ $(HP_SRC)
+$(BB)/hp-floor-pg: $(BB)/obj/hotpath_pg.o $(BB)/obj/floor_pg.o $(BB)/obj/floor_rec.o
+	$(BENCH_GCC) $(BENCH_CFLAGS) -o $@ $^
+$(BB)/hp-floor-pg-counter: $(BB)/obj/hotpath_pg.o $(BB)/obj/floor_pg_counter.o $(BB)/obj/floor_rec.o
+	$(BENCH_GCC) $(BENCH_CFLAGS) -o $@ $^
 $(BB)/hp-floor-finstr: $(HP_DEPS) $(BB)/obj/floor_cyg.o $(BB)/obj/floor_rec.o
 	$(BENCH_GCC) $(BENCH_CFLAGS) -finstrument-functions -o $@ $(HP_SRC) $(filter %.o,$^)
 $(BB)/hp-floor-clang: $(HP_DEPS) $(BB)/obj/floor_cyg.o $(BB)/obj/floor_rec.o
 	$(BENCH_CLANG) $(BENCH_CFLAGS) -finstrument-functions-after-inlining -o $@ $(HP_SRC) $(filter %.o,$^)
 
-# the hook prototypes, linked with the rest of the runtime's objects
+# Control for "the exact mode is not slower because the sampled mode exists":
+# the runtime's own hooks with the sampled-mode test taken out, linked with
+# the rest of the runtime's objects.  -pg: runtime/hooks_pg.S minus its one
+# `cmpb $$0, ft_hot...(%rip)` + `jne 3f` pair (the build fails if that pair is
+# not there exactly once); finstr: runtime/hooks_cyg.c compiled with
+# ft_sampled_mode = 0 (bench/cyg_nomode.c).
 BENCH_RT_NOPG := $(filter-out $(OBJ)/runtime/hooks_pg.S.o,$(RT_OBJS))
 BENCH_RT_NOCYG := $(filter-out $(OBJ)/runtime/hooks_cyg.o,$(RT_OBJS))
-$(BB)/obj/alt_pg.o: bench/proto/alt_pg.S
+BENCH_RT_HDRS := $(wildcard runtime/*.h runtime/include/*.h)
+$(BB)/obj/hooks_pg_nomode.S: runtime/hooks_pg.S
 	@mkdir -p $(@D)
-	$(BENCH_GCC) -DALT_MIN=1 -DALT_DISPATCH=1 -c -o $@ $<
-$(BB)/obj/alt_pg_keepregs.o: bench/proto/alt_pg.S
+	sed -e '/^[[:space:]]*cmpb[[:space:]]*\$$0,[[:space:]]*ft_hot[^(]*(%rip)/{N;/\n[[:space:]]*jne[[:space:]]*3f/d;}' $< >$@.tmp
+	@if [ "$$(grep -c 'cmpb.*ft_hot' $<)" != 1 ] || [ "$$(diff $< $@.tmp | grep -c '^<')" != 2 ]; then \
+	    echo "bench/build.mk: runtime/hooks_pg.S no longer has exactly one 'cmpb \$$0, ft_hot...(%rip)' + 'jne 3f' mode test to take out" >&2; \
+	    rm -f $@.tmp; exit 1; fi
+	mv $@.tmp $@
+$(BB)/obj/hooks_pg_nomode.o: $(BB)/obj/hooks_pg_nomode.S $(BENCH_RT_HDRS)
+	$(BENCH_GCC) -Iruntime/include -Iruntime -c -o $@ $<
+$(BB)/obj/cyg_nomode.o: bench/cyg_nomode.c runtime/hooks_cyg.c $(BENCH_RT_HDRS)
 	@mkdir -p $(@D)
-	$(BENCH_GCC) -DALT_MIN=0 -DALT_DISPATCH=1 -c -o $@ $<
-$(BB)/obj/alt_cyg.o: bench/proto/alt_cyg.c runtime/ft_internal.h
-	@mkdir -p $(@D)
-	$(BENCH_GCC) $(filter-out -MMD -MP,$(RT_CFLAGS)) -DALT_DISPATCH=1 -c -o $@ $<
-$(BB)/hp-proto-pg: $(HP_DEPS) $(BB)/obj/alt_pg.o $(BENCH_RT_NOPG)
-	$(BENCH_GCC) $(BENCH_CFLAGS) $(BENCH_PG) -o $@ $(HP_SRC) $(filter %.o,$^) $(BENCH_RT_LDFLAGS)
-$(BB)/hp-proto-pg-keepregs: $(HP_DEPS) $(BB)/obj/alt_pg_keepregs.o $(BENCH_RT_NOPG)
-	$(BENCH_GCC) $(BENCH_CFLAGS) $(BENCH_PG) -o $@ $(HP_SRC) $(filter %.o,$^) $(BENCH_RT_LDFLAGS)
-$(BB)/hp-proto-finstr: $(HP_DEPS) $(BB)/obj/alt_cyg.o $(BENCH_RT_NOCYG)
+	$(BENCH_GCC) $(filter-out -MMD -MP,$(RT_CFLAGS)) -c -o $@ $<
+$(BB)/hp-pg-nomode: $(BB)/obj/hotpath_pg.o $(BB)/obj/hooks_pg_nomode.o $(BENCH_RT_NOPG)
+	$(BENCH_GCC) $(BENCH_CFLAGS) $(BENCH_PG) -o $@ $^ $(BENCH_RT_LDFLAGS)
+$(BB)/hp-finstr-nomode: $(HP_DEPS) $(BB)/obj/cyg_nomode.o $(BENCH_RT_NOCYG)
 	$(BENCH_GCC) $(BENCH_CFLAGS) -finstrument-functions -o $@ $(HP_SRC) $(filter %.o,$^) $(BENCH_RT_LDFLAGS)
-$(BB)/hp-proto-clang: $(HP_DEPS) $(BB)/obj/alt_cyg.o $(BENCH_RT_NOCYG)
-	$(BENCH_CLANG) $(BENCH_CFLAGS) -finstrument-functions-after-inlining -o $@ $(HP_SRC) $(filter %.o,$^) $(BENCH_RT_LDFLAGS)
 
 # thread create+join, dlopen+dlclose
 $(BB)/thr-none: bench/threads.c

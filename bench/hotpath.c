@@ -207,9 +207,14 @@ int main(int argc, char **argv)
             return 2;
         }
         uint64_t hz = funtrace_ticks_per_second();
-        static const char *src[] = { "none", "perf_event page", "CPUID 0x15", "sysfs", "calibrated" };
+        /* enum ft_tsc_source (funtrace_abi.h) */
+        static const char *src[] = { "none", "perf_event page", "CPUID 0x15", "sysfs", "calibrated",
+                                     "/proc/cpuinfo" };
         uint32_t s = funtrace_root.tsc_hz_source;
-        printf("tsc_hz %llu source %s\n", (unsigned long long)hz, s < 5 ? src[s] : "?");
+        if (s < sizeof src / sizeof src[0])
+            printf("tsc_hz %llu source %s\n", (unsigned long long)hz, src[s]);
+        else
+            printf("tsc_hz %llu source %u (unknown to bench/hotpath.c)\n", (unsigned long long)hz, s);
         return 0;
     }
     for (int i = 1; i < argc; i++) {

@@ -17,7 +17,8 @@
  *    two points where these hooks are called (a function's entry, and
  *    between its epilogue and `ret`); gcc's no_caller_saved_registers
  *    functions do not preserve them either.  Saving them (lahf/seto/sahf,
- *    with r10) cost ~1.1 ns per call+return in sampled mode (BENCHMARKS.md).
+ *    with r10) cost ~1.1 ns per call+return in sampled mode (measured when
+ *    these hooks were chosen; BENCHMARKS.md as of commit 551de6c).
  *  - DF, the only flag the ABI requires to be in a given state (clear) at a
  *    call, is never touched: no string instruction, no cld/std, no popf.
  *  - no vector or x87 register is touched on the hot path.  The cold path

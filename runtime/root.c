@@ -112,10 +112,6 @@ static const volatile uint8_t ft_magic_c[FT_ROOT_MAGIC_LEN] = {
 struct ft_rt ft_rt = { .lock = PTHREAD_MUTEX_INITIALIZER };
 __thread int ft_in_runtime __attribute__((tls_model("initial-exec")));
 struct ft_hot_settings ft_hot __attribute__((aligned(64))) = { .sample_k = FT_DEFAULT_SAMPLE_K };
-/* the old names of these two, as symbols, for assembly outside the runtime
- * (bench/proto/alt_pg.S) */
-__asm__(".globl ft_sampled_mode\n.hidden ft_sampled_mode\n.set ft_sampled_mode, ft_hot\n"
-        ".globl ft_sample_k\n.hidden ft_sample_k\n.set ft_sample_k, ft_hot+8\n");
 
 void ft_lock(void)
 {

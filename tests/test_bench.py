@@ -1,7 +1,11 @@
-"""bench/run --quick produces every table of BENCHMARKS.md (no timing is asserted:
-figures depend on the machine; only that each benchmark ran and produced numbers)."""
+"""bench/run --quick produces every table of BENCHMARKS.md, a MET / NOT MET verdict for every
+target that follows from the figure next to it, and the README block; it writes no gmon.out.
+No timing is asserted: figures depend on the machine; only that each benchmark ran, produced
+numbers, and that the verdicts are computed from them."""
+import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -9,43 +13,154 @@ from conftest import ROOT
 
 NUM = r"[0-9]+(?:\.[0-9]+)?"
 STAT = rf"{NUM} \({NUM}–{NUM}\)"  # median (min–max)
+BEGIN, END = "<!-- bench:begin -->\n", "<!-- bench:end -->\n"
+
+# the targets' names as the Targets table starts them
+TARGETS = (
+    "exact (-pg, the default) within 5% of the floor hook",
+    "sampled ≤ 5 ns added per call+return",
+    "sampled ≥ 3× faster than exact",
+    "sampled: twice the history per MiB of ring",
+    "exact not slower because sampled exists",
+    "no shared cache line on the hot path",
+    "coreextract ≥ 20× faster than the gdb path",
+    "coreextract time not growing with the heap",
+    "decoder ≥ 100 MB/s of raw to JSON with symbols",
+    "bench/run completes in under 10 minutes",
+)
+
+
+def nums(text):
+    return [float(x) for x in re.findall(NUM, text)]
+
+
+def gmon_files_since(t0, *dirs):
+    found = []
+    for d in dirs:
+        for dirpath, dirnames, filenames in os.walk(d):
+            dirnames[:] = [x for x in dirnames if x != ".git"]
+            p = os.path.join(dirpath, "gmon.out")
+            if "gmon.out" in filenames and os.stat(p).st_mtime >= t0:
+                found.append(p)
+    return found
 
 
 @pytest.mark.slow
 def test_bench_quick_writes_every_table(tree, tmp_path):
     """The one-command benchmark runs end to end in quick mode and writes the machine
-    section, the hot-path table with a measured row per instrumentation mode, the
-    targets, thread/dlopen, coreextract-vs-gdb and decoder tables, with figures."""
+    section, the Targets table with a verdict per target that agrees with its figure, the
+    hot-path table with a measured row per instrumentation mode (no prototype rows left),
+    the k sweep, thread/dlopen, coreextract-vs-gdb and decoder tables; it rewrites only the
+    marked block of the README it is given, and no process it runs writes gmon.out."""
     out = tmp_path / "B.md"
-    r = subprocess.run([str(ROOT / "bench" / "run"), "--quick", "--out", str(out)],
+    readme = tmp_path / "README.md"
+    before = (ROOT / "README.md").read_text()
+    readme.write_text(before)
+    t0 = time.time() - 1
+    r = subprocess.run([str(ROOT / "bench" / "run"), "--quick", "--out", str(out),
+                        "--readme", str(readme)],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"wrote {out}" in r.stderr
+    # the floor binaries are -pg without the runtime: they must not leave gmon.out anywhere
+    assert gmon_files_since(t0, ROOT, tmp_path) == []
     md = out.read_text()
-    for heading in ("## Machine", "## Hot path: ns per call+return", "### Targets (issue 8)",
+    for heading in ("## Machine", "## Targets", "## Hot path: ns per call+return",
                     "### Sampled mode: k", "### Two threads at once", "## Threads and dlopen",
                     "## coreextract vs gdb on a big core", "## Decoder"):
         assert heading in md, heading
+    assert "proposed" not in md and "proto" not in md
+    assert "failed" not in md
+
+    # --- targets: every one present, with a figure and a verdict computed from it
+    section = md.split("## Targets", 1)[1].split("\n## ", 1)[0]
+    trows = {}
+    for line in section.splitlines():
+        if line.startswith("| ") and not line.startswith("| target") and not line.startswith("| ---"):
+            name, fig, ver = [c.strip() for c in line.strip("|").split(" | ")]
+            trows[name] = (fig, ver.strip("*"))
+    assert len(trows) == len(TARGETS), list(trows)
+    got = {}
+    for t in TARGETS:
+        name = next((k for k in trows if k.startswith(t)), None)
+        assert name is not None, t
+        fig, ver = trows[name]
+        assert ver in ("MET", "NOT MET"), (t, ver)
+        assert nums(fig), (t, fig)
+        got[t] = (fig, ver == "MET")
+    n_met = sum(v for _, v in got.values())
+    assert f"{n_met} of\n{len(TARGETS)} met" in section or f"{n_met} of {len(TARGETS)} met" in section
+    fig, met = got["sampled ≤ 5 ns added per call+return"]
+    per_mode = [float(x) for x in re.findall(rf"(?:-pg|finstr|clang) ({NUM})", fig)]
+    assert len(per_mode) >= 2, fig
+    assert met == (max(per_mode) <= 5), fig
+    fig, met = got["sampled: twice the history per MiB of ring"]
+    m = re.match(rf"({NUM})× at k = 64: 32\.00 vs 16\.2[0-9] B", fig)
+    assert m and len(m.group(1).split(".")[1]) == 3, fig  # the exact number, 3 decimals
+    assert met == (float(m.group(1)) >= 1.95), fig
+    fig, met = got["sampled ≥ 3× faster than exact"]
+    assert met == (nums(fig)[0] >= 3), fig
+    fig, met = got["exact (-pg, the default) within 5% of the floor hook"]
+    assert met == (nums(fig)[0] <= 1.05), fig
+    fig, met = got["coreextract ≥ 20× faster than the gdb path"]
+    assert met == (nums(fig)[0] >= 20), fig
+    fig, met = got["decoder ≥ 100 MB/s of raw to JSON with symbols"]
+    mbs = [float(x) for x in re.findall(rf"(?:pg|finstr) ({NUM})", fig)]
+    assert len(mbs) == 2 and met == (min(mbs) >= 100), fig
+
+    # --- hot path: every configuration measured at both depths, with ring bytes
     rows = {}  # label -> its first row (the hot-path table comes before the 2-thread one)
     for line in md.splitlines():
         if line.startswith("| "):
             rows.setdefault(line.split(" | ")[0].lstrip("| ").strip("*"), line)
-    # every hot-path configuration measured at both depths, with ring bytes
     for label in ("uninstrumented (gcc -O2)", "floor hook, -pg (bench/floor_pg.S)",
-                  "funtrace-gcc (-pg), exact", "funtrace-gcc (-pg), FUNTRACE_TIME=sampled",
+                  "floor hook, -pg, counter instead of rdtsc",
+                  "funtrace-gcc (-pg), exact", "funtrace-gcc (-pg), FUNTRACE_TIME=sampled (k = 64, default)",
                   "funtrace-gcc (-pg), funtrace_disable_tracing()",
-                  "funtrace-gcc FUNTRACE_INSTR=finstr, exact"):
+                  "control: -pg exact, runtime hook minus the sampled-mode test",
+                  "funtrace-gcc FUNTRACE_INSTR=finstr, exact",
+                  "control: finstr exact, runtime hook minus the sampled-mode test"):
         row = next((v for k, v in rows.items() if k.startswith(label)), None)
         assert row is not None, label
         assert len(re.findall(STAT, row)) == 2, row
     exact = next(v for k, v in rows.items() if k.startswith("funtrace-gcc (-pg), exact"))
     sampled = next(v for k, v in rows.items() if k.startswith("funtrace-gcc (-pg), FUNTRACE_TIME=sampled"))
-    # bytes of ring per call+return: 2 x 16-byte entries exact; 2 x 8 + time words sampled
+    # bytes of ring per call+return: 2 x 16-byte entries exact; 2 x 8 + a time word per 64 events sampled
     assert "| 32.00 |" in exact, exact
-    assert re.search(r"\| 1[67]\.[0-9]+ \|", sampled), sampled
+    assert re.search(r"\| 16\.2[0-9] \|", sampled), sampled
+    # k sweep: 16 + 16/k bytes per call+return
+    for k, b in ((4, "19.9"), (16, "1[67]\\.[09]"), (32, "16\\.[45]"), (64, "16\\.2"), (128, "16\\.1")):
+        assert re.search(rf"^\| \**{k}( \(default\))?\** \| {NUM} \| {NUM} \| {b}[0-9]* \| {NUM}× \| [0-9]+ \|$",
+                         md, re.M), k
     # the other tables have measured figures
     assert re.search(rf"\| pthread_create \+ one call \+ join .*\| {STAT} \| {STAT} \| {NUM} \|", md)
     assert re.search(rf"\| dlopen \+ dlsym \+ call \+ dlclose .*\| {STAT} \| {STAT} \| {NUM} \|", md)
-    assert re.search(rf"\| 64 MiB \| {NUM} MiB \| {STAT} \| {STAT} \| {NUM} MiB \| {STAT} \| {STAT} \| {NUM}× \|", md)
+    for heap in (16, 64):
+        assert re.search(rf"\| {heap} MiB \| {NUM} MiB \| {STAT} \| {STAT} \| {NUM} MiB \| {STAT} \| {STAT} \| {NUM}× \|", md)
     assert re.search(rf"\| pg, 4 MiB \| on \| {STAT} \| {NUM} \| {NUM} MiB \| [0-9]+ slices \|", md)
-    assert "failed" not in md
+
+    # --- README: only the marked block changed; it quotes this run's headline figures
+    after = readme.read_text()
+    head, rest = before.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    assert after.startswith(head + BEGIN) and after.endswith(END + tail)
+    block = after[len(head + BEGIN):len(after) - len(END + tail)]
+    assert "quick smoke run" in block
+    assert "**Exact or sampled?**" in block
+    hist = re.search(rf"({NUM})× at k = 64", got["sampled: twice the history per MiB of ring"][0]).group(1)
+    assert f"{hist}× the history per MiB of ring" in block
+    assert f"({n_met} of {len(TARGETS)} targets met)" in block
+
+
+def test_bench_refuses_readme_without_markers(tmp_path):
+    """A README without the bench:begin/bench:end block is refused before anything runs,
+    with one line on stderr, exit status 2, and the file untouched."""
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\nno block here\n<!-- bench:end -->\n")
+    r = subprocess.run([str(ROOT / "bench" / "run"), "--quick", "--out", str(tmp_path / "B.md"),
+                        "--readme", str(readme)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "bench:begin" in r.stderr, r.stderr
+    assert readme.read_text() == "# x\n\nno block here\n<!-- bench:end -->\n"
+    assert not (tmp_path / "B.md").exists()
