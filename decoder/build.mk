@@ -13,7 +13,7 @@ DEC_LDFLAGS := $(DEC_SANFLAGS)
 DEC_LDLIBS := -ldw -lelf -ldl -lstdc++
 
 # raw.c + raw.h: the reusable raw reader
-DEC_LIB_SRCS := raw.c outbuf.c clock.c hmap.c demangle.c symtab.c cuts.c evsrc.c replay.c json.c \
+DEC_LIB_SRCS := raw.c outbuf.c xalloc.c clock.c hmap.c demangle.c symtab.c cuts.c evsrc.c replay.c json.c \
                 text.c summary.c fmt.c decode.c
 DEC_LIB_OBJS := $(patsubst %.c,$(OBJ)/decoder/%.o,$(DEC_LIB_SRCS))
 DEC_BIN := $(BIN)/funtrace-decode

@@ -17,16 +17,6 @@
 
 #define NONE UINT64_MAX
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) {
-        fprintf(stderr, "funtrace-decode: out of memory\n");
-        exit(EXIT_BAD_INPUT);
-    }
-    return p;
-}
-
 struct stamps {
     uint64_t *idx, *tsc;
     size_t n;
@@ -47,12 +37,8 @@ static void stamps_load(struct dec *d, struct dthread *th, uint64_t ref, struct 
                 continue;
             if (s->n == cap) {
                 cap = cap ? cap * 2 : 1024;
-                s->idx = realloc(s->idx, cap * sizeof *s->idx);
-                s->tsc = realloc(s->tsc, cap * sizeof *s->tsc);
-                if (!s->idx || !s->tsc) {
-                    fprintf(stderr, "funtrace-decode: out of memory\n");
-                    exit(EXIT_BAD_INPUT);
-                }
+                s->idx = xrealloc(s->idx, cap * sizeof *s->idx);
+                s->tsc = xrealloc(s->tsc, cap * sizeof *s->tsc);
             }
             s->idx[s->n] = i + k;
             s->tsc[s->n] = ev_restore_tsc(buf[k], ref);

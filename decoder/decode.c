@@ -42,16 +42,6 @@ static void sym_warn(void *ctx, const char *msg)
     dec_warn(ctx, "%s", msg);
 }
 
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz);
-    if (!p) {
-        fprintf(stderr, "funtrace-decode: out of memory\n");
-        exit(EXIT_BAD_INPUT);
-    }
-    return p;
-}
-
 static int gen_cmp(const void *a, const void *b)
 {
     const struct ft_gen *x = a, *y = b;
@@ -132,6 +122,27 @@ static int64_t local_midnight(int64_t wall_ns)
     tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
     tm.tm_isdst = -1;
     return (int64_t)mktime(&tm) * 1000000000;
+}
+
+/* --summary and --text to stdout: 0 or EXIT_OUTPUT */
+static int print_views(struct dec *d)
+{
+    if (!d->o.text && !d->o.summary)
+        return 0;
+    struct outbuf ob;
+    if (ob_open(&ob, 1, 1 << 16))
+        xalloc_die();
+    if (d->o.summary)
+        summary_print(d, &ob);
+    if (d->o.text) {
+        if (d->o.summary)
+            ob_char(&ob, '\n');
+        text_print(d, &ob);
+    }
+    int err = ob_close(&ob);
+    if (err)
+        fprintf(stderr, "funtrace-decode: cannot write to stdout: %s\n", strerror(err));
+    return err ? EXIT_OUTPUT : 0;
 }
 
 static int run(struct dec *d)
@@ -222,17 +233,15 @@ static int run(struct dec *d)
         }
     }
 
-    if (!d->total_events) {
-        fprintf(stderr, "funtrace-decode: %s: no trace events in the input (%zu threads)\n", o->input, d->nth);
-        if (o->summary) {
-            struct outbuf ob;
-            if (!ob_open(&ob, 1, 1 << 16)) {
-                summary_print(d, &ob);
-                ob_close(&ob);
-            }
-        }
-        return EXIT_NO_TRACE;
-    }
+    for (size_t i = 0; i < d->nth; i++)
+        if (d->th[i].out_of_order)
+            dec_warn(d, "warning: thread %llu: %llu events are stamped earlier than the event before them "
+                     "(a damaged ring?); they are kept in ring order",
+                     (unsigned long long)d->th[i].rt->tid, (unsigned long long)d->th[i].out_of_order);
+    struct problem pr[DEC_MAX_PROBLEMS];
+    size_t npr = dec_problems(d, pr, DEC_MAX_PROBLEMS), ndamage = 0;
+    for (size_t i = 0; i < npr; i++)
+        ndamage += pr[i].damage != 0;
 
     /* which generations are shown */
     size_t first_data = d->ngens;
@@ -259,24 +268,42 @@ static int run(struct dec *d)
             g->nthreads_incomplete += th->incomplete[gi];
         }
     }
-    /* the JSON time origin */
+    if (!d->total_events) {
+        /* nothing to rebuild: say why, no JSON */
+        int vrc = print_views(d);
+        if (!ndamage) {
+            fprintf(stderr, "funtrace-decode: %s: no trace events in the input (%zu threads)\n", o->input, d->nth);
+            return vrc ? vrc : EXIT_NO_TRACE;
+        }
+        fprintf(stderr, "funtrace-decode: %s: no trace events could be recovered: ", o->input);
+        for (size_t i = 0, k = 0; i < npr; i++)
+            if (pr[i].damage)
+                fprintf(stderr, "%s%s", k++ ? "; " : "", pr[i].text);
+        fputc('\n', stderr);
+        return vrc ? vrc : EXIT_PROBLEMS;
+    }
+
+    /* the start of what is shown, and the JSON time origin */
     const struct dgen *fg = &d->gens[from];
-    d->base_ns = INT64_MAX;
-    for (size_t i = 0; i < d->nth; i++)
-        if (d->th[i].nevents && d->th[i].first_ns < d->base_ns)
-            d->base_ns = d->th[i].first_ns;
-    if (!fg->synthetic && fg->start_ns > INT64_MIN / 4 && fg->start_ns < d->base_ns)
-        d->base_ns = fg->start_ns;
+    d->base_ns = fg->start_ns;
+    if (fg->synthetic) {
+        d->base_ns = INT64_MAX;
+        for (size_t i = 0; i < d->nth; i++)
+            if (d->th[i].nevents && d->th[i].first_ns < d->base_ns)
+                d->base_ns = d->th[i].first_ns;
+    }
+    d->ts_zero_ns = d->base_ns;
     if (o->wallclock && d->have_wall)
-        d->base_ns = local_midnight(d->base_ns + d->wall_off) - d->wall_off;
+        d->ts_zero_ns = local_midnight(d->base_ns + d->wall_off) - d->wall_off;
 
     if (o->text)
         for (size_t i = 0; i < d->nth; i++)
             d->th[i].ring = xcalloc((size_t)o->ncalls, sizeof(struct trec));
 
     /* emission, generation by generation */
-    if (o->json_path && json_begin(d, o->json_path)) {
-        fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", o->json_path, strerror(errno));
+    int jerr = o->json_path ? json_begin(d, o->json_path) : 0;
+    if (jerr) {
+        fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", o->json_path, strerror(jerr));
         return EXIT_OUTPUT;
     }
     struct replay **rp = xcalloc(d->nth, sizeof *rp);
@@ -290,8 +317,8 @@ static int run(struct dec *d)
     free(rp);
     int out_rc = EXIT_OK;
     if (o->json_path) {
-        if (json_end(d)) {
-            fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", o->json_path, strerror(errno));
+        if ((jerr = json_end(d)) != 0) {
+            fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", o->json_path, strerror(jerr));
             out_rc = EXIT_OUTPUT;
         } else if (!o->sym.quiet && strcmp(o->json_path, "-")) {
             uint64_t ns = 0;
@@ -301,32 +328,12 @@ static int run(struct dec *d)
                     (unsigned long long)ns);
         }
     }
-    if (o->text || o->summary) {
-        struct outbuf ob;
-        if (ob_open(&ob, 1, 1 << 16) == 0) {
-            if (o->summary)
-                summary_print(d, &ob);
-            if (o->text) {
-                if (o->summary)
-                    ob_char(&ob, '\n');
-                text_print(d, &ob);
-            }
-            if (ob_close(&ob))
-                out_rc = EXIT_OUTPUT;
-        }
-    }
+    if (print_views(d))
+        out_rc = EXIT_OUTPUT;
     if (out_rc)
         return out_rc;
 
-    /* decoded with problems? */
-    uint32_t bad = t->problems & ~(uint32_t)FTR_P_UNKNOWN;
-    for (size_t i = 0; i < d->nth; i++) {
-        const struct ftr_thread *rt = d->th[i].rt;
-        if (rt->truncated || (rt->has_stat && (rt->st.flags & (FT_TSF_RING_MISSING | FT_TSF_RING_PARTIAL |
-                                                               FT_TSF_BAD_POS))))
-            bad |= 0x80000000u;
-    }
-    if (bad) {
+    if (ndamage) {
         fprintf(stderr, "funtrace-decode: %s: the trace is incomplete or damaged (see --summary)\n", o->input);
         return EXIT_PROBLEMS;
     }

@@ -15,6 +15,7 @@
 #include "outbuf.h"
 #include "raw.h"
 #include "symtab.h"
+#include "xalloc.h"
 
 /* exit codes (documented in --help and the README) */
 #define EXIT_OK 0
@@ -82,7 +83,8 @@ struct dthread {
     int lost_older;      /* the ring lost older events (wrapped, dropped, filtered) */
     int has_first;
     uint64_t first_tsc;  /* oldest timestamp in the ring */
-    int64_t first_ns, last_ns, end_ns;
+    int64_t first_ns, last_ns, end_ns; /* last_ns: the last event's own ns (see replay.c) */
+    int64_t last_mns;    /* the last event's measured time */
     int crashed;
     /* discovery results */
     uint32_t *pre;       /* frames open at the ring start, outermost first */
@@ -115,7 +117,8 @@ struct dec {
     int have_wall;
     int64_t wall_off;    /* of the newest generation */
     int64_t end_ns;      /* end of the trace (newest event / snapshot) */
-    int64_t base_ns;     /* JSON ts origin */
+    int64_t base_ns;     /* start of the generations shown */
+    int64_t ts_zero_ns;  /* JSON ts origin: base_ns, or its local midnight (-w) */
     int first_emit;      /* index of the first emitted generation */
     uint64_t crash_tid;
     uint64_t pid;
@@ -153,7 +156,8 @@ struct replay *replay_new(struct dec *d, struct dthread *th);
 void replay_gen(struct replay *r, size_t gi);
 void replay_free(struct replay *r);
 
-/* json.c */
+/* json.c: the JSON goes to PATH.tmp.PID, renamed to PATH by json_end when
+ * all of it was written (removed otherwise); begin/end return 0 or an errno */
 int json_begin(struct dec *d, const char *path);
 void json_slices(struct dec *d, struct dthread *th, const struct slice *s, size_t n);
 void json_instant_thread(struct dec *d, struct dthread *th, int64_t ns, const char *name, const char *args);
@@ -162,6 +166,14 @@ int json_end(struct dec *d);
 /* text.c / summary.c */
 void text_print(struct dec *d, struct outbuf *o);
 void summary_print(struct dec *d, struct outbuf *o);
+/* what is missing from the input and why, one sentence each; damage: the
+ * input is incomplete or damaged (exit 3), else a note */
+#define DEC_MAX_PROBLEMS 16
+struct problem {
+    char text[200];
+    int damage;
+};
+size_t dec_problems(const struct dec *d, struct problem *out, size_t max);
 /* shared formatting */
 void fmt_dur(char *buf, size_t n, int64_t ns);
 void fmt_wall(char *buf, size_t n, int64_t wall_ns, int with_date);

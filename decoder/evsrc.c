@@ -43,16 +43,6 @@ int ev_tsc_at(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref_tsc, u
     return 1;
 }
 
-static void *xbuf(size_t n)
-{
-    void *p = malloc(n);
-    if (!p) {
-        fprintf(stderr, "funtrace-decode: out of memory\n");
-        exit(EXIT_BAD_INPUT);
-    }
-    return p;
-}
-
 struct pend {
     uint64_t w, idx, ord;
 };
@@ -62,16 +52,7 @@ static size_t npend, pendcap;
 
 static void pend_push(uint64_t w, uint64_t idx, uint64_t ord)
 {
-    if (npend == pendcap) {
-        size_t nc = pendcap ? pendcap * 2 : 1024;
-        struct pend *n = realloc(pendv, nc * sizeof *n);
-        if (!n) {
-            fprintf(stderr, "funtrace-decode: out of memory\n");
-            exit(EXIT_BAD_INPUT);
-        }
-        pendv = n;
-        pendcap = nc;
-    }
+    pendv = xgrow(pendv, &pendcap, npend + 1, sizeof *pendv);
     pendv[npend++] = (struct pend){w, idx, ord};
 }
 
@@ -98,7 +79,7 @@ static void run_exact(struct dec *d, struct dthread *th, uint64_t lo, uint64_t h
 {
     static struct ft_entry *buf;
     if (!buf)
-        buf = xbuf(BLK * sizeof *buf);
+        buf = xmalloc(BLK * sizeof *buf);
     for (uint64_t i = lo; i < hi;) {
         uint64_t want = hi - i < BLK ? hi - i : BLK;
         size_t got = ftr_read_entries(&d->src, th->rt, i, want, buf);
@@ -111,53 +92,19 @@ static void run_exact(struct dec *d, struct dthread *th, uint64_t lo, uint64_t h
     }
 }
 
-/* find the next stamp at or after item `from`: its tsc and the number of
- * events before it; 0 if none */
-static int lookahead(struct dec *d, struct dthread *th, uint64_t from, uint64_t ref, uint64_t *tsc,
-                     uint64_t *events_before)
+/* the event words of a sampled ring in [lo, hi), in order: cb(ctx, word,
+ * item index, stamped, tsc), stamped when the word right before it is a
+ * time word (also for the first event, whose time word may lie before lo).
+ * Stops early when cb returns nonzero; returns that value, else 0. */
+typedef int (*word_fn)(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_t tsc);
+static int scan_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref, word_fn cb,
+                        void *ctx)
 {
     static uint64_t *buf;
     if (!buf)
-        buf = xbuf(BLK * sizeof *buf);
-    uint64_t nev = 0;
-    int stamp = 0;
+        buf = xmalloc(BLK * sizeof *buf);
     uint64_t st = 0;
-    for (uint64_t i = from; i < th->rt->n;) {
-        size_t got = ftr_read_entries(&d->src, th->rt, i, BLK, buf);
-        if (!got)
-            break;
-        for (size_t k = 0; k < got; k++) {
-            uint64_t w = buf[k];
-            if (FT_IS_TIME_WORD(w)) {
-                stamp = 1;
-                st = ev_restore_tsc(w, ref);
-            } else if (w) {
-                if (stamp) {
-                    *tsc = st;
-                    *events_before = nev;
-                    return 1;
-                }
-                nev++;
-            } else {
-                stamp = 0;
-            }
-        }
-        i += got;
-    }
-    return 0;
-}
-
-static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref,
-                        struct ev_carry *c, ev_fn fn, void *ctx)
-{
-    static uint64_t *buf;
-    if (!buf)
-        buf = xbuf(BLK * sizeof *buf);
-    int stamp = 0;
-    uint64_t st = 0;
-    if (lo > 0 && ev_tsc_at(d, th, lo - 1, ref, &st))
-        stamp = 1; /* a time word right before the range stamps its first event */
-    npend = 0;
+    int stamp = lo > 0 && ev_tsc_at(d, th, lo - 1, ref, &st);
     for (uint64_t i = lo; i < hi;) {
         uint64_t want = hi - i < BLK ? hi - i : BLK;
         size_t got = ftr_read_entries(&d->src, th->rt, i, want, buf);
@@ -170,28 +117,71 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
                 st = ev_restore_tsc(w, ref);
                 continue;
             }
-            if (!w) {
-                stamp = 0;
-                continue;
+            if (w) {
+                int rc = cb(ctx, w, i + k, stamp, st);
+                if (rc)
+                    return rc;
             }
-            uint64_t ord = c->next_ord++;
-            if (stamp) {
-                pend_flush(c->have, c->tsc, c->ord, 1, st, ord, ref, fn, ctx);
-                fn(ctx, w, st, 1, i + k);
-                c->have = 1;
-                c->tsc = st;
-                c->ord = ord;
-                stamp = 0;
-            } else {
-                pend_push(w, i + k, ord);
-            }
+            stamp = 0;
         }
         i += got;
     }
+    return 0;
+}
+
+/* lookahead: the next stamped event at or after an item, and the number of
+ * unstamped events before it */
+struct look {
+    uint64_t tsc, before;
+};
+
+static int look_cb(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_t tsc)
+{
+    struct look *l = ctx;
+    (void)w;
+    (void)idx;
+    if (stamped) {
+        l->tsc = tsc;
+        return 1;
+    }
+    l->before++;
+    return 0;
+}
+
+struct sampled_run {
+    struct ev_carry *c;
+    uint64_t ref;
+    ev_fn fn;
+    void *ctx;
+};
+
+static int sampled_cb(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_t st)
+{
+    struct sampled_run *s = ctx;
+    struct ev_carry *c = s->c;
+    uint64_t ord = c->next_ord++;
+    if (stamped) {
+        pend_flush(c->have, c->tsc, c->ord, 1, st, ord, s->ref, s->fn, s->ctx);
+        s->fn(s->ctx, w, st, 1, idx);
+        c->have = 1;
+        c->tsc = st;
+        c->ord = ord;
+    } else {
+        pend_push(w, idx, ord);
+    }
+    return 0;
+}
+
+static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref,
+                        struct ev_carry *c, ev_fn fn, void *ctx)
+{
+    struct sampled_run s = {c, ref, fn, ctx};
+    npend = 0;
+    scan_sampled(d, th, lo, hi, ref, sampled_cb, &s);
     if (npend) {
-        uint64_t tb = 0, before = 0;
-        int hb = lookahead(d, th, hi, ref, &tb, &before);
-        pend_flush(c->have, c->tsc, c->ord, hb, tb, c->next_ord + before, ref, fn, ctx);
+        struct look l = {0, 0};
+        int hb = scan_sampled(d, th, hi, th->rt->n, ref, look_cb, &l);
+        pend_flush(c->have, c->tsc, c->ord, hb, l.tsc, c->next_ord + l.before, ref, fn, ctx);
     }
 }
 

@@ -7,11 +7,14 @@
  * ("M": process/thread names and sort order), instant events ("i") for
  * generation boundaries, ring starts and the crash, and viztracer's
  * "file_info" (function -> [file, line], file -> [source, lines]).  Times are
- * microseconds with 3 decimals (ns precision) relative to base_ns, or with
- * --wallclock microseconds since local midnight of the first generation.
+ * microseconds with 3 decimals (ns precision) relative to ts_zero_ns: the
+ * start of the first generation shown, or with --wallclock its local
+ * midnight.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +30,67 @@ static struct {
     int64_t base;
     char **prefix; /* per thread: {"ph":"X","pid":P,"tid":T,"ts": */
     size_t *prefix_len;
+    char *final;   /* the file asked for (symlinks resolved) */
+    char *tmp;     /* FINAL.tmp.PID being written, renamed on success; NULL:
+                      written in place (stdout, a device, a pipe) */
 } J;
+
+/* a half-written JSON is never left behind: not on a write error, not when
+ * the decoder exits early (out of memory) or is interrupted */
+static volatile sig_atomic_t tmp_live;
+static const char *volatile tmp_path;
+
+static void drop_tmp(void)
+{
+    if (tmp_live) {
+        tmp_live = 0;
+        unlink(tmp_path);
+    }
+}
+
+static void on_fatal_signal(int sig)
+{
+    drop_tmp();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static int open_output(const char *path)
+{
+    if (!strcmp(path, "-"))
+        return dup(1);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return open(path, O_WRONLY); /* /dev/null, a FIFO, a terminal */
+    J.final = NULL;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+        J.final = realpath(path, NULL); /* replace the file, not the link */
+    if (!J.final)
+        J.final = xstrdup(path);
+    if (asprintf(&J.tmp, "%s.tmp.%ld", J.final, (long)getpid()) < 0)
+        xalloc_die();
+    int fd = open(J.tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        free(J.tmp);
+        free(J.final);
+        J.tmp = J.final = NULL;
+        errno = e;
+        return -1;
+    }
+    static int hooked;
+    if (!hooked) {
+        hooked = 1;
+        atexit(drop_tmp);
+        static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+            if (signal(sigs[i], on_fatal_signal) == SIG_IGN)
+                signal(sigs[i], SIG_IGN);
+    }
+    tmp_path = J.tmp;
+    tmp_live = 1;
+    return fd;
+}
 
 static void ts(struct outbuf *o, int64_t ns)
 {
@@ -90,23 +153,19 @@ static const char *thread_label(struct dec *d, struct dthread *th, char *buf, si
 
 int json_begin(struct dec *d, const char *path)
 {
-    int fd = !strcmp(path, "-") ? dup(1) : open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open_output(path);
     if (fd < 0)
-        return -1;
-    if (ob_open(&J.o, fd, 4u << 20)) {
-        close(fd);
-        return -1;
-    }
+        return errno ? errno : EIO;
+    if (ob_open(&J.o, fd, 4u << 20))
+        xalloc_die();
     J.open = 1;
-    J.base = d->base_ns;
+    J.base = d->ts_zero_ns;
     struct outbuf *o = &J.o;
     ob_str(o, "{\"traceEvents\":[\n");
     char buf[128];
     meta(d, "process_name", d->pid, "name", d->t.cmdline[0] ? d->t.cmdline : "traced process", 0, ",\n");
-    J.prefix = calloc(d->nth ? d->nth : 1, sizeof *J.prefix);
-    J.prefix_len = calloc(d->nth ? d->nth : 1, sizeof *J.prefix_len);
-    if (!J.prefix || !J.prefix_len)
-        return -1;
+    J.prefix = xcalloc(d->nth, sizeof *J.prefix);
+    J.prefix_len = xcalloc(d->nth, sizeof *J.prefix_len);
     for (size_t i = 0; i < d->nth; i++) {
         struct dthread *th = &d->th[i];
         meta(d, "thread_name", th->rt->tid, "name", thread_label(d, th, buf, sizeof buf), 0, ",\n");
@@ -115,7 +174,7 @@ int json_begin(struct dec *d, const char *path)
         int n = asprintf(&p, "{\"ph\":\"X\",\"pid\":%llu,\"tid\":%llu,\"ts\":", (unsigned long long)d->pid,
                          (unsigned long long)th->rt->tid);
         if (n < 0)
-            return -1;
+            xalloc_die();
         J.prefix[i] = p;
         J.prefix_len[i] = (size_t)n;
     }
@@ -287,12 +346,12 @@ int json_end(struct dec *d)
     ob_str(o, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"producer\":\"funtrace-decode\"");
     if (d->have_wall) {
         char wall[64];
-        fmt_wall(wall, sizeof wall, d->base_ns + d->wall_off, 1);
+        fmt_wall(wall, sizeof wall, d->ts_zero_ns + d->wall_off, 1);
         ob_str(o, ",\"ts_zero_wallclock\":");
         ob_json_str(o, wall, strlen(wall));
     }
     ob_str(o, ",\"ts_zero_ns\":");
-    ob_i64(o, d->base_ns);
+    ob_i64(o, d->ts_zero_ns);
     ob_str(o, "},\n\"viztracer_metadata\":{\"version\":\"0.16.3\",\"overflow\":false,\"producer\":\"funtrace-decode\"},\n");
     file_info(d);
     ob_str(o, "}\n");
@@ -302,6 +361,18 @@ int json_end(struct dec *d)
     free(J.prefix_len);
     J.open = 0;
     int err = ob_close(o);
-    close(o->fd);
-    return err ? -1 : 0;
+    if (close(o->fd) != 0 && !err)
+        err = errno;
+    if (J.tmp) {
+        if (!err && rename(J.tmp, J.final) == 0)
+            tmp_live = 0;
+        else if (!err)
+            err = errno;
+        drop_tmp();
+        free(J.tmp);
+        J.tmp = NULL;
+    }
+    free(J.final);
+    J.final = NULL;
+    return err;
 }

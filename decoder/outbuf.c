@@ -230,6 +230,54 @@ void ob_json_str(struct outbuf *o, const char *str, size_t n)
     ob_char(o, '"');
 }
 
+/* bytes of the next piece of s for a terminal: a printable character kept
+ * as it is (1..4 bytes, *esc = 0) or one byte to escape (*esc = 1) */
+static size_t text_piece(const unsigned char *s, size_t n, int *esc)
+{
+    size_t l = utf8_len(s, n);
+    unsigned c = s[0];
+    *esc = !l || c < 0x20 || c == 0x7f || (c == 0xc2 && s[1] < 0xa0); /* C0, DEL, C1 */
+    return *esc ? 1 : l;
+}
+
+void ob_text(struct outbuf *o, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = strlen(str);
+    while (n) {
+        int esc;
+        size_t l = text_piece(s, n, &esc);
+        if (esc)
+            ob_printf(o, "\\x%02x", s[0]);
+        else
+            ob_write(o, s, l);
+        s += l;
+        n -= l;
+    }
+}
+
+void text_escape(char *dst, size_t cap, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = strlen(str), k = 0;
+    while (n) {
+        int esc;
+        size_t l = text_piece(s, n, &esc);
+        size_t need = esc ? 4 : l;
+        if (k + need + 1 > cap)
+            break;
+        if (esc)
+            snprintf(dst + k, 5, "\\x%02x", s[0]);
+        else
+            memcpy(dst + k, s, l);
+        k += need;
+        s += l;
+        n -= l;
+    }
+    if (cap)
+        dst[k < cap ? k : cap - 1] = 0;
+}
+
 void ob_printf(struct outbuf *o, const char *fmt, ...)
 {
     char tmp[1024];

@@ -60,6 +60,12 @@ void ob_hex(struct outbuf *o, uint64_t v); /* 0x... */
 /* a JSON string literal (with quotes) of s[0..n) (invalid UTF-8 bytes become U+FFFD) */
 void ob_json_str(struct outbuf *o, const char *s, size_t n);
 void ob_printf(struct outbuf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s for a terminal (names from the input may be garbage): printable ASCII
+ * and printable UTF-8 as they are, every other byte (controls, DEL, C1,
+ * invalid UTF-8) as \xNN */
+void ob_text(struct outbuf *o, const char *s);
+/* the same into dst (cap bytes, always NUL-terminated; cut at a whole char) */
+void text_escape(char *dst, size_t cap, const char *s);
 
 /* JSON string literal into a malloc'd C string */
 char *json_quote(const char *s);

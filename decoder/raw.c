@@ -110,8 +110,12 @@ size_t ftr_read_entries(const struct ftr_src *src, const struct ftr_thread *th, 
         return 0;
     if (n > th->n - i)
         n = th->n - i;
-    size_t got = ftr_read(src, th->data_off + i * isz, buf, (size_t)(n * isz));
-    return got / isz;
+    uint64_t p = th->rot ? (i + th->rot) % th->n : i; /* stored position */
+    uint64_t first = n < th->n - p ? n : th->n - p;   /* items before the end of the chunk */
+    size_t got = ftr_read(src, th->data_off + p * isz, buf, (size_t)(first * isz)) / isz;
+    if (got < first || first == n)
+        return got;
+    return got + ftr_read(src, th->data_off, (char *)buf + first * isz, (size_t)((n - first) * isz)) / isz;
 }
 
 const char *ftr_strerror(int code)
@@ -562,6 +566,49 @@ static int chunk(struct parser *p, struct sstate *s, const char magic[8], uint64
 #undef NEED
 }
 
+/* The original funtrace dumps a thread's whole ring in buffer order: the
+ * entries (word != 0) form two runs sorted by time, the newer one first once
+ * the ring has wrapped.  The oldest entry is the one after the largest step
+ * back in time, cyclically (for an unwrapped ring: the first entry).  O(n),
+ * no sorting, the file is not rewritten: th->rot makes the reads start there.
+ * Entries out of order elsewhere are left where they are (the replay counts
+ * them). */
+static void find_oldest(struct parser *p, struct ftr_thread *th)
+{
+    enum { B = 4096 };
+    struct ft_entry *e = malloc(B * sizeof *e);
+    if (!e) {
+        p->oom = 1;
+        return;
+    }
+    int have = 0;
+    uint64_t first_tsc = 0, prev_tsc = 0, best_drop = 0, best_i = 0;
+    for (uint64_t i = 0; i < th->n;) {
+        size_t got = ftr_read_entries(p->src, th, i, B, e);
+        if (!got)
+            break;
+        for (size_t k = 0; k < got; k++) {
+            if (!e[k].word)
+                continue;
+            if (!have) {
+                have = 1;
+                first_tsc = e[k].tsc;
+            } else if (e[k].tsc < prev_tsc && prev_tsc - e[k].tsc > best_drop) {
+                best_drop = prev_tsc - e[k].tsc;
+                best_i = i + k;
+            }
+            prev_tsc = e[k].tsc;
+        }
+        i += got;
+    }
+    free(e);
+    /* versus the step from the last entry back to the first one, the largest
+     * for an unwrapped ring (then the reads start at item 0) */
+    uint64_t wrap_drop = prev_tsc > first_tsc ? prev_tsc - first_tsc : 0;
+    if (have && best_drop > wrap_drop)
+        th->rot = best_i;
+}
+
 static void finish(struct parser *p, struct sstate *s)
 {
     struct ftr_trace *t = &s->t;
@@ -594,6 +641,10 @@ static void finish(struct parser *p, struct sstate *s)
             if (t->stacks[k].h.tid == th->tid)
                 th->stack = (int)k;
     }
+    if (t->original)
+        for (size_t i = 0; i < t->nthreads && !p->oom; i++)
+            if (t->threads[i].fmt == FT_FMT_EXACT16 && t->threads[i].n > 1)
+                find_oldest(p, &t->threads[i]);
     if (!t->ended)
         t->problems |= FTR_P_TRUNCATED;
 }
@@ -603,6 +654,21 @@ static void sstate_reset(struct sstate *s, char *procmaps, size_t plen, struct p
     memset(s, 0, sizeof *s);
     if (procmaps)
         set_procmaps(p, s, procmaps, plen);
+}
+
+/* the end of sample idx (bytes long): keep it if it is the one wanted */
+static void end_sample(struct sstate *cur, struct sstate *keep, int *have_keep, int want, int idx, uint64_t bytes)
+{
+    cur->t.sample = idx;
+    cur->t.bytes = bytes;
+    if (want >= 0 && want != idx) {
+        ftr_free(&cur->t);
+        return;
+    }
+    if (*have_keep)
+        ftr_free(&keep->t);
+    *keep = *cur;
+    *have_keep = 1;
 }
 
 int ftr_load(const struct ftr_src *src, int sample, struct ftr_trace *out, ftr_warn_fn warn, void *ctx)
@@ -663,17 +729,7 @@ int ftr_load(const struct ftr_src *src, int sample, struct ftr_trace *out, ftr_w
         off += sizeof h + len;
         if (!memcmp(h.magic, FT_CHUNK_END, 8)) {
             cur.t.ended = 1;
-            cur.t.sample = idx;
-            cur.t.bytes = off - sample_start;
-            if (sample < 0 || sample == idx) {
-                if (have_keep)
-                    ftr_free(&keep.t);
-                keep = cur;
-                have_keep = 1;
-            } else {
-                ftr_free(&cur.t);
-            }
-            idx++;
+            end_sample(&cur, &keep, &have_keep, sample, idx++, off - sample_start);
             sample_start = off;
             sstate_reset(&cur, procmaps, procmaps_len, &p);
         }
@@ -686,17 +742,7 @@ int ftr_load(const struct ftr_src *src, int sample, struct ftr_trace *out, ftr_w
         goto out;
     }
     if (cur.nchunks > 0) { /* a trailing sample without ENDTRACE */
-        cur.t.sample = idx;
-        cur.t.bytes = off - sample_start;
-        if (sample < 0 || sample == idx) {
-            if (have_keep)
-                ftr_free(&keep.t);
-            keep = cur;
-            have_keep = 1;
-        } else {
-            ftr_free(&cur.t);
-        }
-        idx++;
+        end_sample(&cur, &keep, &have_keep, sample, idx++, off - sample_start);
     } else {
         ftr_free(&cur.t);
     }

@@ -56,6 +56,9 @@ struct ftr_thread {
     uint32_t fmt;           /* FT_FMT_EXACT16 / FT_FMT_SAMPLED8; 0 = no ring chunk */
     uint64_t data_off;      /* file offset of entry 0 */
     uint64_t n;             /* entries (16 bytes) or words (8 bytes) */
+    uint64_t rot;           /* item i is stored at (i + rot) % n: the original
+                               funtrace dumps its whole ring in buffer order, so
+                               its oldest entry is at rot; 0 for our raws */
     int truncated;          /* ring chunk cut short by the end of the file */
     int stack;              /* index into stacks[], -1 if none */
 };
@@ -113,7 +116,8 @@ void ftr_free(struct ftr_trace *t);
 const char *ftr_strerror(int code);
 
 /* Read ring items [i, i+n) of th (16-byte struct ft_entry or 8-byte words,
- * depending on th->fmt) into buf.  Returns the number of items read. */
+ * depending on th->fmt), oldest first, into buf.  Returns the number of
+ * items read.  Items whose word is 0 were never written: skip them. */
 size_t ftr_read_entries(const struct ftr_src *src, const struct ftr_thread *th, uint64_t i,
                         uint64_t n, void *buf);
 

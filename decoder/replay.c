@@ -44,9 +44,15 @@
 #define FR_PRE 2u   /* open at the ring start */
 #define FR_EXACT 4u /* start time measured */
 
+/* Times: every event of a thread gets its own nanosecond (ns: a later event
+ * with the same or an earlier clock reading is moved to the previous event's
+ * ns + 1), so the JSON slices nest without ambiguity; the text view shows the
+ * measured times (m) instead, so a call of 0 ticks lasts 0 ns there. */
 struct frame {
     uint32_t func, match, flags;
-    int64_t start;
+    int64_t start;     /* ns */
+    int64_t mstart;    /* measured */
+    uint64_t addr;     /* the call's address */
     uint64_t call_idx; /* NONE: open at the ring start */
     int64_t slice;     /* index into the generation's slices, -1 */
     uint64_t text;     /* text ring seq + 1, 0 = none */
@@ -59,6 +65,8 @@ struct replay {
     struct frame *stk;
     size_t n, cap;
     int64_t last_ns, prev_ns;
+    int64_t last_m, prev_m; /* measured */
+    int pair_nesting; /* returns close the innermost -pg frame (see on_event) */
     int64_t gstart;   /* this thread's start of the current generation */
     uint64_t last_tsc;
     int started, finished;
@@ -76,29 +84,16 @@ struct replay {
     size_t nsl, slcap;
 };
 
-static void *xrealloc(void *p, size_t n)
-{
-    void *r = realloc(p, n ? n : 1);
-    if (!r) {
-        fprintf(stderr, "funtrace-decode: out of memory\n");
-        exit(EXIT_BAD_INPUT);
-    }
-    return r;
-}
-
 static struct replay *rnew(struct dec *d, struct dthread *th, int discovery)
 {
-    struct replay *r = calloc(1, sizeof *r);
-    if (!r) {
-        fprintf(stderr, "funtrace-decode: out of memory\n");
-        exit(EXIT_BAD_INPUT);
-    }
+    struct replay *r = xcalloc(1, sizeof *r);
     r->d = d;
     r->th = th;
     r->discovery = discovery;
     r->memo_addr = NONE;
     r->expect = HMAP_NONE;
     r->last_ns = INT64_MIN / 4;
+    r->pair_nesting = d->o.sym.no_symbols;
     return r;
 }
 
@@ -144,13 +139,14 @@ static void open_out(struct replay *r, struct frame *fr)
         t->func = fr->func;
         t->depth = depth;
         t->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
-        t->start = fr->start;
-        t->end = fr->start;
+        t->start = fr->mstart;
+        t->end = fr->mstart;
         fr->text = seq + 1;
     }
 }
 
-static void close_out(struct replay *r, struct frame *fr, int64_t end, unsigned flags, int end_exact)
+static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t mend, unsigned flags,
+                      int end_exact)
 {
     struct dec *d = r->d;
     if (end < fr->start)
@@ -166,14 +162,15 @@ static void close_out(struct replay *r, struct frame *fr, int64_t end, unsigned 
         uint64_t seq = fr->text - 1;
         if (r->th->ring_seq - seq <= (uint64_t)d->o.ncalls) {
             struct trec *t = &r->th->ring[seq % (uint64_t)d->o.ncalls];
-            t->end = end;
+            t->end = mend < t->start ? t->start : mend;
             t->flags = (uint16_t)((t->flags & ~SL_PENDING) | flags | unm);
         }
         fr->text = 0;
     }
 }
 
-static struct frame *push(struct replay *r, uint32_t func, uint32_t flags, int64_t start, uint64_t idx)
+static struct frame *push(struct replay *r, uint32_t func, uint64_t addr, uint32_t flags, int64_t start,
+                          int64_t mstart, uint64_t idx)
 {
     if (r->n == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 256;
@@ -184,6 +181,8 @@ static struct frame *push(struct replay *r, uint32_t func, uint32_t flags, int64
     fr->match = sym_func(r->d->sym, func)->match;
     fr->flags = flags;
     fr->start = start;
+    fr->mstart = mstart;
+    fr->addr = addr;
     fr->call_idx = idx;
     fr->slice = -1;
     fr->text = 0;
@@ -191,11 +190,33 @@ static struct frame *push(struct replay *r, uint32_t func, uint32_t flags, int64
     return fr;
 }
 
-static void pop(struct replay *r, int64_t end, unsigned flags, int end_exact)
+static void pop(struct replay *r, int64_t end, int64_t mend, unsigned flags, int end_exact)
 {
     struct frame *fr = &r->stk[--r->n];
     if (!r->discovery)
-        close_out(r, fr, end, flags, end_exact);
+        close_out(r, fr, end, mend, flags, end_exact);
+}
+
+/* pop the frames above frame k: they lost their returns and end at the
+ * previous event */
+static void abandon_above(struct replay *r, size_t k)
+{
+    while (r->n > k + 1)
+        pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, 0);
+}
+
+/* Without symbols: the topmost -pg frame whose call address is the highest
+ * at or below addr.  Functions do not overlap, so that is addr's function
+ * when it is open and addr lies in its main part; -1 if none. */
+static long find_by_addr(const struct replay *r, uint64_t addr)
+{
+    long best = -1;
+    for (size_t i = r->n; i > 0; i--) {
+        const struct frame *fr = &r->stk[i - 1];
+        if (!(fr->flags & (FR_ROT | FR_PRE)) && fr->addr <= addr && (best < 0 || fr->addr > r->stk[best].addr))
+            best = (long)(i - 1);
+    }
+    return best;
 }
 
 /* index of the topmost frame with this match id, -1 if none */
@@ -223,14 +244,14 @@ static void pre_add(struct replay *r, uint32_t func)
 }
 
 /* the stack open at the ring start, at the first event */
-static void start(struct replay *r, int64_t t)
+static void start(struct replay *r, int64_t t, int64_t tm)
 {
     r->started = 1;
     if (r->discovery)
         return;
     struct dthread *th = r->th;
     for (size_t i = 0; i < th->npre; i++)
-        push(r, th->pre[i], FR_PRE, t, NONE);
+        push(r, th->pre[i], 0, FR_PRE, t, tm, NONE);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -253,6 +274,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
     int64_t t = ft_clock_ns(&g->clk, tsc);
     if (t < r->gstart)
         t = r->gstart;
+    const int64_t tm = t;
     if (t <= r->last_ns) { /* each event of a thread at its own ns: no ambiguous nesting */
         if (r->discovery && tsc + 1 < r->last_tsc)
             th->out_of_order++;
@@ -261,20 +283,24 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
     r->last_tsc = tsc;
     r->prev_ns = r->last_ns;
     r->last_ns = t;
+    r->prev_m = r->last_m;
+    r->last_m = tm;
     r->cur_exact = exact;
     if (!r->started) {
         r->prev_ns = t;
+        r->prev_m = tm;
         if (r->discovery) {
             th->first_ns = t;
         } else if (th->lost_older && r->emitting && d->o.json_path) {
             json_instant_thread(d, th, t, "ring starts here (older events were overwritten)", NULL);
         }
-        start(r, t);
+        start(r, t, tm);
     }
     struct func *fn = sym_func(d->sym, f);
     if (r->discovery) {
         th->nevents++;
         th->last_ns = t;
+        th->last_mns = tm;
         fn->seen = 1;
     }
     if (fn->ignored)
@@ -284,38 +310,45 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         if (r->discovery)
             th->ncatches++;
         long k = find(r, fn->match);
+        if (k < 0 && r->pair_nesting)
+            k = find_by_addr(r, addr);
         if (k >= 0) {
             while (r->n > (size_t)k + 1)
-                pop(r, t, SL_UNWOUND, exact);
+                pop(r, t, tm, SL_UNWOUND, exact);
         } else {
             if (r->discovery)
                 th->unmatched_catches++;
             while (r->n && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE)))
-                pop(r, t, SL_UNWOUND, exact);
+                pop(r, t, tm, SL_UNWOUND, exact);
         }
         return;
     }
     if (word & FT_F_RET) {
         if (r->discovery)
             th->nrets++;
-        if (r->n && r->stk[r->n - 1].match == fn->match) {
-            pop(r, t, 0, exact);
+        /* Without symbols a -pg return (its address is the __return__ call's,
+         * near the end of the function) cannot be told apart from any other
+         * function's: it closes the innermost frame if that is a -pg call (an
+         * -finstrument-functions call, bit 61, logs its return with the
+         * function's address: those still pair by address). */
+        if (r->n && (r->stk[r->n - 1].match == fn->match ||
+                     (r->pair_nesting && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))))) {
+            pop(r, t, tm, 0, exact);
             return;
         }
         long k = find(r, fn->match);
         if (k >= 0) {
             if (r->discovery)
                 th->mismatches++;
-            while (r->n > (size_t)k + 1)
-                pop(r, r->prev_ns, SL_ABANDONED, 0);
-            pop(r, t, 0, exact);
+            abandon_above(r, (size_t)k);
+            pop(r, t, tm, 0, exact);
             return;
         }
         /* orphan return */
         if (r->discovery) {
             th->orphans++;
             while (r->n)
-                pop(r, r->prev_ns, SL_ABANDONED, 0);
+                pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, 0);
             pre_add(r, f);
         } else {
             th->unnamed++; /* inconsistent with the discovery pass: ignored */
@@ -326,12 +359,11 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         if (r->discovery)
             th->nrets++;
         if (r->n) {
-            pop(r, t, 0, exact);
+            pop(r, t, tm, 0, exact);
             if (r->n && r->stk[r->n - 1].match != fn->match) {
                 long k = find(r, fn->match);
                 if (k >= 0)
-                    while (r->n > (size_t)k + 1)
-                        pop(r, r->prev_ns, SL_ABANDONED, 0);
+                    abandon_above(r, (size_t)k);
             }
         } else if (r->discovery) {
             th->orphans++;
@@ -345,7 +377,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
     }
     if (r->discovery)
         th->ncalls++;
-    push(r, f, ((word & FT_F_CALL_RET_ON_THROW) ? FR_ROT : 0) | (exact ? FR_EXACT : 0), t, idx);
+    push(r, f, addr, ((word & FT_F_CALL_RET_ON_THROW) ? FR_ROT : 0) | (exact ? FR_EXACT : 0), t, tm, idx);
 }
 
 /* ---- generations ------------------------------------------------------- */
@@ -369,20 +401,24 @@ static void finish(struct replay *r)
     r->finished = 1;
     if (!r->n)
         return;
-    int64_t *ends = xrealloc(NULL, r->n * sizeof *ends);
-    unsigned *fl = xrealloc(NULL, r->n * sizeof *fl);
+    int64_t *ends = xcalloc(r->n, sizeof *ends), *mends = xcalloc(r->n, sizeof *mends);
+    unsigned *fl = xcalloc(r->n, sizeof *fl);
     for (size_t i = 0; i < r->n; i++) {
         int ab = is_abandoned(th, r->stk[i].call_idx);
         ends[i] = ab ? th->last_ns : th->end_ns;
+        mends[i] = ab ? th->last_mns : th->end_ns;
         fl[i] = ab ? SL_ABANDONED : SL_OPEN;
         if (i && ends[i] > ends[i - 1]) /* children never outlive parents */
             ends[i] = ends[i - 1];
+        if (i && mends[i] > mends[i - 1])
+            mends[i] = mends[i - 1];
     }
     while (r->n) {
         size_t i = r->n - 1;
-        pop(r, ends[i], fl[i], 1);
+        pop(r, ends[i], mends[i], fl[i], 1);
     }
     free(ends);
+    free(mends);
     free(fl);
 }
 
@@ -500,8 +536,10 @@ void replay_discover(struct dec *d, struct dthread *th)
     for (size_t gi = 0; gi < d->ngens; gi++)
         replay_gen(r, gi);
 
-    /* the final stack, outermost first */
-    const struct ftr_stack *fs = th->rt->stack >= 0 ? &d->t.stacks[th->rt->stack] : NULL;
+    /* the final stack, outermost first.  Without symbols its return
+     * addresses cannot be matched with the traced functions: not used. */
+    const struct ftr_stack *fs =
+        th->rt->stack >= 0 && !d->o.sym.no_symbols ? &d->t.stacks[th->rt->stack] : NULL;
     size_t nS = fs ? fs->npcs : 0;
     uint32_t *Sm = NULL;
     int space = d->gens[d->ngens - 1].space;
@@ -525,9 +563,15 @@ void replay_discover(struct dec *d, struct dthread *th)
     size_t first_match = nS;
     if (nS) {
         lcs(Fm, r->n, Sm, nS, mf);
+        /* a truncated final stack lacks the outer frames: open frames outside
+         * its outermost matched one may well be running */
+        size_t outer = 0;
+        if (fs->h.flags & FT_STKF_TRUNCATED)
+            while (outer < r->n && mf[outer] < 0)
+                outer++;
         th->abandoned = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *th->abandoned);
         for (size_t i = 0; i < r->n; i++) {
-            if (mf[i] < 0)
+            if (mf[i] < 0 && i >= outer)
                 th->abandoned[th->nabandoned++] = r->stk[i].call_idx;
             else if ((size_t)mf[i] < first_match)
                 first_match = (size_t)mf[i];

@@ -38,14 +38,18 @@ void summary_print(struct dec *d, struct outbuf *o)
 {
     const struct ftr_trace *t = &d->t;
     char b1[64], b2[64];
-    ob_printf(o, "input:       %s, sample %d of %d (%llu bytes)%s\n", d->o.input, t->sample, t->nsamples,
-              (unsigned long long)t->bytes, t->original ? ", original funtrace format" : "");
+    ob_str(o, "input:       ");
+    ob_text(o, d->o.input);
+    ob_printf(o, ", sample %d of %d (%llu bytes)%s\n", t->sample, t->nsamples, (unsigned long long)t->bytes,
+              t->original ? ", original funtrace format" : "");
     if (t->has_header) {
         static const char *src[] = {"?", "core", "live process", "snapshot"};
         ob_printf(o, "source:      %s, raw version %u, ABI %u\n", t->hdr.source < 4 ? src[t->hdr.source] : "?",
                   t->hdr.raw_version, t->hdr.abi_version);
     }
-    ob_printf(o, "process:     pid %llu, `%s`\n", (unsigned long long)d->pid, t->cmdline);
+    ob_printf(o, "process:     pid %llu, `", (unsigned long long)d->pid);
+    ob_text(o, t->cmdline);
+    ob_str(o, "`\n");
     ob_printf(o, "clock:       TSC %llu Hz, %s time\n", (unsigned long long)d->tsc_hz,
               d->sampled ? "sampled" : "exact");
     if (t->has_crash && t->crash.signo)
@@ -74,8 +78,9 @@ void summary_print(struct dec *d, struct outbuf *o)
             {
                 size_t a = g->synthetic ? gi + 1 : gi;
                 if (a <= e)
-                    ob_printf(o, "  #%llu..#%llu: no events in any ring (overwritten or before the threads)\n",
-                              (unsigned long long)d->gens[a].gen, (unsigned long long)d->gens[e].gen);
+                    ob_printf(o, "  #%llu..#%llu: no events in any ring (%s)\n", (unsigned long long)d->gens[a].gen,
+                              (unsigned long long)d->gens[e].gen,
+                              d->total_events ? "overwritten or before the threads" : "none recovered: see problems");
                 gi = e;
                 continue;
             }
@@ -109,8 +114,10 @@ void summary_print(struct dec *d, struct outbuf *o)
         const struct ftr_thread *rt = th->rt;
         int64_t span = th->nevents ? th->last_ns - th->first_ns : 0;
         fmt_dur(b1, sizeof b1, span);
+        char name[4 * FT_THREAD_NAME_LEN + 1];
+        text_escape(name, sizeof name, rt->name);
         ob_printf(o, "  tid %-8llu %-16s %-8s %-7s %10llu events  span %-12s flags ", (unsigned long long)rt->tid,
-                  rt->name, rt->has_stat ? state_name(rt->st.state) : "?",
+                  name, rt->has_stat ? state_name(rt->st.state) : "?",
                   rt->fmt == FT_FMT_SAMPLED8 ? "sampled" : rt->fmt ? "exact" : "none",
                   (unsigned long long)th->nevents, b1);
         tsf(o, rt->has_stat ? rt->st.flags : 0);
@@ -162,35 +169,85 @@ void summary_print(struct dec *d, struct outbuf *o)
     ob_printf(o, "symbols:     %u files opened, %u missing, %u build-id mismatches, %u unresolved addresses\n",
               ss.files - ss.files_missing, ss.files_missing, ss.buildid_mismatch, ss.unknown_addrs);
 
+    struct problem pr[DEC_MAX_PROBLEMS];
+    size_t np = dec_problems(d, pr, DEC_MAX_PROBLEMS);
     ob_str(o, "problems:    ");
-    int any = 0;
-#define P(cond, txt)                                                                                     \
-    if (cond) {                                                                                          \
-        ob_printf(o, "%s%s", any ? "\n             " : "", txt);                                    \
-        any = 1;                                                                                         \
+    for (size_t i = 0; i < np; i++) {
+        if (i)
+            ob_str(o, "\n             ");
+        ob_str(o, pr[i].text);
     }
-    P(t->problems & FTR_P_TRUNCATED, "the raw file is truncated (no ENDTRACE or a chunk cut short)");
-    P(t->problems & FTR_P_CORRUPT, "a corrupt chunk header: the rest of the file was ignored");
-    P(t->problems & FTR_P_BADCHUNK, "chunks with invalid contents were skipped");
-    P(t->problems & FTR_P_PARTIAL, "the producer could not read all of the trace (PARTIAL)");
-    P(t->problems & FTR_P_LOST, "some thread records could not be read (threads lost)");
-    P(t->problems & FTR_P_COUNT, "fewer threads than the header announces");
-    P(t->has_header && (t->hdr.flags & FT_RAWF_TIME_FILTERED), "events older than a time limit were left out");
-    for (size_t i = 0; i < d->nth; i++) {
-        const struct ftr_thread *rt = d->th[i].rt;
-        if (rt->has_stat && (rt->st.flags & (FT_TSF_RING_MISSING | FT_TSF_RING_PARTIAL | FT_TSF_BAD_POS |
-                                             FT_TSF_COPY_RACED))) {
-            char m[128];
-            snprintf(m, sizeof m, "thread %u: ring %s", rt->st.tid,
-                     rt->st.flags & FT_TSF_RING_MISSING   ? "missing from the source"
-                     : rt->st.flags & FT_TSF_BAD_POS      ? "position invalid (ring not emitted)"
-                     : rt->st.flags & FT_TSF_RING_PARTIAL ? "partly missing"
-                                                          : "overwritten while copied");
-            P(1, m);
-        }
-    }
-    if (!any)
+    if (!np)
         ob_str(o, "none");
     ob_char(o, '\n');
-#undef P
+}
+
+/* the tids of the threads whose THRDSTAT has one of flags: count, and up to
+ * 4 tids into buf */
+static size_t tids_with(const struct dec *d, uint32_t flags, char *buf, size_t cap)
+{
+    size_t n = 0, k = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < d->nth; i++) {
+        const struct ftr_thread *rt = d->th[i].rt;
+        if (!rt->has_stat || !(rt->st.flags & flags))
+            continue;
+        if (n < 4 && k < cap)
+            k += (size_t)snprintf(buf + k, cap - k, "%s%u", n ? ", " : "", rt->st.tid);
+        else if (n == 4 && k < cap)
+            k += (size_t)snprintf(buf + k, cap - k, ", ...");
+        n++;
+    }
+    return n;
+}
+
+size_t dec_problems(const struct dec *d, struct problem *out, size_t max)
+{
+    const struct ftr_trace *t = &d->t;
+    size_t n = 0;
+#define ADD(dmg, ...)                                                   \
+    do {                                                                \
+        if (n < max) {                                                  \
+            snprintf(out[n].text, sizeof out[n].text, __VA_ARGS__);     \
+            out[n++].damage = (dmg);                                    \
+        }                                                               \
+    } while (0)
+    if (t->problems & FTR_P_TRUNCATED)
+        ADD(1, "the raw file is truncated (no ENDTRACE, or a chunk cut short)");
+    if (t->problems & FTR_P_CORRUPT)
+        ADD(1, "a corrupt chunk header: the rest of the file was ignored");
+    if (t->problems & FTR_P_BADCHUNK)
+        ADD(1, "chunks with invalid contents were skipped (see the warnings)");
+    if (t->problems & FTR_P_PARTIAL)
+        ADD(1, "the producer could not read all of its source (PARTIAL: e.g. a truncated core, unreadable memory)");
+    if (t->problems & FTR_P_LOST)
+        ADD(1, "%u of the process's %llu thread records could not be read: those threads and their events are missing",
+            t->hdr.nthreads_lost, (unsigned long long)t->hdr.nthreads + t->hdr.nthreads_lost);
+    if (t->problems & FTR_P_COUNT) {
+        size_t nstat = 0;
+        for (size_t i = 0; i < d->nth; i++)
+            nstat += d->th[i].rt->has_stat;
+        ADD(1, "%zu of the %u threads the header announces are in the file", nstat, t->hdr.nthreads);
+    }
+    if (t->has_header && (t->hdr.flags & FT_RAWF_TIME_FILTERED))
+        ADD(0, "events older than a time limit were left out by the producer");
+    static const struct {
+        uint32_t flag;
+        int damage;
+        const char *what;
+    } rings[] = {
+        {FT_TSF_RING_MISSING, 1, "missing from the source: no events"},
+        {FT_TSF_BAD_POS, 1, "not emitted: its write position is invalid"},
+        {FT_TSF_RING_PARTIAL, 1, "partly missing from the source"},
+        {FT_TSF_COPY_RACED, 0, "missing the events overwritten while it was copied"},
+    };
+    for (size_t k = 0; k < sizeof rings / sizeof rings[0]; k++) {
+        char tids[64];
+        size_t c = tids_with(d, rings[k].flag, tids, sizeof tids);
+        if (c)
+            ADD(rings[k].damage, "the ring of %zu thread%s is %s (tid %s)", c, c > 1 ? "s" : "", rings[k].what,
+                tids);
+    }
+#undef ADD
+    return n;
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "demangle.h"
+#include "xalloc.h"
 
 struct modfile {
     char *path;    /* as recorded in the trace */
@@ -102,32 +103,6 @@ static void swarn(struct symtab *s, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     s->warn(s->wctx, msg);
-}
-
-static void *xgrow(void *arr, size_t *cap, size_t need, size_t elsz)
-{
-    if (need <= *cap)
-        return arr;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < need)
-        nc *= 2;
-    void *n = realloc(arr, nc * elsz);
-    if (!n) {
-        fprintf(stderr, "funtrace-decode: out of memory\n");
-        exit(2);
-    }
-    *cap = nc;
-    return n;
-}
-
-static char *xstrdup(const char *p)
-{
-    char *r = strdup(p ? p : "");
-    if (!r) {
-        fprintf(stderr, "funtrace-decode: out of memory\n");
-        exit(2);
-    }
-    return r;
 }
 
 static const char *intern(struct symtab *s, const char *str)
@@ -672,10 +647,8 @@ static uint32_t new_func(struct symtab *s, int32_t file, uint64_t vaddr, char *n
         }
     }
     fn->jname = json_quote(jn ? jn : name);
-    if (!fn->jname) {
-        fprintf(stderr, "funtrace-decode: out of memory\n");
-        exit(2);
-    }
+    if (!fn->jname)
+        xalloc_die();
     free(jn);
     if (unknown)
         s->stats.unknown_addrs++;
@@ -858,7 +831,7 @@ static void put_loc(struct outbuf *o, const char *file, int line)
 {
     if (file) {
         ob_str(o, " at ");
-        ob_str(o, file);
+        ob_text(o, file);
         ob_char(o, ':');
         ob_u64(o, (uint64_t)(line > 0 ? line : 0));
     }
@@ -894,7 +867,7 @@ void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, str
     struct func *fn = &s->funcs[id];
     struct modfile *f = &s->files[in->file];
     if (fn->unknown || !f->mod) {
-        ob_str(o, fn->name);
+        ob_text(o, fn->name);
         ob_char(o, '\n');
         return;
     }
@@ -916,7 +889,7 @@ void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, str
             ob_str(o, indent);
             ob_str(o, "inlined into ");
         }
-        ob_str(o, nm);
+        ob_text(o, nm);
         put_loc(o, file, line);
         ob_char(o, '\n');
         free(nm);
@@ -939,7 +912,7 @@ void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, str
     }
     free(scopes);
     if (first) {
-        ob_str(o, fn->name);
+        ob_text(o, fn->name);
         put_loc(o, file, line);
         ob_char(o, '\n');
     }

@@ -33,8 +33,9 @@ static const char *base_name(const char *p)
 static void header(struct dec *d, struct outbuf *o)
 {
     char b1[96], b2[96];
-    ob_printf(o, "funtrace: `%s` (pid %llu), from a %s\n", d->t.cmdline[0] ? d->t.cmdline : "?",
-              (unsigned long long)d->pid, src_kind(d));
+    ob_str(o, "funtrace: `");
+    ob_text(o, d->t.cmdline[0] ? d->t.cmdline : "?");
+    ob_printf(o, "` (pid %llu), from a %s\n", (unsigned long long)d->pid, src_kind(d));
     if (d->t.has_crash && d->t.crash.signo) {
         const struct ft_raw_crash *c = &d->t.crash;
         const char *tn = "";
@@ -46,24 +47,33 @@ static void header(struct dec *d, struct outbuf *o)
             ob_printf(o, ", fault address 0x%llx", (unsigned long long)c->addr);
         if (c->sender_pid)
             ob_printf(o, ", sent by pid %u", c->sender_pid);
-        if (c->tid)
-            ob_printf(o, ", thread %u \"%s\"", c->tid, tn);
+        if (c->tid) {
+            ob_printf(o, ", thread %u \"", c->tid);
+            ob_text(o, tn);
+            ob_char(o, '"');
+        }
         ob_char(o, '\n');
     } else {
         ob_str(o, "  signal:     none recorded\n");
     }
-    int64_t last = INT64_MIN;
+    int64_t last = INT64_MIN, last_own = INT64_MIN; /* measured; own ns (see replay.c) */
     for (size_t i = 0; i < d->nth; i++)
-        if (d->th[i].nevents && d->th[i].last_ns > last)
-            last = d->th[i].last_ns;
-    if (d->have_wall) {
+        if (d->th[i].nevents) {
+            if (d->th[i].last_mns > last)
+                last = d->th[i].last_mns;
+            if (d->th[i].last_ns > last_own)
+                last_own = d->th[i].last_ns;
+        }
+    if (!d->total_events) {
+        ob_str(o, "  last event: none (no events in the input)");
+    } else if (d->have_wall) {
         fmt_wall(b1, sizeof b1, last + d->wall_off, 1);
         ob_printf(o, "  last event: %s", b1);
     } else {
         ob_str(o, "  last event: (no wall clock in this trace)");
     }
-    if (d->end_ns > last) {
-        fmt_dur(b2, sizeof b2, d->end_ns - last);
+    if (d->total_events && d->end_ns > last_own) {
+        fmt_dur(b2, sizeof b2, d->end_ns - last_own);
         ob_printf(o, "; the trace was taken %s later (times below are relative to that)", b2);
     }
     ob_char(o, '\n');
@@ -74,21 +84,26 @@ static void header(struct dec *d, struct outbuf *o)
                 first = gi;
             lastg = gi;
         }
-    int64_t span = d->end_ns - d->base_ns;
+    int64_t span = d->total_events ? d->end_ns - d->base_ns : 0;
     fmt_dur(b2, sizeof b2, span < 0 ? 0 : span);
     ob_printf(o, "  trace:      %zu threads, %llu events, ", d->nth, (unsigned long long)d->total_events);
     if (ne && !(d->ngens == 1 && d->gens[0].synthetic))
         ob_printf(o, "generations %llu..%llu, ", (unsigned long long)d->gens[first].gen + d->gens[first].synthetic,
                   (unsigned long long)d->gens[lastg].gen);
     ob_printf(o, "%s shown\n", b2);
+    struct problem pr[DEC_MAX_PROBLEMS];
+    size_t np = dec_problems(d, pr, DEC_MAX_PROBLEMS);
+    for (size_t i = 0; i < np; i++)
+        ob_printf(o, "  %s %s\n", i ? "           " : "incomplete:", pr[i].text);
 }
 
 static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
 {
     char b1[64], b2[64];
     const struct ftr_thread *rt = th->rt;
-    ob_printf(o, "\nthread %llu \"%s\"%s -- %llu events", (unsigned long long)rt->tid, rt->name,
-              rt->tid == d->crash_tid ? " [crashed]" : "", (unsigned long long)th->nevents);
+    ob_printf(o, "\nthread %llu \"", (unsigned long long)rt->tid);
+    ob_text(o, rt->name);
+    ob_printf(o, "\"%s -- %llu events", rt->tid == d->crash_tid ? " [crashed]" : "", (unsigned long long)th->nevents);
     if (th->lost_older && th->nevents)
         ob_str(o, " (older ones overwritten)");
     uint64_t N = (uint64_t)d->o.ncalls;
@@ -128,9 +143,12 @@ static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
             }
             for (int k = 0; k < depth; k++)
                 ob_str(o, "  ");
-            ob_str(o, fn->name);
-            if (fn->file)
-                ob_printf(o, "  %s:%u", base_name(fn->file), fn->line);
+            ob_text(o, fn->name);
+            if (fn->file) {
+                ob_str(o, "  ");
+                ob_text(o, base_name(fn->file));
+                ob_printf(o, ":%u", fn->line);
+            }
             if (t->flags & (SL_OPEN | SL_PENDING))
                 ob_str(o, "  [still open]");
             if (t->flags & SL_ABANDONED)

@@ -22,8 +22,22 @@ def procmaps_text(raw: "rawfile.Raw") -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def to_original(data: bytes) -> bytes:
-    """One sample of the original format from our raw bytes."""
+def ring_dump(entries, rotate: int = 0, zeros: int = 0):
+    """The ring as the original runtime's SIGTRAP dump
+    (funtrace_pause_and_write_current_snapshot) writes it: the WHOLE buffer in
+    buffer order.  `zeros` never-written slots (word 0) follow the entries, then
+    the buffer is rotated left by `rotate` slots, so the oldest entry is no
+    longer first (a wrapped ring) and the zero slots can land anywhere."""
+    slots = list(entries) + [(0, 0)] * zeros
+    if slots:
+        k = rotate % len(slots)
+        slots = slots[k:] + slots[:k]
+    return slots
+
+
+def to_original(data: bytes, rotate: int = 0, zeros: int = 0) -> bytes:
+    """One sample of the original format from our raw bytes (rotate, zeros:
+    see ring_dump; by default the entries oldest first, as our raws hold them)."""
     raw = rawfile.parse(data)
     out = chunk("FUNTRACE", struct.pack("<Q", raw.tsc_hz))
     out += chunk("CMD LINE", raw.cmdline.encode())
@@ -34,6 +48,7 @@ def to_original(data: bytes) -> bytes:
         assert t.fmt == 1, "only exact-mode rings convert to the original format"
         out += chunk("THREADID", struct.pack("<QQ", t.pid or raw.header.get("pid", 0), t.tid) +
                      t.name.encode()[:16].ljust(16, b"\0"))
-        out += chunk("TRACEBUF", b"".join(struct.pack("<QQ", w, c) for w, c in t.entries))
+        out += chunk("TRACEBUF", b"".join(struct.pack("<QQ", w, c)
+                                          for w, c in ring_dump(t.entries, rotate, zeros)))
     out += chunk("ENDTRACE", b"")
     return out

@@ -304,6 +304,92 @@ def test_original_format(tree, compiled, run_crash, tmp_path):
     assert render(main_tree(r1)) == PATTERN
 
 
+def test_original_format_ring_dump(tree, compiled, run_crash, tmp_path):
+    """the original runtime's SIGTRAP dump writes the whole ring in buffer order: a wrapped
+    ring starts with its newer half, an unwrapped one ends with never-written (zero) slots;
+    decoded, both read exactly like the entries oldest first"""
+    import dec_oldraw
+    import rawfile
+    exe = compiled("dec_pattern.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["crash", "8"])
+    data = raw.read_bytes()
+    n = max(len(t.entries) for t in rawfile.parse(data).threads)
+    assert n > 40
+
+    def decoded(tag, **kw):
+        p = tmp_path / f"{tag}.raw"
+        p.write_bytes(dec_oldraw.to_original(data, **kw))
+        r, tr = decode(tree, p, "--summary", json_out=tmp_path / f"{tag}.json")
+        assert r.returncode == 0, r.stderr
+        check_nesting(tr)
+        return r, {tid: [(s.name, s.start, s.end, s.args) for s in sl] for tid, sl in tr.slices.items()}
+
+    r0, base = decoded("linear")
+    assert render(main_tree(load(tmp_path / "linear.json"))) == PATTERN[:2] + PATTERN[2:7] * 8 + PATTERN[-1:]
+    for tag, kw in (("wrapped", dict(rotate=n // 3)), ("zeros", dict(zeros=9)),
+                    ("both", dict(rotate=n // 2, zeros=5)), ("zeros-first", dict(rotate=n + 3, zeros=7))):
+        r, got = decoded(tag, **kw)
+        assert got == base, tag
+        assert "out-of-order" not in r.stdout and "out of order" not in r.stderr, tag
+        # zero slots are not events
+        assert re.search(r"tid \d+ .* (\d+) events", r.stdout).group(1) == \
+            re.search(r"tid \d+ .* (\d+) events", r0.stdout).group(1)
+
+
+# ---- durations in the text view ----------------------------------------------------
+
+def test_text_shows_measured_durations(tree, compiled, run_crash, tmp_path):
+    """a call whose return carries the same TSC as its call lasted 0 ns: --text says so,
+    while the JSON still gives each event its own ns (1 ns) so that slices nest"""
+    import struct
+    import rawfile
+    exe = compiled("dec_pattern.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["crash"])
+    out = []
+    for m, p in rawfile.chunks(raw.read_bytes()):
+        if m == "TRACEBUF":
+            ents = [list(struct.unpack_from("<QQ", p, 16 * i)) for i in range(len(p) // 16)]
+            for a, b in zip(ents, ents[1:]):
+                if a[0] and not a[0] >> 62 and b[0] >> 63:  # a call, then a return: a leaf call
+                    b[1] = a[1]
+            p = b"".join(struct.pack("<QQ", w, t) for w, t in ents)
+        out.append(m.encode("latin1") + struct.pack("<Q", len(p)) + p)
+    zero = tmp_path / "zero.raw"
+    zero.write_bytes(b"".join(out))
+    r, tr = decode(tree, zero, "--text", "-n", "100", json_out=tmp_path / "z.json")
+    assert r.returncode == 0, r.stderr
+    leaf = [l for l in r.stdout.split("\n") if re.search(r"\bleaf  dec_pattern\.c:", l)]
+    assert len(leaf) == 12 and all(re.match(r"\s+-?\d+(\.\d+)? (ns|us)\s+0 ns\s", l) for l in leaf), leaf
+    check_nesting(tr)
+    assert {s.end - s.start for s in tr.slices[tr.pid] if s.n == "leaf"} == {1}
+
+
+# ---- without symbols ----------------------------------------------------------------
+
+@pytest.mark.parametrize("src,mode", [("dec_pattern.c", "pg"), ("dec_exc.cc", "pg"), ("dec_pattern.c", "finstr")])
+def test_no_symbols_same_calls(tree, compiled, run_crash, tmp_path, src, mode):
+    """--no-symbols: names are module+0xOFFSET (of the call), and the calls, their nesting
+    and their times are those decoded with symbols (-pg: a return closes the innermost -pg
+    frame, a catch the frame whose code holds it)"""
+    exe = compiled(src, mode)
+    raw = crash_raw(tree, run_crash, exe, [] if src.endswith(".cc") else ["crash"])
+    r1, sym = decode(tree, raw, json_out=tmp_path / "s.json")
+    r2, nos = decode(tree, raw, "--no-symbols", json_out=tmp_path / "n.json")
+    assert r1.returncode == 0 and r2.returncode == 0, r1.stderr + r2.stderr
+    check_nesting(nos)
+    a, b = forest(sym.slices[sym.pid]), forest(nos.slices[nos.pid])
+    la, lb = render(a), render(b)
+    assert len(la) == len(lb) == len(sym.slices[sym.pid]) == len(nos.slices[nos.pid])
+    assert [len(x) - len(x.lstrip()) for x in la] == [len(x) - len(x.lstrip()) for x in lb]
+    names = dict(zip((x.strip() for x in la), (x.strip() for x in lb)))
+    assert len(set(names.values())) == len(names), names  # one name per function
+    assert all(v.startswith(exe.name + "+0x") for v in names.values()), names
+    assert [(s.start, s.end, s.args) for s in sym.slices[sym.pid]] == \
+        [(s.start, s.end, s.args) for s in nos.slices[nos.pid]]
+    last = nos.slices[nos.pid][-1]
+    assert last.name == names["crash_here"] and last.args.get("open_at_end")
+
+
 # ---- sampled time -------------------------------------------------------------
 
 def test_sampled_mode(tree, compiled, run_crash, tmp_path):
@@ -333,6 +419,11 @@ def test_wallclock_and_stdin(tree, compiled, run_crash, tmp_path):
     raw = crash_raw(tree, run_crash, exe, ["crash"])
     r, _ = decode(tree, raw, "--text", "--wallclock")
     assert r.returncode == 0
+    # the span shown is the trace's, not the time since midnight
+    r0, _ = decode(tree, raw, "--text")
+    shown = re.search(r"^  trace: .* (\d+(\.\d+)? (ns|us|ms|s)) shown$", r0.stdout, re.M).group(1)
+    assert shown.endswith("us") or shown.endswith("ms"), shown
+    assert f"{shown} shown\n" in r.stdout
     head_time = re.search(r"last event: +\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d\.\d{9})", r.stdout).group(1)
     crash_line = [l for l in r.stdout.split("\n") if "crash_here" in l and "[still open]" in l][0]
     assert crash_line.split()[0] == head_time

@@ -2,6 +2,7 @@
 errors, what is recovered.  The damaged files are real raws (a crashed
 dec_pattern) cut or altered; every input also goes through the ASan+UBSan
 build of the decoder (make SAN=1 funtrace-decode)."""
+import re
 import struct
 import subprocess
 
@@ -192,3 +193,146 @@ def test_sanitizers_on_real_traces(tree, san_decoder, compiled, run_crash, tmp_p
     for raw in raws:
         r, j = both(tree, san_decoder, raw, "--text", "--summary", "--generations", "4", tmp_path=tmp_path, expect=0)
         check_nesting(load(j))
+
+
+# ---- outputs: never a partial file, never two outputs on one stream --------------
+
+def test_json_write_error_leaves_no_file(tree, compiled, tmp_path):
+    """a write error (here a file size limit, as a full disk would do) gives exit 4 and one
+    line; neither a truncated FILE nor the temporary FILE.tmp.PID is left behind, and an
+    existing FILE is kept as it was"""
+    from conftest import run_program
+    exe = compiled("dec_pattern.c", "pg")
+    r = run_program([exe, "crash", "300"], tmp_path / "big")
+    raw = tmp_path / "big" / "trace.raw"
+    assert run_tool([tree.tool("coreextract"), "-o", raw, r.core, exe]).returncode == 0
+    dec = tree.tool("funtrace-decode")
+    full = tmp_path / "full.json"
+    assert run_tool([dec, "--json", full, raw]).returncode == 0
+    assert full.stat().st_size > 2 * 40 * 1024  # well over the limit below
+    out = tmp_path / "out"
+    out.mkdir()
+    j = out / "t.json"
+    for trap in ("trap '' XFSZ; ", ""):  # SIGXFSZ ignored by the caller, or left to the decoder
+        r = run_tool(["bash", "-c", f'{trap}ulimit -f 40; exec "$0" --json "$1" "$2"', dec, j, raw])
+        assert r.returncode == 4, (trap, r.returncode, r.stderr)
+        assert f"cannot write {j}: File too large" in one_line(r.stderr)
+        assert list(out.iterdir()) == []
+    j.write_text("previous contents\n")
+    r = run_tool(["bash", "-c", 'ulimit -f 40; exec "$0" --json "$1" "$2"', dec, j, raw])
+    assert r.returncode == 4 and j.read_text() == "previous contents\n"
+    assert [p.name for p in out.iterdir()] == ["t.json"]
+    # without the limit: replaced as a whole
+    r = run_tool([dec, "--json", j, raw])
+    assert r.returncode == 0 and j.read_bytes() == full.read_bytes()
+    assert [p.name for p in out.iterdir()] == ["t.json"]
+
+
+def test_json_to_stdout_with_text_refused(tree, good_raw, tmp_path):
+    """--json - and --text/--summary would mix JSON and text on stdout"""
+    for view in ("--text", "--summary"):
+        r = run_tool([tree.tool("funtrace-decode"), "--json", "-", view, good_raw], cwd=tmp_path)
+        assert r.returncode == 2 and r.stdout == ""
+        line = one_line(r.stderr)
+        assert "--json -" in line and view in line
+    r = run_tool([tree.tool("funtrace-decode"), "--json", "-", good_raw], cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith('{"traceEvents":[') and r.stdout.rstrip().endswith("}")
+    import json
+    json.loads(r.stdout)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_text_escapes_garbage_names(tree, san_decoder, good_raw, tmp_path):
+    """thread names, the command line and module names from a damaged raw are shown with
+    their control and invalid bytes as \\xNN: never sent to the terminal as they are"""
+    data = good_raw.read_bytes()
+    name = b"dec_pattern-pg"
+    bad = b"dec\xff\x1b[1m\x07e\xc3n-p"
+    assert len(bad) == len(name) and data.count(name) >= 3
+    p = tmp_path / "garbage.raw"
+    p.write_bytes(data.replace(name, bad))
+    for exe in (tree.tool("funtrace-decode"), san_decoder):
+        r = run_tool([exe, "--text", "--summary", "--no-symbols", p], text=False)
+        assert r.returncode == 0, r.stderr
+        out = r.stdout
+        out.decode("utf-8")  # valid UTF-8
+        assert not any(b < 0x20 and b not in b"\n" or b == 0x7f for b in out), out
+        esc = rb"dec\xff\x1b[1m\x07e\xc3n-p"
+        assert out.count(esc) >= 4, out  # command line, thread, summary row, function names
+        assert b'thread %d "' % int(out.split(b"\nthread ")[1].split()[0]) + esc + b'" [crashed]' in out
+        assert esc + b"+0x" in out  # names of the module's functions (no symbols)
+    # printable UTF-8 stays as it is
+    q = tmp_path / "utf8.raw"
+    q.write_bytes(data.replace(name, "dec_pättern-p".encode()))
+    r = run_tool([tree.tool("funtrace-decode"), "--text", q])
+    assert r.returncode == 0 and 'thread' in r.stdout and '"dec_pättern-p" [crashed]' in r.stdout
+
+
+def header_fields(payload, **kw):
+    """FTHEADER payload with fields replaced (struct ft_raw_header offsets)"""
+    offs = {"flags": 12, "nthreads": 88, "nthreads_lost": 92}
+    b = bytearray(payload)
+    for k, v in kw.items():
+        struct.pack_into("<I", b, offs[k], v)
+    return bytes(b)
+
+
+def test_partial_input_without_events(tree, san_decoder, good_raw, compiled, tmp_path):
+    """a producer that could not read any thread record (a core cut short before the
+    registry): exit 3 and one line saying why nothing was decoded; --summary and --text say
+    what is missing; a complete input without events stays exit 1"""
+    chunks = rawfile.chunks(good_raw.read_bytes())
+    nthr = sum(m == "THRDSTAT" for m, _ in chunks)
+    kept = [(m, header_fields(pl, flags=struct.unpack_from("<I", pl, 12)[0] | 1, nthreads=0, nthreads_lost=nthr)
+             if m == "FTHEADER" else pl)
+            for m, pl in chunks if m not in ("THREADID", "THRDSTAT", "TRACEBUF", "TRACEW08")]
+    p = tmp_path / "lost.raw"
+    p.write_bytes(rebuild(kept))
+    r, j = both(tree, san_decoder, p, "--summary", "--text", tmp_path=tmp_path, expect=3)
+    line = one_line(r.stderr)
+    assert "no trace events could be recovered" in line and "PARTIAL" in line, line
+    assert f"{nthr} of the process's {nthr} thread records could not be read" in line
+    assert not j.exists()
+    summ, _, text = r.stdout.partition("\nfuntrace: ")
+    assert re.search(r"^problems: .*PARTIAL", summ, re.M) and f"{nthr} of the process's {nthr} thread" in summ
+    assert f"threads:     0 (header: 0, lost {nthr})" in summ
+    assert "last event: none" in text and re.search(r"^  incomplete: .*PARTIAL", text, re.M)
+    assert f"{nthr} of the process's {nthr} thread records" in text
+    # the real thing: a core cut short before the thread registry, read by coreextract
+    d = tmp_path / "cut"
+    d.mkdir()
+    cut = d / "core"
+    cut.write_bytes((good_raw.parent / "core").read_bytes()[:64 * 1024])
+    raw = d / "trace.raw"
+    ce = run_tool([tree.tool("coreextract"), "-o", raw, cut, compiled("dec_pattern.c", "pg")])
+    assert ce.returncode == 3 and raw.exists(), ce.stderr
+    hdr = rawfile.parse(raw).header
+    assert hdr["nthreads"] == 0 and hdr["nthreads_lost"] >= 1 and hdr["flags"] & 1, hdr
+    r = run_tool([tree.tool("funtrace-decode"), "--summary", raw])
+    assert r.returncode == 3, r.stderr
+    line = one_line(r.stderr)
+    assert "no trace events could be recovered" in line and "thread records could not be read" in line
+    assert "PARTIAL" in r.stdout and "thread records could not be read" in r.stdout
+
+
+def test_help_and_readme_agree(tree):
+    """--help and the README section document the same exit codes; the README quotes no
+    performance figures of its own (BENCHMARKS.md has the measured ones)"""
+    from conftest import ROOT
+    h = run_tool([tree.tool("funtrace-decode"), "--help"]).stdout
+    text = (ROOT / "README.md").read_text()
+    sec = text[text.index("## Reference: funtrace-decode"):text.index("## Reference: funtrace-oomwatch")]
+    status = sec[sec.index("Exit status:"):]
+    status = " ".join(status[:status.index("\n\n")].split())
+    helpst = " ".join(h[h.index("exit status:"):].split())
+    for code, phrases in {0: ["decoded"], 1: ["complete raw file", "no JSON written"],
+                          2: ["not a raw file", "bad arguments", "out of memory"],
+                          3: ["damaged or incomplete", "PARTIAL", "lost thread", "missing rings", "no JSON"],
+                          4: ["could not be written", "no partial JSON"]}.items():
+        for p in phrases:
+            assert p in helpst, (code, p)
+            assert p in status, (code, p)
+        assert f"**{code}**" in status and f" {code} " in helpst
+    limits = sec[sec.index("**Limits and costs.**"):]
+    assert "BENCHMARKS.md" in limits
+    assert not re.search(r"\d+(\.\d+)? ?(MB|MiB|GB|ms)\b|\d+(\.\d+)? s\b", limits), limits
