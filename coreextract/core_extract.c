@@ -14,11 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t prot_of(uint32_t pf)
-{
-    return ((pf & PF_R) ? FT_MAPF_R : 0) | ((pf & PF_W) ? FT_MAPF_W : 0) | ((pf & PF_X) ? FT_MAPF_X : 0);
-}
-
 /* executable path: the NT_FILE mapping holding AT_PHDR (else AT_ENTRY) */
 static const char *core_exe(const struct core *c)
 {
@@ -81,23 +76,11 @@ int ce_core_extract(const struct ce_core_opts *o)
 
     /* mappings */
     struct ce_maps maps;
-    memset(&maps, 0, sizeof maps);
-    for (size_t i = 0; i < c.nfiles; i++) {
-        const struct core_seg *s = core_seg_at(&c, c.files[i].start);
-        maps_add(&maps, c.files[i].start, c.files[i].end, c.files[i].offset, s ? prot_of(s->flags) : 0,
-                 c.files[i].path);
-    }
-    maps_finish(&maps, &rd, core_auxv(&c, AT_SYSINFO_EHDR));
+    core_load_maps(&c, &rd, &maps, c.nfiles);
 
     /* root */
-    struct root_range *wr = ce_xcalloc(c.nsegs ? c.nsegs : 1, sizeof *wr);
-    size_t nwr = 0;
-    for (size_t i = 0; i < c.nsegs; i++)
-        if ((c.segs[i].flags & PF_W) && c.segs[i].avail) {
-            wr[nwr].start = c.segs[i].vaddr;
-            wr[nwr].end = c.segs[i].vaddr + c.segs[i].avail;
-            nwr++;
-        }
+    size_t nwr;
+    struct root_range *wr = core_writable_ranges(&c, &nwr);
     struct root_search rs;
     memset(&rs, 0, sizeof rs);
     rs.rd = &rd;
@@ -139,13 +122,14 @@ int ce_core_extract(const struct ce_core_opts *o)
 
     /* output */
     struct ce_out out;
-    if (ce_out_open(&out, o->out, err, sizeof err) != 0) {
+    int orc = ce_out_open(&out, o->out, err, sizeof err);
+    if (orc != 0) {
         fprintf(stderr, "%s: %s\n", ce_prog, err);
         ce_out_abort(&out);
         maps_free(&maps);
         core_close(&c);
         ce_input_close(&in);
-        return FT_EXIT_BADINPUT;
+        return orc;
     }
     struct ce_buf mp = { 0 };
     maps_payload(&maps, &mp);
@@ -180,8 +164,12 @@ int ce_core_extract(const struct ce_core_opts *o)
         ce_note("wrote %llu bytes: %u thread(s), %llu event(s), %u module(s), %u generation(s)",
                 (unsigned long long)st.bytes, st.nthreads, (unsigned long long)st.nevents, st.nmodules, st.ngens);
         if (st.header_flags & FT_RAWF_PARTIAL) {
-            fprintf(stderr, "%s: %s: trace incomplete%s: %s\n", ce_prog, name,
-                    truncated ? " (the core is truncated)" : "", st.problem[0] ? st.problem : "parts were not readable");
+            char what[512], cut[96] = "";
+            ce_missing_summary(&st, what, sizeof what);
+            if (truncated)
+                snprintf(cut, sizeof cut, ", core truncated at %llu of %llu bytes", (unsigned long long)c.size,
+                         (unsigned long long)c.expected_size);
+            fprintf(stderr, "%s: %s: trace incomplete%s: %s\n", ce_prog, name, cut, what);
             rc = FT_EXIT_PARTIAL;
         } else {
             if (truncated)

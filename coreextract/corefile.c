@@ -1,5 +1,7 @@
 /* corefile.c -- parse an x86-64 ELF core (see corefile.h) */
 #include "corefile.h"
+#include "maps.h"
+#include "rootfind.h"
 #include "util.h"
 
 #include <elf.h>
@@ -341,4 +343,33 @@ int core_crash(const struct core *c, struct ft_raw_crash *out)
         return 1;
     }
     return 0;
+}
+
+struct root_range *core_writable_ranges(const struct core *c, size_t *n)
+{
+    struct root_range *wr = ce_xcalloc(c->nsegs ? c->nsegs : 1, sizeof *wr);
+    *n = 0;
+    for (size_t i = 0; i < c->nsegs; i++)
+        if ((c->segs[i].flags & PF_W) && c->segs[i].avail) {
+            wr[*n].start = c->segs[i].vaddr;
+            wr[*n].end = c->segs[i].vaddr + c->segs[i].avail;
+            (*n)++;
+        }
+    return wr;
+}
+
+static uint32_t prot_of(uint32_t pf)
+{
+    return ((pf & PF_R) ? FT_MAPF_R : 0) | ((pf & PF_W) ? FT_MAPF_W : 0) | ((pf & PF_X) ? FT_MAPF_X : 0);
+}
+
+void core_load_maps(const struct core *c, const struct ft_reader *rd, struct ce_maps *maps, size_t max)
+{
+    memset(maps, 0, sizeof *maps);
+    for (size_t i = 0; i < c->nfiles && i < max; i++) {
+        const struct core_seg *s = core_seg_at(c, c->files[i].start);
+        maps_add(maps, c->files[i].start, c->files[i].end, c->files[i].offset, s ? prot_of(s->flags) : 0,
+                 c->files[i].path);
+    }
+    maps_finish(maps, rd, core_auxv(c, AT_SYSINFO_EHDR));
 }

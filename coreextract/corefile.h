@@ -74,6 +74,16 @@ uint64_t core_auxv(const struct core *c, uint64_t type);
 /* PT_LOAD containing addr, or NULL */
 const struct core_seg *core_seg_at(const struct core *c, uint64_t addr);
 
+/* The core's file mappings (NT_FILE, at most max of them; prot from the
+ * PT_LOAD holding each start) into maps, then maps_finish. */
+struct ce_maps;
+void core_load_maps(const struct core *c, const struct ft_reader *rd, struct ce_maps *maps, size_t max);
+
+/* The writable memory the core holds (PF_W segments, their dumped part), in
+ * segment order, for the root scan: a malloc'ed array, *n entries. */
+struct root_range;
+struct root_range *core_writable_ranges(const struct core *c, size_t *n);
+
 /* the signal info for SIGINFO (0: no signal known) */
 int core_crash(const struct core *c, struct ft_raw_crash *out);
 

@@ -3,6 +3,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
@@ -10,7 +11,6 @@
 #include <unistd.h>
 
 #define PAGE_MASK_ (~(uint64_t)0xfff)
-#define MAX_PHDRS 256
 #define NOTE_MAX 8192
 
 uint32_t elf_build_id_in_notes(const uint8_t *p, size_t n, uint8_t out[FT_BUILD_ID_MAX])
@@ -44,6 +44,12 @@ int elf_info_load(const char *path, const char *sym, struct elf_info *out, char 
         snprintf(err, errlen, "cannot open %s: %m", path);
         return -1;
     }
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        snprintf(err, errlen, "%s is a directory, not an ELF file", path);
+        close(fd);
+        return -1;
+    }
     elf_version(EV_CURRENT);
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     GElf_Ehdr eh;
@@ -59,7 +65,7 @@ int elf_info_load(const char *path, const char *sym, struct elf_info *out, char 
     size_t phnum = 0;
     int have_base = 0;
     if (elf_getphdrnum(elf, &phnum) == 0) {
-        for (size_t i = 0; i < phnum && i < MAX_PHDRS * 16; i++) {
+        for (size_t i = 0; i < phnum && i < ELF_MAX_PHDRS * 16; i++) {
             GElf_Phdr ph;
             if (!gelf_getphdr(elf, (int)i, &ph)) continue;
             if (ph.p_type == PT_LOAD && !have_base && (ph.p_offset & PAGE_MASK_) == 0) {
@@ -100,27 +106,52 @@ int elf_info_load(const char *path, const char *sym, struct elf_info *out, char 
     return 0;
 }
 
-uint32_t elf_build_id_in_memory(const struct ft_reader *rd, uint64_t start, uint8_t out[FT_BUILD_ID_MAX])
+/* e_ident, class, phentsize and phnum of an ELF header */
+static int ehdr_ok(const Elf64_Ehdr *eh)
+{
+    return memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+           eh->e_phentsize == sizeof(Elf64_Phdr) && eh->e_phnum != 0 && eh->e_phnum <= ELF_MAX_PHDRS;
+}
+
+int elf_phdrs_in_memory(const struct ft_reader *rd, uint64_t start, Elf64_Phdr *ph, unsigned *n)
 {
     Elf64_Ehdr eh;
     if (rd->read(rd->ctx, start, &eh, sizeof eh) != sizeof eh) return 0;
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS ||
-        eh.e_phoff > 1u << 20)
-        return 0;
-    Elf64_Phdr ph[MAX_PHDRS];
-    size_t n = eh.e_phnum * sizeof(Elf64_Phdr);
-    if (rd->read(rd->ctx, start + eh.e_phoff, ph, n) != n) return 0;
+    if (!ehdr_ok(&eh) || eh.e_phoff > 1u << 20) return 0;
+    size_t len = eh.e_phnum * sizeof(Elf64_Phdr);
+    if (rd->read(rd->ctx, start + eh.e_phoff, ph, len) != len) return 0;
+    *n = eh.e_phnum;
+    return 1;
+}
+
+int elf_phdrs_in_file(const uint8_t *p, uint64_t size, Elf64_Phdr *ph, unsigned *n)
+{
+    Elf64_Ehdr eh;
+    if (!p || size < sizeof eh) return 0;
+    memcpy(&eh, p, sizeof eh);
+    if (!ehdr_ok(&eh)) return 0;
+    size_t len = eh.e_phnum * sizeof(Elf64_Phdr);
+    if (eh.e_phoff > size || len > size - eh.e_phoff) return 0;
+    memcpy(ph, p + eh.e_phoff, len);
+    *n = eh.e_phnum;
+    return 1;
+}
+
+uint32_t elf_build_id_in_memory(const struct ft_reader *rd, uint64_t start, uint8_t out[FT_BUILD_ID_MAX])
+{
+    Elf64_Phdr ph[ELF_MAX_PHDRS];
+    unsigned nph;
+    if (!elf_phdrs_in_memory(rd, start, ph, &nph)) return 0;
     uint64_t base = 0;
     int have_base = 0;
-    for (unsigned i = 0; i < eh.e_phnum; i++)
+    for (unsigned i = 0; i < nph; i++)
         if (ph[i].p_type == PT_LOAD && (ph[i].p_offset & PAGE_MASK_) == 0) {
             base = ph[i].p_vaddr & PAGE_MASK_;
             have_base = 1;
             break;
         }
     if (!have_base) return 0;
-    for (unsigned i = 0; i < eh.e_phnum; i++) {
+    for (unsigned i = 0; i < nph; i++) {
         if (ph[i].p_type != PT_NOTE || ph[i].p_filesz == 0) continue;
         uint8_t buf[NOTE_MAX];
         size_t len = ph[i].p_filesz > NOTE_MAX ? NOTE_MAX : (size_t)ph[i].p_filesz;
@@ -134,19 +165,13 @@ uint32_t elf_build_id_in_memory(const struct ft_reader *rd, uint64_t start, uint
 
 uint32_t elf_build_id_in_file(const uint8_t *p, uint64_t size, uint8_t out[FT_BUILD_ID_MAX])
 {
-    Elf64_Ehdr eh;
-    if (size < sizeof eh) return 0;
-    memcpy(&eh, p, sizeof eh);
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS ||
-        eh.e_phoff > size || (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > size - eh.e_phoff)
-        return 0;
-    for (unsigned i = 0; i < eh.e_phnum; i++) {
-        Elf64_Phdr ph;
-        memcpy(&ph, p + eh.e_phoff + i * sizeof ph, sizeof ph);
-        if (ph.p_type != PT_NOTE || ph.p_filesz == 0 || ph.p_offset >= size) continue;
-        uint64_t n = ph.p_filesz < size - ph.p_offset ? ph.p_filesz : size - ph.p_offset;
-        uint32_t r = elf_build_id_in_notes(p + ph.p_offset, n > NOTE_MAX ? NOTE_MAX : (size_t)n, out);
+    Elf64_Phdr ph[ELF_MAX_PHDRS];
+    unsigned nph;
+    if (!elf_phdrs_in_file(p, size, ph, &nph)) return 0;
+    for (unsigned i = 0; i < nph; i++) {
+        if (ph[i].p_type != PT_NOTE || ph[i].p_filesz == 0 || ph[i].p_offset >= size) continue;
+        uint64_t n = ph[i].p_filesz < size - ph[i].p_offset ? ph[i].p_filesz : size - ph[i].p_offset;
+        uint32_t r = elf_build_id_in_notes(p + ph[i].p_offset, n > NOTE_MAX ? NOTE_MAX : (size_t)n, out);
         if (r) return r;
     }
     return 0;

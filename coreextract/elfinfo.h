@@ -6,8 +6,11 @@
 #ifndef FT_CE_ELFINFO_H
 #define FT_CE_ELFINFO_H
 
+#include <elf.h>
 #include <stdint.h>
 #include "funtrace_rawwrite.h"
+
+#define ELF_MAX_PHDRS 256 /* more program headers: not an object we read */
 
 struct elf_info {
     uint16_t type;          /* ET_EXEC / ET_DYN */
@@ -21,6 +24,12 @@ struct elf_info {
 
 /* Read an ELF file on disk; sym may be NULL. Returns 0, or -1 with err set. */
 int elf_info_load(const char *path, const char *sym, struct elf_info *out, char *err, size_t errlen);
+
+/* The program headers of a 64-bit ELF object (at most ELF_MAX_PHDRS):
+ * mapped at `start` in the target (read through rd), or held whole in memory
+ * (p, size).  1 with *n set, 0 if not an ELF object / not readable. */
+int elf_phdrs_in_memory(const struct ft_reader *rd, uint64_t start, Elf64_Phdr *ph, unsigned *n);
+int elf_phdrs_in_file(const uint8_t *p, uint64_t size, Elf64_Phdr *ph, unsigned *n);
 
 /* Build-id of the ELF object mapped at `start` (its offset-0 mapping), read
  * through rd. Returns the length (0 if not found/readable). */

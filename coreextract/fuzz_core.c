@@ -48,18 +48,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct ft_reader rd = { &c, core_read };
     struct ce_maps maps;
-    memset(&maps, 0, sizeof maps);
-    for (size_t i = 0; i < c.nfiles && i < 64; i++)
-        maps_add(&maps, c.files[i].start, c.files[i].end, c.files[i].offset, 0, c.files[i].path);
-    maps_finish(&maps, &rd, core_auxv(&c, AT_SYSINFO_EHDR));
-    struct root_range *wr = calloc(c.nsegs + 1, sizeof *wr);
-    size_t nwr = 0;
-    for (size_t i = 0; i < c.nsegs; i++)
-        if ((c.segs[i].flags & PF_W) && c.segs[i].avail) {
-            wr[nwr].start = c.segs[i].vaddr;
-            wr[nwr].end = c.segs[i].vaddr + c.segs[i].avail;
-            nwr++;
-        }
+    core_load_maps(&c, &rd, &maps, 64);
+    size_t nwr;
+    struct root_range *wr = core_writable_ranges(&c, &nwr);
     struct root_search rs;
     memset(&rs, 0, sizeof rs);
     rs.rd = &rd;

@@ -51,20 +51,6 @@ static ssize_t src_read(struct src *s, uint8_t *buf, size_t n)
     }
 }
 
-static int out_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static int make_temp(char *err, size_t errlen)
 {
     const char *dir = getenv("TMPDIR");
@@ -82,13 +68,21 @@ static int make_temp(char *err, size_t errlen)
 
 #define WERR() snprintf(err, errlen, "cannot write the temporary file: %s", strerror(errno))
 
+/* the next block of input; -1 with err on a read error */
+static ssize_t in_read(struct src *s, uint8_t *ib, char *err, size_t errlen)
+{
+    ssize_t r = src_read(s, ib, IOBUF);
+    if (r < 0) snprintf(err, errlen, "read error: %s", strerror(errno));
+    return r;
+}
+
 static int copy_plain(struct src *s, int out, uint8_t *ib, char *err, size_t errlen)
 {
     for (;;) {
-        ssize_t r = src_read(s, ib, IOBUF);
-        if (r < 0) { snprintf(err, errlen, "read error: %s", strerror(errno)); return -1; }
+        ssize_t r = in_read(s, ib, err, errlen);
+        if (r < 0) return -1;
         if (r == 0) return 0;
-        if (out_all(out, ib, (size_t)r)) { WERR(); return -1; }
+        if (ce_write_all(out, ib, (size_t)r)) { WERR(); return -1; }
     }
 }
 
@@ -101,8 +95,8 @@ static int unzstd(struct src *s, int out, uint8_t *ib, uint8_t *ob, int *trunc, 
     int rc = 0;
     uint64_t inpos = 0;
     for (;;) {
-        ssize_t r = src_read(s, ib, IOBUF);
-        if (r < 0) { snprintf(err, errlen, "read error: %s", strerror(errno)); rc = -1; break; }
+        ssize_t r = in_read(s, ib, err, errlen);
+        if (r < 0) { rc = -1; break; }
         if (r == 0) break;
         ZSTD_inBuffer in = { ib, (size_t)r, 0 };
         while (in.pos < in.size) {
@@ -114,7 +108,7 @@ static int unzstd(struct src *s, int out, uint8_t *ib, uint8_t *ob, int *trunc, 
                 rc = -1;
                 goto done;
             }
-            if (out_all(out, ob, o.pos)) { WERR(); rc = -1; goto done; }
+            if (ce_write_all(out, ob, o.pos)) { WERR(); rc = -1; goto done; }
         }
         inpos += (uint64_t)r;
     }
@@ -124,7 +118,7 @@ static int unzstd(struct src *s, int out, uint8_t *ib, uint8_t *ob, int *trunc, 
         ZSTD_outBuffer o = { ob, IOBUF, 0 };
         size_t k = ZSTD_decompressStream(z, &o, &in);
         if (ZSTD_isError(k) || o.pos == 0) break;
-        if (out_all(out, ob, o.pos)) { WERR(); rc = -1; goto done; }
+        if (ce_write_all(out, ob, o.pos)) { WERR(); rc = -1; goto done; }
     }
     if (last != 0) *trunc = 1;
 done:
@@ -143,8 +137,8 @@ static int unlz4(struct src *s, int out, uint8_t *ib, uint8_t *ob, int *trunc, c
     int rc = 0;
     uint64_t inpos = 0;
     for (;;) {
-        ssize_t r = src_read(s, ib, IOBUF);
-        if (r < 0) { snprintf(err, errlen, "read error: %s", strerror(errno)); rc = -1; break; }
+        ssize_t r = in_read(s, ib, err, errlen);
+        if (r < 0) { rc = -1; break; }
         if (r == 0) break;
         size_t ipos = 0;
         while (ipos < (size_t)r) {
@@ -157,7 +151,7 @@ static int unlz4(struct src *s, int out, uint8_t *ib, uint8_t *ob, int *trunc, c
                 goto done;
             }
             ipos += isz;
-            if (out_all(out, ob, osz)) { WERR(); rc = -1; goto done; }
+            if (ce_write_all(out, ob, osz)) { WERR(); rc = -1; goto done; }
             if (hint == 0 && ipos < (size_t)r) { /* next frame */
                 LZ4F_resetDecompressionContext(d);
             }
@@ -181,8 +175,8 @@ static int unxz(struct src *s, int out, uint8_t *ib, uint8_t *ob, int *trunc, ch
     lzma_action act = LZMA_RUN;
     for (;;) {
         if (z.avail_in == 0 && act == LZMA_RUN) {
-            ssize_t r = src_read(s, ib, IOBUF);
-            if (r < 0) { snprintf(err, errlen, "read error: %s", strerror(errno)); rc = -1; break; }
+            ssize_t r = in_read(s, ib, err, errlen);
+            if (r < 0) { rc = -1; break; }
             if (r == 0) act = LZMA_FINISH;
             z.next_in = ib;
             z.avail_in = (size_t)r;
@@ -191,7 +185,7 @@ static int unxz(struct src *s, int out, uint8_t *ib, uint8_t *ob, int *trunc, ch
         z.avail_out = IOBUF;
         lzma_ret ret = lzma_code(&z, act);
         size_t produced = IOBUF - z.avail_out;
-        if (produced && out_all(out, ob, produced)) { WERR(); rc = -1; break; }
+        if (produced && ce_write_all(out, ob, produced)) { WERR(); rc = -1; break; }
         if (ret == LZMA_STREAM_END) break;
         if (ret == LZMA_BUF_ERROR && act == LZMA_FINISH) { *trunc = 1; break; }
         if (ret != LZMA_OK) {

@@ -84,28 +84,24 @@ static int read_maps(struct live *l, struct ft_emit_stats *st)
     size_t cap = 0;
     size_t wcap = 0;
     while (getline(&line, &cap, f) > 0) {
-        unsigned long long start, end, off;
-        char perms[8];
-        int pathpos = 0;
-        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &pathpos) < 4) continue;
-        char *p = pathpos ? line + pathpos : line + strlen(line);
-        p[strcspn(p, "\n")] = 0;
-        uint32_t prot = (perms[0] == 'r' ? FT_MAPF_R : 0) | (perms[1] == 'w' ? FT_MAPF_W : 0) |
-                        (perms[2] == 'x' ? FT_MAPF_X : 0);
-        if (p[0] == '/') maps_add(&l->maps, start, end, off, prot, p);
-        if (perms[2] == 'x') {
+        struct ce_maps_line ml;
+        if (maps_parse_line(line, &ml) != 0) continue;
+        const char *p = ml.path;
+        if (p[0] == '/') maps_add(&l->maps, ml.start, ml.end, ml.offset, ml.prot, p);
+        if (ml.prot & FT_MAPF_X) {
             l->xr = ce_xrealloc(l->xr, (l->nxr + 1) * sizeof *l->xr);
-            l->xr[l->nxr].start = start;
-            l->xr[l->nxr].end = end;
+            l->xr[l->nxr].start = ml.start;
+            l->xr[l->nxr].end = ml.end;
             l->nxr++;
         }
-        if (perms[0] == 'r' && perms[1] == 'w' && strcmp(p, "[vvar]") != 0 && strcmp(p, "[vsyscall]") != 0) {
+        if ((ml.prot & (FT_MAPF_R | FT_MAPF_W)) == (FT_MAPF_R | FT_MAPF_W) && strcmp(p, "[vvar]") != 0 &&
+            strcmp(p, "[vsyscall]") != 0) {
             if (l->nwr == wcap) {
                 wcap = wcap ? wcap * 2 : 64;
                 l->wr = ce_xrealloc(l->wr, wcap * sizeof *l->wr);
             }
-            l->wr[l->nwr].start = start;
-            l->wr[l->nwr].end = end;
+            l->wr[l->nwr].start = ml.start;
+            l->wr[l->nwr].end = ml.end;
             l->nwr++;
         }
     }

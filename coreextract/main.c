@@ -20,8 +20,9 @@ static const char usage_text[] =
 "  CORE            core file; `-` reads it from stdin; zstd, lz4 (frame) and xz\n"
 "                  compressed cores are recognised by their magic\n"
 "  EXE             the executable that dumped the core (default: the one named in\n"
-"                  the core's NT_FILE note); if it is missing or its build-id\n"
-"                  differs, the root is found by scanning the core's memory\n"
+"                  the core's NT_FILE note); if it is missing, not an ELF file or\n"
+"                  its build-id differs, the root is found by scanning the core's\n"
+"                  memory (one warning line when EXE was given)\n"
 "  -o, --output FILE\n"
 "                  write to FILE (via FILE.tmp, renamed when complete; nothing is\n"
 "                  left behind on exit 1, 2 or 4) instead of stdout; binary data\n"
@@ -44,7 +45,7 @@ static const char usage_text[] =
 "  3  partial: a trace was written but parts are missing (e.g. a truncated core\n"
 "     or a core without the ring memory); the raw's header has the PARTIAL flag\n"
 "     and stderr says what is missing\n"
-"  4  the output could not be written\n"
+"  4  the output could not be written (e.g. -o FILE in a missing directory)\n"
 "Every failure prints exactly one line on stderr saying what and where.\n"
 "\n"
 "Saving only the trace from a crashing process (as root; the kernel pipes the\n"
@@ -95,10 +96,11 @@ int main(int argc, char **argv)
         }
         char err[512];
         struct ce_out o;
-        if (ce_out_open(&o, out, err, sizeof err) != 0) {
+        int orc = ce_out_open(&o, out, err, sizeof err);
+        if (orc != 0) {
             fprintf(stderr, "%s: %s\n", ce_prog, err);
             ce_out_abort(&o);
-            return FT_EXIT_BADINPUT;
+            return orc;
         }
         struct ft_live_opts lopts = { stacks == 1, ce_verbose, 0 };
         struct ft_emit_stats st;
@@ -109,8 +111,11 @@ int main(int argc, char **argv)
                 ce_out_abort(&o);
                 return FT_EXIT_WRITE;
             }
-            if (rc == FT_EXIT_PARTIAL)
-                fprintf(stderr, "%s: pid %ld: trace incomplete: %s\n", ce_prog, pid, st.problem);
+            if (rc == FT_EXIT_PARTIAL) {
+                char what[512];
+                ce_missing_summary(&st, what, sizeof what);
+                fprintf(stderr, "%s: pid %ld: trace incomplete: %s\n", ce_prog, pid, what);
+            }
         } else {
             fprintf(stderr, "%s: pid %ld: %s\n", ce_prog, pid, st.problem[0] ? st.problem : "failed");
         }

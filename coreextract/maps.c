@@ -4,6 +4,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,7 +12,26 @@
 #include <unistd.h>
 
 #define PAGE_MASK_ (~(uint64_t)0xfff)
-#define MAX_PHDRS 256
+
+int maps_parse_line(char *line, struct ce_maps_line *out)
+{
+    unsigned long long start, end, off, ino;
+    char perms[8];
+    int pathpos = 0;
+    line[strcspn(line, "\n")] = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %n", &start, &end, perms, &off, &ino, &pathpos) < 5 ||
+        strlen(perms) < 4)
+        return -1;
+    out->start = start;
+    out->end = end;
+    out->offset = off;
+    out->inode = ino;
+    out->prot = (perms[0] == 'r' ? FT_MAPF_R : 0) | (perms[1] == 'w' ? FT_MAPF_W : 0) |
+                (perms[2] == 'x' ? FT_MAPF_X : 0);
+    out->shared = perms[3] == 's';
+    out->path = pathpos > 0 ? line + pathpos : line + strlen(line);
+    return 0;
+}
 
 void maps_add(struct ce_maps *m, uint64_t start, uint64_t end, uint64_t offset, uint32_t prot,
               const char *path)
@@ -54,35 +74,6 @@ static int obj_from_phdrs(struct ce_obj *o, const Elf64_Phdr *ph, unsigned n)
     return 1;
 }
 
-static int read_phdrs_mem(const struct ft_reader *rd, uint64_t start, Elf64_Phdr *ph, unsigned *n)
-{
-    Elf64_Ehdr eh;
-    if (rd->read(rd->ctx, start, &eh, sizeof eh) != sizeof eh) return 0;
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS ||
-        eh.e_phoff > 1u << 20)
-        return 0;
-    size_t len = eh.e_phnum * sizeof(Elf64_Phdr);
-    if (rd->read(rd->ctx, start + eh.e_phoff, ph, len) != len) return 0;
-    *n = eh.e_phnum;
-    return 1;
-}
-
-static int read_phdrs_file(const struct ce_obj *o, Elf64_Phdr *ph, unsigned *n)
-{
-    Elf64_Ehdr eh;
-    if (!o->file || o->file_size < sizeof eh) return 0;
-    memcpy(&eh, o->file, sizeof eh);
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS)
-        return 0;
-    size_t len = eh.e_phnum * sizeof(Elf64_Phdr);
-    if (eh.e_phoff > o->file_size || len > o->file_size - eh.e_phoff) return 0;
-    memcpy(ph, o->file + eh.e_phoff, len);
-    *n = eh.e_phnum;
-    return 1;
-}
-
 /* mmap the object's file whole (regular files only: never open a FIFO or a
  * device for reading); NULL if it cannot be read */
 static void obj_map_file(struct ce_obj *o)
@@ -120,7 +111,7 @@ static struct ce_obj *obj_get(struct ce_maps *m, const char *path)
 
 void maps_finish(struct ce_maps *m, const struct ft_reader *rd, uint64_t vdso)
 {
-    Elf64_Phdr ph[MAX_PHDRS];
+    Elf64_Phdr ph[ELF_MAX_PHDRS];
     unsigned n;
     for (size_t i = 0; i < m->n; i++) {
         struct ce_map *x = &m->v[i];
@@ -159,10 +150,10 @@ void maps_finish(struct ce_maps *m, const struct ft_reader *rd, uint64_t vdso)
             o->file_size = 0;
         }
         if (!o->start0) continue;
-        if (read_phdrs_mem(rd, o->start0, ph, &n) || read_phdrs_file(o, ph, &n))
+        if (elf_phdrs_in_memory(rd, o->start0, ph, &n) || elf_phdrs_in_file(o->file, o->file_size, ph, &n))
             o->info_ok = obj_from_phdrs(o, ph, n);
     }
-    if (vdso && read_phdrs_mem(rd, vdso, ph, &n)) {
+    if (vdso && elf_phdrs_in_memory(rd, vdso, ph, &n)) {
         struct ce_obj *o = obj_get(m, "[vdso]");
         o->start0 = vdso;
         o->info_ok = obj_from_phdrs(o, ph, n);

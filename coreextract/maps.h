@@ -46,6 +46,17 @@ struct ce_maps {
     size_t last_map, last_obj;     /* lookup caches (indexes of the last hits) */
 };
 
+/* One line of /proc/PID/maps (or a mapping header line of smaps). */
+struct ce_maps_line {
+    uint64_t start, end, offset, inode;
+    uint32_t prot;                 /* FT_MAPF_* from the permissions */
+    int shared;                    /* 's' (else 'p') */
+    const char *path;              /* inside the line ("" if none; "[heap]" & co.) */
+};
+/* Parse one line; cuts the line's newline.  0, or -1 if it is not a mapping
+ * line (e.g. an smaps "Key: value" line). */
+int maps_parse_line(char *line, struct ce_maps_line *out);
+
 void maps_add(struct ce_maps *m, uint64_t start, uint64_t end, uint64_t offset, uint32_t prot,
               const char *path);
 /* Fill build-ids (offset-0 mappings: from memory through rd, else the file on

@@ -4,6 +4,8 @@
  */
 #define _GNU_SOURCE
 #include "oom_corewrite.h"
+#include "maps.h"
+#include "util.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -88,28 +90,23 @@ static int parse_smaps(int pid, struct cmaps *m)
             }
             continue;
         }
-        unsigned long long s, e, off, ino;
-        char perms[8];
-        int n = 0;
-        if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %n", &s, &e, perms, &off, &ino, &n) < 5)
+        struct ce_maps_line ml;
+        if (maps_parse_line(line, &ml) != 0)
             continue;
-        if (m->n == m->cap) {
-            size_t nc = m->cap ? m->cap * 2 : 64;
-            struct cmap *nv = realloc(m->v, nc * sizeof *nv);
-            if (!nv)
-                break;
-            m->v = nv;
-            m->cap = nc;
-        }
+        void *v = m->v;
+        if (ce_grow(&v, m->n, &m->cap, sizeof *m->v, 64) != 0)
+            break;
+        m->v = v;
         cur = &m->v[m->n++];
         memset(cur, 0, sizeof *cur);
-        cur->start = s;
-        cur->end = e;
-        cur->offset = off;
-        cur->inode = ino;
-        cur->pflags = (perms[0] == 'r' ? PF_R : 0) | (perms[1] == 'w' ? PF_W : 0) | (perms[2] == 'x' ? PF_X : 0);
-        cur->shared = perms[3] == 's';
-        cur->path = strdup(n > 0 ? line + n : "");
+        cur->start = ml.start;
+        cur->end = ml.end;
+        cur->offset = ml.offset;
+        cur->inode = ml.inode;
+        cur->pflags = (ml.prot & FT_MAPF_R ? PF_R : 0) | (ml.prot & FT_MAPF_W ? PF_W : 0) |
+                      (ml.prot & FT_MAPF_X ? PF_X : 0);
+        cur->shared = ml.shared;
+        cur->path = strdup(ml.path);
     }
     free(line);
     fclose(f);

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "oomwatch.h"
 #include "live.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,14 +65,10 @@ static int known_untraced(const struct ow_state *s, int pid, unsigned long long 
 
 static void remember_untraced(struct ow_state *s, int pid, unsigned long long start)
 {
-    if (s->nuntraced == s->capuntraced) {
-        size_t nc = s->capuntraced ? s->capuntraced * 2 : 32;
-        struct ow_seen *nv = realloc(s->untraced, nc * sizeof *nv);
-        if (!nv)
-            return;
-        s->untraced = nv;
-        s->capuntraced = nc;
-    }
+    void *v = s->untraced;
+    if (ce_grow(&v, s->nuntraced, &s->capuntraced, sizeof *s->untraced, 32) != 0)
+        return;
+    s->untraced = v;
     s->untraced[s->nuntraced++] = (struct ow_seen){pid, start};
 }
 

@@ -1,5 +1,6 @@
 /* output.c -- stdout or FILE via FILE.tmp + rename (see output.h) */
 #include "output.h"
+#include "live.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,7 @@ int ce_out_open(struct ce_out *out, const char *path, char *err, size_t errlen)
     if (!path || strcmp(path, "-") == 0) {
         if (isatty(1)) {
             snprintf(err, errlen, "refusing to write binary raw data to a terminal; use -o FILE or redirect stdout");
-            return -1;
+            return FT_EXIT_BADINPUT;
         }
         out->o->fd = 1;
         return 0;
@@ -29,7 +30,7 @@ int ce_out_open(struct ce_out *out, const char *path, char *err, size_t errlen)
     out->o->fd = open(out->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out->o->fd < 0) {
         snprintf(err, errlen, "cannot create %s: %s", out->tmp, strerror(errno));
-        return -1;
+        return FT_EXIT_WRITE;
     }
     return 0;
 }

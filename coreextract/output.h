@@ -17,7 +17,8 @@ struct ce_out {
     struct ft_writer w;
 };
 
-/* 0 ok, -1 with err (exit 2 or 4) */
+/* 0 ok, else the exit status with err: FT_EXIT_BADINPUT (refuses a terminal),
+ * FT_EXIT_WRITE (FILE.tmp cannot be created) */
 int ce_out_open(struct ce_out *out, const char *path, char *err, size_t errlen);
 /* flush and rename into place; 0 ok, -1 with err */
 int ce_out_commit(struct ce_out *out, char *err, size_t errlen);

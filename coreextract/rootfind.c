@@ -40,6 +40,8 @@ static int try_object(const struct root_search *s, struct root_found *f, const c
     const char *file = is_exe && s->exe_file ? s->exe_file : path;
     if (elf_info_load(file, FT_ROOT_SYMBOL, &ei, err, sizeof err) != 0) {
         if (is_exe) snprintf(f->why_not, sizeof f->why_not, "%s", err);
+        if (is_exe && s->exe_file) /* an explicit EXE that cannot be used: say so (always) */
+            snprintf(f->warning, sizeof f->warning, "%.400s; finding the root by scanning the core", err);
         return 0;
     }
     uint8_t mid[FT_BUILD_ID_MAX];

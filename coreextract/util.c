@@ -38,10 +38,54 @@ void ce_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+static void add_part(char *buf, size_t len, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add_part(char *buf, size_t len, size_t *n, const char *fmt, ...)
+{
+    if (*n >= len) return;
+    if (*n) *n += (size_t)snprintf(buf + *n, len - *n, ", ");
+    if (*n >= len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    *n += (size_t)vsnprintf(buf + *n, len - *n, fmt, ap);
+    va_end(ap);
+}
+
+void ce_missing_summary(const struct ft_emit_stats *st, char *buf, size_t len)
+{
+    size_t n = 0;
+    uint32_t all = st->nthreads + st->nthreads_lost;
+    buf[0] = 0;
+    if (st->nthreads_lost && !st->nthreads)
+        add_part(buf, len, &n, "thread registry not readable (0 of %u threads)", all);
+    else if (st->nthreads_lost)
+        add_part(buf, len, &n, "%u thread record(s) not readable (%u of %u threads)", st->nthreads_lost,
+                 st->nthreads, all);
+    const char *p = st->problem;
+    int ring_first = st->nrings_missing && !strncmp(p, "ring of thread", 14);
+    if (st->nrings_missing)
+        add_part(buf, len, &n, "ring memory of %u of %u threads missing%s%s%s", st->nrings_missing, all,
+                 ring_first ? " (" : "", ring_first ? p : "", ring_first ? ")" : "");
+    int covered = ring_first || (st->nthreads_lost && !strncmp(p, "thread record", 13));
+    if (p[0] && !covered) add_part(buf, len, &n, "%s", p);
+    if (!buf[0]) snprintf(buf, len, "parts were not readable");
+}
+
 static void oom(size_t n)
 {
     fprintf(stderr, "%s: out of memory (allocating %zu bytes)\n", ce_prog, n);
     exit(2);
+}
+
+int ce_grow(void **v, size_t n, size_t *cap, size_t elt, size_t first)
+{
+    if (n < *cap) return 0;
+    size_t nc = *cap ? *cap * 2 : first;
+    void *nv = realloc(*v, nc * elt);
+    if (!nv) return -1;
+    *v = nv;
+    *cap = nc;
+    return 0;
 }
 
 void *ce_xmalloc(size_t n)
@@ -89,8 +133,9 @@ void ce_buf_free(struct ce_buf *b)
     b->len = b->cap = 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+int ce_write_all(int fd, const void *buf, size_t n)
 {
+    const uint8_t *p = buf;
     while (n) {
         ssize_t w = write(fd, p, n);
         if (w < 0) {
@@ -106,7 +151,7 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 int ce_fdout_flush(struct ce_fdout *o)
 {
     if (o->err) return -1;
-    if (o->len && write_all(o->fd, o->buf, o->len) != 0) {
+    if (o->len && ce_write_all(o->fd, o->buf, o->len) != 0) {
         o->err = errno ? errno : EIO;
         return -1;
     }
@@ -120,7 +165,7 @@ int ce_fdout_write(void *ctx, const void *p, size_t n)
     if (o->err) return -1;
     if (n >= sizeof o->buf) {
         if (ce_fdout_flush(o)) return -1;
-        if (write_all(o->fd, p, n) != 0) {
+        if (ce_write_all(o->fd, p, n) != 0) {
             o->err = errno ? errno : EIO;
             return -1;
         }

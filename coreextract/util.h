@@ -17,6 +17,16 @@ void ce_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* warning line to stderr (always) */
 void ce_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* What a PARTIAL trace is missing, as one line for the final message: the
+ * threads whose records or rings could not be read (counted over all of
+ * them, from st), then st->problem unless those counts already cover it. */
+void ce_missing_summary(const struct ft_emit_stats *st, char *buf, size_t len);
+
+/* Make room for one more element in *v (n used of *cap, elements of elt
+ * bytes; the first allocation holds `first`).  Does not exit on failure, for
+ * the watcher's paths: 0, or -1 (the array is unchanged). */
+int ce_grow(void **v, size_t n, size_t *cap, size_t elt, size_t first);
+
 void *ce_xmalloc(size_t n);
 void *ce_xcalloc(size_t n, size_t sz);
 void *ce_xrealloc(void *p, size_t n);
@@ -29,6 +39,9 @@ struct ce_buf {
 };
 void ce_buf_reserve(struct ce_buf *b, size_t extra);
 void ce_buf_free(struct ce_buf *b);
+
+/* write all n bytes (retries short writes and EINTR); 0, or -1 with errno */
+int ce_write_all(int fd, const void *buf, size_t n);
 
 /* buffered writer over a file descriptor (ft_writer compatible) */
 struct ce_fdout {

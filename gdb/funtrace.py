@@ -154,6 +154,7 @@ CH_HEADER = b"FTHEADER"
 CH_CMDLINE = b"CMD LINE"
 CH_SIGINFO = b"SIGINFO "
 CH_MAPPINGS = b"MAPPINGS"
+CH_PROCMAPS = b"PROCMAPS"
 CH_MODULES = b"MODULES "
 CH_GENS = b"GENERATN"
 CH_THREADID = b"THREADID"
@@ -537,6 +538,23 @@ def mapping_record(start, end, offset, prot, build_id, path):
                       build_id.ljust(BUILD_ID_MAX, b"\0"), len(path), 0)
     pad = (-len(path)) % 8
     return rec + path + b"\0" * pad
+
+
+def procmaps_text(payload):
+    """PROCMAPS payload: the MAPPINGS records as /proc/PID/maps lines
+    (mirror of rawwrite.c pm_walk; a malformed record ends the text)."""
+    out = []
+    off, rs0 = 0, struct.calcsize(RAW_MAPPING_FMT)
+    while len(payload) - off >= rs0:
+        start, end, offset, prot, _bl, _bid, plen, _r = struct.unpack_from(RAW_MAPPING_FMT, payload, off)
+        rs = rs0 + ((plen + 7) & ~7)
+        if plen > 0xFFFFFFFF - 8 or rs > len(payload) - off:
+            break
+        path = payload[off + rs0:off + rs0 + plen].replace(b"\n", b"\\012")
+        perms = "%s%s%sp" % ("r" if prot & 1 else "-", "w" if prot & 2 else "-", "x" if prot & 4 else "-")
+        out.append(b"%08x-%08x %s %08x 00:00 0 " % (start, end, perms.encode(), offset) + path + b"\n")
+        off += rs
+    return b"".join(out)
 
 
 # ===========================================================================
@@ -1167,6 +1185,7 @@ def raw_emit(rd, root, si, w, stats, td=None):
     if si.crash is not None:
         w.chunk(CH_SIGINFO, struct.pack(RAW_CRASH_FMT, *si.crash, 0))
     w.chunk(CH_MAPPINGS, si.mappings)
+    w.chunk(CH_PROCMAPS, procmaps_text(si.mappings))
     w.chunk(CH_MODULES, *td.modules)
     stats.nmodules = len(td.modules)
     w.chunk(CH_GENS, *td.gens)
@@ -1431,7 +1450,7 @@ def _unwind(f):
     """pcs (innermost first, physical frames only) and FT_STKF_TRUNCATED or 0."""
     pcs = []
     while True:
-        if f.type() != gdb.INLINE_FRAME:
+        if f.type() not in (gdb.INLINE_FRAME, gdb.TAILCALL_FRAME):
             if len(pcs) >= STACK_MAX_FRAMES:
                 return pcs, STKF_TRUNCATED
             try:

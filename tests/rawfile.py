@@ -94,6 +94,8 @@ class Raw:
     gens: list = field(default_factory=list)
     modules: list = field(default_factory=list)
     mappings: list = field(default_factory=list)
+    procmaps: list = field(default_factory=list)  # PROCMAPS lines parsed like /proc/PID/maps
+    procmaps_text: Optional[bytes] = None
     ended: bool = False
 
     def thread(self, tid) -> Thread:
@@ -127,7 +129,7 @@ def parse(data) -> Raw:
             raw.siginfo = dict(signo=signo, code=code, errno=errno_, tid=tid, addr=addr, sender_pid=sender)
         elif magic == "MAPPINGS":
             off = 0
-            while off < len(p):
+            while len(p) - off >= 80:
                 start, end, foff, prot, bidlen = struct.unpack_from("<QQQII", p, off)
                 bid = p[off + 32:off + 32 + bidlen]
                 (plen,) = struct.unpack_from("<I", p, off + 72)
@@ -135,6 +137,14 @@ def parse(data) -> Raw:
                 raw.mappings.append(dict(start=start, end=end, offset=foff, prot=prot,
                                          build_id=bid.hex(), path=path))
                 off += 80 + ((plen + 7) & ~7)
+        elif magic == "PROCMAPS":
+            raw.procmaps_text = p
+            for line in p.decode("utf-8", "replace").splitlines():
+                f = line.split(" ", 5)
+                a, b = f[0].split("-")
+                raw.procmaps.append(dict(start=int(a, 16), end=int(b, 16), perms=f[1],
+                                         offset=int(f[2], 16), dev=f[3], inode=f[4],
+                                         path=f[5] if len(f) > 5 else ""))
         elif magic == "GENERATN":
             for i in range(0, len(p), 64):
                 g = struct.unpack_from("<8Q", p, i)

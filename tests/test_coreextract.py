@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import rawfile
-from conftest import elf_symbols, load_bias, raw_modules, require_tools
+from conftest import ROOT, elf_symbols, load_bias, raw_modules, require_tools
 
 TSF = rawfile.TSF
 RAWF_PARTIAL = 1
@@ -147,7 +147,7 @@ def test_segv_in_worker_thread(tree, crashprog, run_crash, tmp_path):
     assert "root found by symbol funtrace_root" in err
     assert raw.ended and raw.header["source"] == SRC_CORE and raw.header["flags"] == 0
     assert raw.header["pid"] == run.pid and raw.header["taken_tsc"] == 0
-    assert [m for m, _ in raw.chunks][:7] == ["FUNTRACE", "FTHEADER", "CMD LINE", "SIGINFO ", "MAPPINGS",
+    assert [m for m, _ in raw.chunks][:8] == ["FUNTRACE", "FTHEADER", "CMD LINE", "SIGINFO ", "MAPPINGS", "PROCMAPS",
                                               "MODULES ", "GENERATN"]
     assert raw.cmdline.endswith("segv-thread") and "ce_crash" in raw.cmdline
     # the signal, and which thread got it: the worker, not the main thread
@@ -169,6 +169,19 @@ def test_segv_in_worker_thread(tree, crashprog, run_crash, tmp_path):
     exe_maps = [m for m in raw.mappings if m["path"] == str(crashprog)]
     assert exe_maps and exe_maps[0]["offset"] == 0 and len(exe_maps[0]["build_id"]) == 40
     assert any(m["prot"] & 4 for m in exe_maps)
+    # PROCMAPS: the same mappings as /proc/PID/maps text (original funtrace readers)
+    assert [(p["start"], p["end"], p["offset"], p["path"]) for p in raw.procmaps] == \
+        [(m["start"], m["end"], m["offset"], m["path"]) for m in raw.mappings]
+    assert any(p["path"] == str(crashprog) and p["perms"] == "r-xp" for p in raw.procmaps)
+    # the decoder prefers MAPPINGS; without it, PROCMAPS alone gives the same mappings
+    stripped = tmp_path / "nomappings.raw"
+    stripped.write_bytes(b"".join(m.encode("latin1") + len(p).to_bytes(8, "little") + p
+                                  for m, p in raw.chunks if m != "MAPPINGS"))
+    for f, tag in ((None, ""), (stripped, " (PROCMAPS)")):
+        d = subprocess.run([str(tree.tool("funtrace-decode")), "-s", "-"], input=f.read_bytes() if f else r.stdout,
+                           capture_output=True, timeout=60)
+        assert d.returncode == 0, d.stderr
+        assert f" {len(raw.mappings)} mappings{tag}\n".encode() in d.stdout, d.stdout
     # a FINSTACK per kernel thread; the crashed one flagged
     assert {t.tid for t in raw.threads if t.state == 1} <= {s.tid for s in raw.stacks}
     assert len(raw.stacks) == len({s.tid for s in raw.stacks})
@@ -378,6 +391,37 @@ def test_wrong_exe_argument_falls_back_to_scan(tree, crashprog, compiled, run_cr
     assert r.returncode == 0 and "root found by symbol" in r.stderr.decode()
 
 
+@pytest.mark.parametrize("kind", ["missing", "directory", "not-elf"])
+def test_unusable_exe_argument_warns_and_scans(tree, crashprog, run_crash, tmp_path, kind):
+    """An explicit EXE that cannot be read as an ELF file is not silently
+    ignored: one warning line (without -v), then the root is found by scanning."""
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "abort")
+    exe = tmp_path / "exe"
+    if kind == "directory":
+        exe.mkdir()
+    elif kind == "not-elf":
+        exe.write_text("#!/bin/sh\n")
+    r, raw = extract(tree, run.core, exe=exe)
+    assert r.returncode == 0, r.stderr
+    lines = stderr_lines(r)
+    want = {"missing": "cannot open", "directory": "is a directory", "not-elf": "not an x86-64 ELF file"}[kind]
+    assert len(lines) == 1 and str(exe) in lines[0] and want in lines[0], lines
+    assert "finding the root by scanning the core" in lines[0]
+    assert raw.ended and raw.header["flags"] == RAWF_ROOT_BY_SCAN and raw.threads
+
+
+def test_output_that_cannot_be_created_exits_4(tree, crashprog, run_crash, tmp_path):
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "abort")
+    out = tmp_path / "nonexistent" / "d" / "x.raw"
+    r, raw = extract(tree, run.core, out=out)
+    assert r.returncode == 4, r.stderr
+    lines = stderr_lines(r)
+    assert len(lines) == 1 and "cannot create" in lines[0] and str(out) in lines[0], lines
+    assert raw is None and not out.parent.exists()
+
+
 def test_dlopened_instrumented_library(tree, crashprog, compiled, run_crash):
     require_tools(tree, "coreextract")
     lib = compiled("ce_plugin.c", "pg", extra=["-shared", "-fPIC"], tag="so")
@@ -425,6 +469,41 @@ def test_truncated_core_is_partial(tree, crashprog, run_crash, tmp_path):
     assert out.exists() and not Path(str(out) + ".tmp").exists()
     assert raw.ended and raw.header["flags"] & RAWF_PARTIAL
     assert raw.header["root_addr"] == full.header["root_addr"]
+
+
+def root_field_offset(tmp_path, field):
+    """offsetof(struct ft_root, field) in the current ABI (what the runtime writes)."""
+    src = tmp_path / "off.c"
+    src.write_text('#include <stdio.h>\n#include "funtrace_abi.h"\n'
+                   f'int main(void) {{ printf("%zu", offsetof(struct ft_root, {field})); return 0; }}\n')
+    exe = tmp_path / "off"
+    subprocess.run(["gcc", "-I", str(ROOT / "runtime" / "include"), "-o", str(exe), str(src)], check=True)
+    return int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
+
+
+def test_truncated_core_without_registry_says_what_is_missing(tree, crashprog, run_crash, tmp_path):
+    """A core cut before the thread registry: the one line counts the threads
+    lost and names the other missing parts, not only the first problem."""
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "segv-thread")
+    _, full = extract(tree, run.core)
+    root = full.header["root_addr"]
+    seg = core_segment(run.core, root)
+    data = run.core.read_bytes()
+    at = seg["offset"] + root - seg["vaddr"] + root_field_offset(tmp_path, "threads")
+    registry = int.from_bytes(data[at:at + 8], "little")
+    rseg = core_segment(run.core, registry)
+    assert rseg["offset"] > seg["offset"], "registry expected after the root in the core"
+    cut = tmp_path / "core.cut"
+    cut.write_bytes(data[:rseg["offset"] + registry - rseg["vaddr"]])
+    r, raw = extract(tree, cut, out=tmp_path / "cut.raw")
+    assert r.returncode == 3, r.stderr
+    lines = stderr_lines(r)
+    n = len(full.threads)
+    assert len(lines) == 1, lines
+    assert f"core truncated at {cut.stat().st_size} of {len(data)} bytes" in lines[0], lines
+    assert f"thread registry not readable (0 of {n} threads)" in lines[0], lines
+    assert raw.ended and raw.threads == [] and raw.header["nthreads_lost"] == n
 
 
 def patch_segment_filesz(core, dst, addr, filesz):
@@ -540,9 +619,9 @@ def test_refuses_terminal_and_cleans_up_tmp(tree, crashprog, run_crash, tmp_path
         p = subprocess.run([str(tree.tool("coreextract")), str(run.core)], stdout=full, stderr=subprocess.PIPE,
                            timeout=60)
     assert p.returncode == 4 and len(p.stderr.splitlines()) == 1 and b"cannot write" in p.stderr
-    # -o into a directory that does not exist: exit 2, one line
+    # -o into a directory that does not exist: the output cannot be written, exit 4, one line
     r, _ = extract(tree, run.core, out=tmp_path / "nodir" / "x.raw")
-    assert r.returncode == 2 and len(stderr_lines(r)) == 1 and "nodir" in r.stderr.decode()
+    assert r.returncode == 4 and len(stderr_lines(r)) == 1 and "nodir" in r.stderr.decode()
 
 
 def test_no_stacks_option(tree, crashprog, run_crash):

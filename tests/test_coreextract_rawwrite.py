@@ -234,3 +234,19 @@ def test_rings_used_in_place_give_the_same_bytes(unit_exe, scenario):
     assert outs[0] == outs[1]
     raw = rawfile.parse(outs[1][0])
     assert raw.ended and raw.header["nthreads"] == len(raw.threads)
+
+
+def test_procmaps_mirrors_mappings(unit):
+    """PROCMAPS (FORMAT.md 2.2): the MAPPINGS records as /proc/PID/maps lines,
+    right after MAPPINGS, for readers of the original format (funtrace2viz)."""
+    raw, _ = unit("procmaps")
+    names = [m for m, _ in raw.chunks]
+    assert names[names.index("MAPPINGS") + 1] == "PROCMAPS"
+    assert raw.procmaps_text == (b"00400000-00401000 r--p 00000000 00:00 0 /bin/prog\n"
+                                 b"00401000-00402000 r-xp 00001000 00:00 0 /bin/prog\n"
+                                 b"7f0000001000-7f0000003000 rw-p 123456789 00:00 0 \n"
+                                 b"00000010-00000020 ---p 00000000 00:00 0 /tmp/a\\012b c\n")
+    assert [(m["start"], m["end"], m["offset"]) for m in raw.procmaps] == \
+        [(m["start"], m["end"], m["offset"]) for m in raw.mappings[:4]]
+    raw, _ = unit("firstlap")          # no MAPPINGS payload: an empty PROCMAPS
+    assert ("PROCMAPS", b"") in raw.chunks

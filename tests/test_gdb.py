@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import rawfile
-from conftest import BUILD, ROOT, compile_prog, functions_in_trace, require_tools, run_program
+from conftest import (BUILD, ROOT, compile_prog, elf_symbols, functions_in_trace, load_bias, require_tools,
+                      run_program)
 
 GDB_EXT = BUILD / "share" / "funtrace" / "gdb" / "funtrace.py"
 SRC_CORE, SRC_LIVE = 1, 2
@@ -475,6 +476,32 @@ def test_torn_and_uncommitted_slots(ext, tmp_path, compiled):
                                capture_output=True, text=True, timeout=120)
             assert c.returncode == 0, c.stderr
             assert_same_chunks(out, ce)
+
+
+def test_tail_call_frames_are_not_in_finstack(ext, tmp_path, compiled):
+    """gdb invents a TAILCALL frame for a function that tail-called the
+    crashing one; it is not on the machine stack, so FINSTACK leaves it out
+    (like inline frames) and equals coreextract's libunwind stack."""
+    require_tools(ext, "coreextract")
+    exe = compiled("gdb_tailcall.c", extra=["-O2"], tag="O2")
+    r = run_program([exe], tmp_path / "run")
+    assert r.core is not None and r.signal == SIGSEGV, r.stderr
+    out = tmp_path / "gdb.raw"
+    g = run_gdb("python print('TAILCALL', gdb.newest_frame().older().type() == gdb.TAILCALL_FRAME, "
+                "gdb.newest_frame().older().name())", f"funtrace save {out}", target=[exe, r.core])
+    assert g.returncode == 0, g.stderr[-2000:]
+    assert "TAILCALL True gdb_tc_middle" in g.stdout, "no tail-call frame in gdb: the test proves nothing"
+    saved = rawfile.parse(out)
+    [crashed] = [s for s in saved.stacks if s.flags & 1]
+    lo, size = elf_symbols(exe)["gdb_tc_middle"]
+    bias = load_bias(saved, exe)
+    assert len(crashed.pcs) >= 3
+    assert not [pc for pc in crashed.pcs if bias + lo <= pc < bias + lo + size]
+    ce = tmp_path / "ce.raw"
+    c = subprocess.run([ext.tool("coreextract"), "-o", ce, r.core, exe], capture_output=True, text=True,
+                       timeout=120)
+    assert c.returncode == 0, c.stderr
+    assert [s.pcs for s in saved.stacks] == [s.pcs for s in rawfile.parse(ce).stacks]
 
 
 # --------------------------------------------------------------------------

@@ -338,6 +338,35 @@ def test_min_interval_defers_a_trigger(tree, tmp_path, groups, watchers):
 
 @pytest.mark.root
 @pytest.mark.cgroup_v1
+def test_max_bytes_stops_saving(tree, tmp_path, groups, watchers):
+    """--max-bytes: once the next raw would pass the cap, a trigger writes
+    nothing and its log line says why."""
+    hog = tree.example("oomhog")
+    g1, _ = groups.make(v1_limit=40 * MiB, oom_kill_disable=True, v2=False)
+    cal = tmp_path / "cal"
+    w0 = watchers(["--cgroup", g1, "-o", cal, "--triggers", "oom", "--once"], name="cal")
+    w0.wait_armed()
+    p = groups.start([hog], [g1])
+    assert w0.wait(30) == 0, w0.log
+    size = saved(cal, ".raw")[0].stat().st_size   # one raw of this hog, parked
+    out = tmp_path / "out"
+    cap = size + size // 2                         # room for one more raw, not two
+    w = watchers(["--cgroup", g1, "-o", out, "--min-interval", "0", "--triggers", "oom", "--max-bytes", cap])
+    w.wait_armed()
+    limit = 40 * MiB
+    for n in (1, 2):
+        limit += 8 * MiB
+        (g1 / "memory.limit_in_bytes").write_text(str(limit))  # it grows, and parks again
+        wait_for(lambda: len(re.findall(r"saved |NOT saved", w.log)) >= n, timeout=30, what=f"trigger {n}")
+    files = sorted(out.iterdir())
+    assert len(files) == 1 and files[0].suffix == ".raw" and files[0].stat().st_size <= cap, files
+    refused = [l for l in w.log.splitlines() if "NOT saved" in l]
+    assert len(refused) == 1 and f"pid {p.pid}: NOT saved" in refused[0] and "--max-bytes" in refused[0], w.log
+    assert not list(out.glob("*.tmp*"))
+
+
+@pytest.mark.root
+@pytest.mark.cgroup_v1
 @pytest.mark.cgroup_v2
 def test_v1_oom_kill_after_raw(tree, tmp_path, groups, watchers):
     """--kill without --core: the raw is saved, then the parked task is killed."""

@@ -321,6 +321,8 @@ struct ft_root {
  *   CMD LINE  command line, arguments separated by ' '   (original chunk)
  *   SIGINFO   struct ft_raw_crash            (only when the source has a signal)
  *   MAPPINGS  ft_raw_mapping records (+ path)            (memory mappings)
+ *   PROCMAPS  the same mappings as /proc/PID/maps text    (original chunk;
+ *             generated from MAPPINGS; readers that know MAPPINGS ignore it)
  *   MODULES   struct ft_module[n] as in memory (current ABI layout)
  *   GENERATN  struct ft_gen[n], valid ones, ascending gen
  *   per traced thread, in registry order:
@@ -334,11 +336,6 @@ struct ft_root {
  *
  * A file without ENDTRACE is truncated.  Several traces (ENDTRACE-terminated
  * "samples") may be concatenated in one file, like the original funtrace.raw.
- *
- * Appended: every producer writes PROCMAPS (the original funtrace's chunk,
- * text in /proc/PID/maps line format generated from the MAPPINGS payload,
- * FORMAT.md 2.2) right after MAPPINGS, so the order is ... SIGINFO, MAPPINGS,
- * PROCMAPS, MODULES ...  Readers that know MAPPINGS ignore PROCMAPS.
  */
 #define FT_RAW_VERSION 1u
 #define FT_CHUNK_MAGIC_LEN 8
@@ -356,7 +353,7 @@ struct ft_root {
 #define FT_CHUNK_TRACEW08 "TRACEW08"
 #define FT_CHUNK_STACK "FINSTACK"
 #define FT_CHUNK_END "ENDTRACE"
-#define FT_CHUNK_PROCMAPS "PROCMAPS" /* original funtrace only: /proc/self/maps text */
+#define FT_CHUNK_PROCMAPS "PROCMAPS" /* /proc/PID/maps text (FORMAT.md 2.2) */
 
 struct ft_chunk_header {
     char magic[FT_CHUNK_MAGIC_LEN];

@@ -93,7 +93,7 @@ struct ft_emit_stats {
 int ft_root_check(const struct ft_reader *rd, uint64_t addr);
 const char *ft_root_strerror(int code);
 
-/* Emit FUNTRACE, FTHEADER, CMD LINE, [SIGINFO], MAPPINGS, MODULES, GENERATN
+/* Emit FUNTRACE, FTHEADER, CMD LINE, [SIGINFO], MAPPINGS, PROCMAPS, MODULES, GENERATN
  * and every thread's THREADID/THRDSTAT/TRACE* chunks, in FORMAT.md order.
  * Does NOT write FINSTACK or ENDTRACE (the caller appends its stacks, then
  * calls ft_raw_end).  Returns 0 on success (possibly with PARTIAL set in

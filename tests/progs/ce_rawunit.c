@@ -380,6 +380,27 @@ int main(int argc, char **argv)
         si.live = 1;
         si.source = FT_SRC_LIVE;
         si.get_scratch = get_scratch;
+    } else if (!strcmp(sc, "procmaps")) {
+        /* MAPPINGS -> PROCMAPS text: file/anonymous/newline-in-path records
+         * and a trailing record cut short (ends the text) */
+        static uint8_t mp[1024];
+        static const struct { uint64_t s, e, o; uint32_t prot; const char *path; } ms[] = {
+            { 0x400000, 0x401000, 0, FT_MAPF_R, "/bin/prog" },
+            { 0x401000, 0x402000, 0x1000, FT_MAPF_R | FT_MAPF_X, "/bin/prog" },
+            { 0x7f0000001000ull, 0x7f0000003000ull, 0x123456789ull, FT_MAPF_R | FT_MAPF_W, "" },
+            { 0x10, 0x20, 0, 0, "/tmp/a\nb c" },
+        };
+        size_t n = 0;
+        events(new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096), 1);
+        for (unsigned i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+            struct ft_raw_mapping m;
+            memset(&m, 0, sizeof m);
+            m.start = ms[i].s, m.end = ms[i].e, m.offset = ms[i].o, m.prot = ms[i].prot;
+            n += ft_mapping_record_encode(mp + n, sizeof mp - n, &m, ms[i].path, strlen(ms[i].path));
+        }
+        memset(mp + n, 0, 40); /* half a record */
+        si.mappings = mp;
+        si.mappings_len = n + 40;
     } else {
         fprintf(stderr, "unknown scenario %s\n", sc);
         return 2;
