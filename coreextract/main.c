@@ -66,7 +66,7 @@ int main(int argc, char **argv)
     int stacks = -1;
     int ch;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "+o:p:sSvh", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "o:p:sSvh", lo, NULL)) != -1) {
         switch (ch) {
         case 'o': out = optarg; break;
         case 'p': pid_s = optarg; break;

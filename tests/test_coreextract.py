@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import rawfile
-from conftest import ROOT, elf_symbols, load_bias, raw_modules, require_tools
+from conftest import ROOT, elf_symbols, load_bias, raw_modules, require_tools, run_tool
 
 TSF = rawfile.TSF
 RAWF_PARTIAL = 1
@@ -571,6 +571,10 @@ def test_output_is_deterministic_and_independent_of_core_name(tree, crashprog, r
     r2, _ = extract(tree, other, out=tmp_path / "b.raw")
     assert r1.returncode == 0
     assert r1.stdout == (tmp_path / "b.raw").read_bytes()
+    # options may follow the CORE argument, as with most GNU tools
+    r3 = run_tool([tree.tool("coreextract"), run.core, "-o", tmp_path / "c.raw"], text=False)
+    assert r3.returncode == 0, r3.stderr
+    assert (tmp_path / "c.raw").read_bytes() == r1.stdout
 
 
 @pytest.mark.parametrize("comp", ["zstd", "lz4", "xz", "stdin", "stdin-zstd"])
