@@ -146,11 +146,17 @@ void cuts_compute(struct dec *d, struct dthread *th)
     struct stamps st = {0};
     uint64_t ref_last = d->gens[G - 1].clk.ref_tsc;
 
-    if (rt->has_stat)
-        th->lost_older = (rt->st.flags & (FT_TSF_WRAPPED | FT_TSF_COPY_RACED | FT_TSF_RING_PARTIAL)) ||
-                         (d->t.has_header && (d->t.hdr.flags & FT_RAWF_TIME_FILTERED));
-    else
-        th->lost_older = 1; /* original format: cannot tell */
+    if (rt->has_stat) {
+        /* n_dropped also counts a torn slot: the rest was the time filter
+         * (or a copy race, reported by its own flag) */
+        uint64_t torn = (rt->st.flags & FT_TSF_TORN) ? 1 : 0;
+        th->lost_overwritten = !!(rt->st.flags & (FT_TSF_WRAPPED | FT_TSF_COPY_RACED | FT_TSF_RING_PARTIAL));
+        th->lost_filtered = d->t.has_header && (d->t.hdr.flags & FT_RAWF_TIME_FILTERED) &&
+                            !(rt->st.flags & FT_TSF_COPY_RACED) && rt->st.n_dropped > torn;
+        th->lost_older = th->lost_overwritten || th->lost_filtered;
+    } else {
+        th->lost_older = th->lost_overwritten = 1; /* original format: cannot tell */
+    }
     th->has_first = first_tsc(d, th, ref_last, &th->first_tsc);
 
     uint64_t tol = ft_ns_ticks(&d->gens[G - 1].clk, 2000000); /* 2 ms */
@@ -227,4 +233,12 @@ void cuts_compute(struct dec *d, struct dthread *th)
     }
     free(st.idx);
     free(st.tsc);
+}
+
+const char *dec_lost_why(const struct dthread *th)
+{
+    if (th->lost_filtered)
+        return th->lost_overwritten ? "left out by the snapshot's start time; the ring also wrapped"
+                                    : "left out by the snapshot's start time";
+    return "overwritten";
 }

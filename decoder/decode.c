@@ -355,6 +355,8 @@ int decode_main(struct dec_opts *o)
         free(th->by_tsc);
         free(th->pre);
         free(th->abandoned);
+        free(th->live);
+        free(th->modcalls);
         free(th->final_funcs);
         free(th->ring);
     }

@@ -81,6 +81,8 @@ struct dthread {
     uint8_t *incomplete; /* [ngens]: the ring does not reach back to the start */
     uint8_t *by_tsc;     /* [ngens]: gen_pos unusable, cut by timestamps */
     int lost_older;      /* the ring lost older events (wrapped, dropped, filtered) */
+    int lost_filtered;   /* older events left out by the snapshot's start time */
+    int lost_overwritten; /* the ring wrapped (or lost its memory/raced) */
     int has_first;
     uint64_t first_tsc;  /* oldest timestamp in the ring */
     int64_t first_ns, last_ns, end_ns; /* last_ns: the last event's own ns (see replay.c) */
@@ -92,6 +94,11 @@ struct dthread {
     size_t npre_final;   /* of which the first npre_final come from the final stack */
     uint64_t *abandoned; /* call item indices of frames missing from the final stack */
     size_t nabandoned;
+    uint64_t *live;      /* call item indices of frames the final stack proves live at the end
+                            (only computed for threads with unmatched catches), sorted */
+    size_t nlive;
+    uint8_t *modcalls;   /* [nmodcalls]: module files with call events in this thread */
+    size_t nmodcalls;
     uint32_t *final_funcs; /* final stack, outermost first (func ids) */
     size_t nfinal;
     /* counters */
@@ -178,5 +185,8 @@ size_t dec_problems(const struct dec *d, struct problem *out, size_t max);
 void fmt_dur(char *buf, size_t n, int64_t ns);
 void fmt_wall(char *buf, size_t n, int64_t wall_ns, int with_date);
 const char *sig_name(int sig);
+/* why a thread's older events are missing ("overwritten", "left out by the
+ * snapshot's start time", ...), for "older events ..." */
+const char *dec_lost_why(const struct dthread *th);
 
 #endif

@@ -14,9 +14,17 @@
  *                     are popped, ending at the catch ("unwound"; frames that
  *                     log their returns on unwinding have already returned by
  *                     then).  f not on the stack (an uninstrumented catcher):
- *                     frames are popped from the top down to the first bit-61
- *                     frame or frame open since the ring start (those are the
- *                     catcher's callers and are still running).
+ *                     an "unmatched catch".  Frames are popped from the top
+ *                     down to the first bit-61 frame, frame open since the
+ *                     ring start, or frame the final stack proves live (those
+ *                     are the catcher's callers and are still running).  A
+ *                     frame is proven live when a replay in which unmatched
+ *                     catches pop nothing leaves it open at the end, matched
+ *                     with a final-stack frame (std::terminate's handler
+ *                     catches the exception that killed the thread inside the
+ *                     frames it escaped from).  Without a final stack, a
+ *                     catcher with no instrumentation (libstdc++'s terminate
+ *                     handler, any uninstrumented module) pops nothing.
  *   return-with-caller (bit 62 only, original XRay mode) pops the top frame
  *                     and then returns into the logged caller.
  *   thunks            "virtual/non-virtual thunk to ..." events are ignored
@@ -43,6 +51,7 @@
 #define FR_ROT 1u   /* bit-61 call */
 #define FR_PRE 2u   /* open at the ring start */
 #define FR_EXACT 4u /* start time measured */
+#define FR_LIVE 8u  /* on the final stack and never returns: unmatched catches keep it */
 
 /* Times: every event of a thread gets its own nanosecond (ns: a later event
  * with the same or an earlier clock reading is moved to the previous event's
@@ -62,6 +71,8 @@ struct replay {
     struct dec *d;
     struct dthread *th;
     int discovery;
+    int lazy; /* the liveness pass: unmatched catches pop nothing */
+    int first_pass; /* the first discovery pass: collects th->modcalls */
     struct frame *stk;
     size_t n, cap;
     int64_t last_ns, prev_ns;
@@ -254,6 +265,30 @@ static void start(struct replay *r, int64_t t, int64_t tm)
         push(r, th->pre[i], 0, FR_PRE, t, tm, NONE);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int is_live(const struct dthread *th, uint64_t call_idx)
+{
+    return th->nlive && bsearch(&call_idx, th->live, th->nlive, sizeof *th->live, cmp_u64);
+}
+
+/* Is a catcher outside the traced code?  A function with a symbol: when its
+ * code has no instrumentation; one without (a stripped library's local
+ * function): when its module has no call events in this thread (complete
+ * after the first discovery pass, which is redone when this matters). */
+static int untraced(struct replay *r, struct func *fn, uint32_t f)
+{
+    if (!fn->unknown)
+        return !sym_instrumented(r->d->sym, f);
+    if (fn->modfile < 0)
+        return 0;
+    return (size_t)fn->modfile >= r->th->nmodcalls || !r->th->modcalls[fn->modfile];
+}
+
 /* ---- events ------------------------------------------------------------ */
 
 static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t idx)
@@ -292,7 +327,9 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         if (r->discovery) {
             th->first_ns = t;
         } else if (th->lost_older && r->emitting && d->o.json_path) {
-            json_instant_thread(d, th, t, "ring starts here (older events were overwritten)", NULL);
+            char msg[128];
+            snprintf(msg, sizeof msg, "ring starts here (older events %s)", dec_lost_why(th));
+            json_instant_thread(d, th, t, msg, NULL);
         }
         start(r, t, tm);
     }
@@ -318,7 +355,13 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         } else {
             if (r->discovery)
                 th->unmatched_catches++;
-            while (r->n && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE)))
+            if (r->lazy)
+                return;
+            /* no final stack to protect the frames the exception escaped
+             * from: a catcher outside the traced code pops nothing */
+            if (th->rt->stack < 0 && !d->o.sym.no_symbols && untraced(r, fn, f))
+                return;
+            while (r->n && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE | FR_LIVE)))
                 pop(r, t, tm, SL_UNWOUND, exact);
         }
         return;
@@ -375,18 +418,25 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         r->expect = f;
         return;
     }
-    if (r->discovery)
+    if (r->discovery) {
         th->ncalls++;
-    push(r, f, addr, ((word & FT_F_CALL_RET_ON_THROW) ? FR_ROT : 0) | (exact ? FR_EXACT : 0), t, tm, idx);
+        if (fn->modfile >= 0 && r->first_pass) {
+            size_t m = (size_t)fn->modfile;
+            if (m >= th->nmodcalls) {
+                size_t n = m + 16;
+                th->modcalls = xrealloc(th->modcalls, n);
+                memset(th->modcalls + th->nmodcalls, 0, n - th->nmodcalls);
+                th->nmodcalls = n;
+            }
+            th->modcalls[m] = 1;
+        }
+    }
+    push(r, f, addr,
+         ((word & FT_F_CALL_RET_ON_THROW) ? FR_ROT : 0) | (exact ? FR_EXACT : 0) | (is_live(th, idx) ? FR_LIVE : 0),
+         t, tm, idx);
 }
 
 /* ---- generations ------------------------------------------------------- */
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
 
 static int is_abandoned(const struct dthread *th, uint64_t call_idx)
 {
@@ -447,7 +497,9 @@ void replay_gen(struct replay *r, size_t gi)
         d->o.json_path && !g->synthetic) {
         char args[64];
         snprintf(args, sizeof args, "{\"gen\":%llu}", (unsigned long long)g->gen);
-        json_instant_thread(d, th, g->start_ns, "no events: this generation was overwritten in the ring",
+        json_instant_thread(d, th, g->start_ns,
+                            th->lost_filtered ? "no events: this generation is older than the snapshot's start time"
+                                              : "no events: this generation was overwritten in the ring",
                             args);
     }
     ev_run(d, th, th->cut[gi], th->cut[gi + 1], g->clk.ref_tsc, &r->carry, on_event, r);
@@ -529,13 +581,19 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long
     free(L);
 }
 
-void replay_discover(struct dec *d, struct dthread *th)
+static struct replay *discovery_pass(struct dec *d, struct dthread *th, int lazy, int first)
 {
     struct replay *r = rnew(d, th, 1);
+    r->lazy = lazy;
+    r->first_pass = first;
     th->first_ns = th->last_ns = 0;
     for (size_t gi = 0; gi < d->ngens; gi++)
         replay_gen(r, gi);
+    return r;
+}
 
+void replay_discover(struct dec *d, struct dthread *th)
+{
     /* the final stack, outermost first.  Without symbols its return
      * addresses cannot be matched with the traced functions: not used. */
     const struct ftr_stack *fs =
@@ -554,6 +612,47 @@ void replay_discover(struct dec *d, struct dthread *th)
             Sm[k] = sym_func(d->sym, f)->match;
         }
         th->nfinal = nS;
+    }
+
+    struct dthread before = *th;
+    struct replay *r = discovery_pass(d, th, 0, 1);
+    before.modcalls = th->modcalls;
+    before.nmodcalls = th->nmodcalls;
+    if (th->unmatched_catches && !nS) {
+        /* judged with the modules called so far: again with all of them */
+        replay_free(r);
+        *th = before;
+        r = discovery_pass(d, th, 0, 0);
+    } else if (th->unmatched_catches) {
+        /* catches from outside the stack: the frames that are open at the
+         * end when such catches pop nothing and that match the final stack
+         * never returned; they must survive those catches */
+        replay_free(r);
+        *th = before;
+        r = discovery_pass(d, th, 1, 0);
+        if (r->n) {
+            uint32_t *Lm = xrealloc(NULL, r->n * sizeof *Lm);
+            long *ml = xrealloc(NULL, r->n * sizeof *ml);
+            for (size_t i = 0; i < r->n; i++)
+                Lm[i] = r->stk[i].match;
+            lcs(Lm, r->n, Sm, nS, ml);
+            uint64_t *live = xrealloc(NULL, r->n * sizeof *live);
+            size_t nlive = 0;
+            for (size_t i = 0; i < r->n; i++)
+                if (ml[i] >= 0 && r->stk[i].call_idx != NONE)
+                    live[nlive++] = r->stk[i].call_idx;
+            qsort(live, nlive, sizeof *live, cmp_u64);
+            free(Lm);
+            free(ml);
+            replay_free(r);
+            *th = before;
+            th->live = live;
+            th->nlive = nlive;
+        } else {
+            replay_free(r);
+            *th = before;
+        }
+        r = discovery_pass(d, th, 0, 0);
     }
     /* F: frames open at the end */
     uint32_t *Fm = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *Fm);

@@ -130,7 +130,8 @@ void summary_print(struct dec *d, struct outbuf *o)
         for (size_t gi = 0; gi < d->ngens; gi++)
             if (th->incomplete[gi] && d->gens[gi].emit) {
                 if (!any)
-                    ob_str(o, "      incomplete (ring does not reach back to the start) in generations:");
+                    ob_printf(o, "      incomplete (older events %s) in generations:",
+                              dec_lost_why(th));
                 if (d->gens[gi].synthetic)
                     ob_printf(o, " (before #%llu)",
                               (unsigned long long)(gi + 1 < d->ngens ? d->gens[gi + 1].gen : d->gens[gi].gen));

@@ -105,7 +105,7 @@ static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
     ob_text(o, rt->name);
     ob_printf(o, "\"%s -- %llu events", rt->tid == d->crash_tid ? " [crashed]" : "", (unsigned long long)th->nevents);
     if (th->lost_older && th->nevents)
-        ob_str(o, " (older ones overwritten)");
+        ob_printf(o, " (older ones %s)", dec_lost_why(th));
     uint64_t N = (uint64_t)d->o.ncalls;
     uint64_t from = th->ring_seq > N ? th->ring_seq - N : 0;
     if (th->ring_seq == 0) {

@@ -108,7 +108,7 @@ def test_summary_view(tree, compiled, run_crash):
     assert len(gens) >= 6
     busy = s[s.index(" busy "):].split("\n")
     assert "WRAPPED" in busy[0]
-    assert "incomplete (ring does not reach back to the start) in generations: #" in busy[1]
+    assert "incomplete (older events overwritten) in generations: #" in busy[1]
     assert re.search(r"tid \d+ +sleeper +alive +exact +\d+ events", s)
 
 
