@@ -245,6 +245,13 @@ int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errle
         in->fd = fd;
         return 0;
     }
+    if (f == F_PLAIN && (hn < 4 || memcmp(head, "\177ELF", 4) != 0)) {
+        /* a pipe or device that is not a core: say so now instead of
+         * spooling it (an endless input like /dev/zero would never end) */
+        snprintf(err, errlen, "not an ELF file");
+        if (!is_stdin) close(fd);
+        return -1;
+    }
     static const char *names[] = { "", "zstd", "lz4", "xz" };
     snprintf(in->how, sizeof in->how, "%s%s%s", is_stdin ? "stdin" : "", is_stdin && f ? ", " : "", names[f]);
     int out = make_temp(err, errlen);

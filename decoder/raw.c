@@ -17,6 +17,17 @@
 
 /* ---- sources ------------------------------------------------------------ */
 
+/* A chunk magic is 8 printable ASCII characters; look at what the first
+ * read of a stream brought (a short first read is given the benefit of the
+ * doubt for the bytes it lacks). */
+static int plausible_magic(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n && i < FT_CHUNK_MAGIC_LEN; i++)
+        if (p[i] < 0x20 || p[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
 int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
 {
     struct stat st;
@@ -55,6 +66,13 @@ int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
         }
         if (r == 0)
             break;
+        if (total == 0 && !plausible_magic(buf, (size_t)r)) {
+            /* not a raw file: say so now instead of spooling the rest (an
+             * endless input like /dev/zero would never end) */
+            snprintf(err, errlen, "not a funtrace raw file (no chunk header at offset 0)");
+            close(tfd);
+            return -1;
+        }
         for (ssize_t off = 0; off < r;) {
             ssize_t w = write(tfd, buf + off, (size_t)(r - off));
             if (w < 0) {

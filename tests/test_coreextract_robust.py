@@ -83,6 +83,8 @@ BAD_INPUTS = {
                        "truncated inside its program headers"),
     "bad-zstd": (lambda t, c, e: put(t / "z", b"\x28\xb5\x2f\xfd" + bytes(range(256)) * 4), "corrupt zstd data"),
     "bad-xz": (lambda t, c, e: put(t / "x", b"\xfd7zXZ\x00" + b"\x01" * 300), "xz"),
+    # an endless device: refused from its first bytes, never spooled
+    "dev-zero": (lambda t, c, e: Path("/dev/zero"), "not an ELF file"),
 }
 
 

@@ -72,6 +72,11 @@ def test_not_raw_inputs(tree, san_decoder, tmp_path):
         assert not j.exists()
     r = run_tool([tree.tool("funtrace-decode"), tmp_path / "missing.raw"])
     assert r.returncode == 2 and "cannot open" in one_line(r.stderr)
+    # endless or non-raw streams are refused from their first bytes, not spooled
+    r = run_tool([tree.tool("funtrace-decode"), "--summary", "/dev/zero"], timeout=20)
+    assert r.returncode == 2 and "/dev/zero: not a funtrace raw file" in one_line(r.stderr)
+    r = run_tool([tree.tool("funtrace-decode"), "--summary", "-"], input="x" * 7 + "\x01" * 100, timeout=20)
+    assert r.returncode == 2 and "not a funtrace raw file" in one_line(r.stderr)
 
 
 def test_bad_arguments(tree, good_raw):
