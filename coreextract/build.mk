@@ -34,12 +34,13 @@ $(BIN)/coreextract: $(CE_TOOL_OBJS) $(CE_LIVE_LIB) $(LIB)/libfuntrace_read.a
 	$(CC) $(TOOL_LDFLAGS) -o $@ $(CE_TOOL_OBJS) $(CE_LIVE_LIB) $(LIB)/libfuntrace_read.a $(CE_LDLIBS)
 
 # libFuzzer: the core parser + root finding + extraction + unwinding, all
-# instrumented (rawwrite.c compiled in), over one input = one core file.
+# instrumented (rawwrite.c and rawwrite_ring.c compiled in), over one input = one core file.
 CE_FUZZ := $(BUILD)/fuzz/coreextract-fuzz
 CE_FUZZ_SRCS := coreextract/fuzz_core.c coreextract/corefile.c coreextract/maps.c coreextract/elfinfo.c \
-                coreextract/rootfind.c coreextract/unwind.c coreextract/util.c runtime/rawwrite.c
+                coreextract/rootfind.c coreextract/unwind.c coreextract/util.c runtime/rawwrite.c \
+                runtime/rawwrite_ring.c
 fuzz-coreextract: $(CE_FUZZ)
-$(CE_FUZZ): $(CE_FUZZ_SRCS) $(wildcard coreextract/*.h runtime/include/*.h)
+$(CE_FUZZ): $(CE_FUZZ_SRCS) $(wildcard coreextract/*.h runtime/include/*.h) runtime/rawwrite_int.h
 	@mkdir -p $(@D)
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	    -Iruntime/include -Icoreextract $(CE_UNW_CFLAGS) -o $@ $(CE_FUZZ_SRCS) $(CE_LDLIBS)

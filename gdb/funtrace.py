@@ -906,7 +906,7 @@ def read_cmdline(rd, root, pr):
 
 
 # ===========================================================================
-# Ring linearization (mirror of rawwrite.c ring_geometry/ring_plan/ring_stream,
+# Ring linearization (mirror of rawwrite_ring.c ring_geometry/ring_plan/ring_stream,
 # FORMAT.md 2.3).  gdb only reads stopped processes and cores, so this is the
 # non-live path (live_k = 0) and no time filter (min_tsc = 0).
 # ===========================================================================
@@ -971,7 +971,7 @@ def _first_nonzero_word(wb):
 def ring_plan(blk, r):
     """Plan and linearize a ring read into blk (a Block of the whole ring).
 
-    Missing pages read as zeros, so rawwrite.c's "readable and word != 0" is
+    Missing pages read as zeros, so rawwrite_ring.c's "readable and word != 0" is
     "word != 0" here; only the count and the copy skip missing pages."""
     mv = memoryview(blk.data)
     size = len(mv)

@@ -1,8 +1,8 @@
 # runtime/build.mk -- the in-process runtime, its headers, the compiler
-# wrappers, funtrace.pc, and libfuntrace_read.a (rawwrite.o for the tools).
+# wrappers, funtrace.pc, and libfuntrace_read.a (rawwrite*.o for the tools).
 #
-# Every runtime/*.c and runtime/*.S goes into libfuntrace.a (so rawwrite.c and
-# psi.c join automatically).  The runtime is never instrumented, -O2, PIC,
+# Every runtime/*.c and runtime/*.S goes into libfuntrace.a (so rawwrite.c,
+# rawwrite_ring.c and psi.c join automatically).  The runtime is never instrumented, -O2, PIC,
 # hidden visibility except the API/hooks, initial-exec TLS.
 
 RT_C_SRCS := $(wildcard runtime/*.c)
@@ -47,12 +47,13 @@ $(RT_LIB): $(RT_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-# rawwrite.o for coreextract / oomwatch: PIC, not instrumented, with the
-# tools' sanitizer flags under SAN=1
-RT_READ_OBJS := $(if $(wildcard runtime/rawwrite.c),$(OBJ)/runtime_read/rawwrite.o,)
+# rawwrite.o + rawwrite_ring.o for coreextract / oomwatch: PIC, not
+# instrumented, with the tools' sanitizer flags under SAN=1
+RT_READ_SRCS := runtime/rawwrite.c runtime/rawwrite_ring.c
+RT_READ_OBJS := $(patsubst runtime/%.c,$(OBJ)/runtime_read/%.o,$(wildcard $(RT_READ_SRCS)))
 RT_COMMA := ,
 RT_SANFLAGS := $(if $(SAN),-fsanitize=address$(RT_COMMA)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-$(OBJ)/runtime_read/rawwrite.o: runtime/rawwrite.c
+$(OBJ)/runtime_read/%.o: runtime/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(OPT) -g $(RT_SANFLAGS) -fPIC -Iruntime/include -MMD -MP -c $< -o $@
 

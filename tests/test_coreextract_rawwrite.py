@@ -1,10 +1,10 @@
-"""runtime/rawwrite.c on constructed targets: the ring linearization rules of
+"""runtime/rawwrite.c + rawwrite_ring.c on constructed targets: the ring linearization rules of
 FORMAT.md 2.3 for states a real program only reaches by chance (torn and
 uncommitted slots, missing pages, corrupt registries, a writer racing a live copy).
 
 tests/progs/ce_rawunit.c builds the target in its own memory (the real ABI structs,
-written the way the runtime's hot path writes them) and runs the real rawwrite.c,
-compiled with ASan+UBSan, over it."""
+written the way the runtime's hot path writes them) and runs the real rawwrite.c +
+rawwrite_ring.c, compiled with ASan+UBSan, over it."""
 import os
 import subprocess
 
@@ -23,6 +23,7 @@ W = 0x400000  # event k has word W + k and tsc k
 def unit_exe(compiled):
     return compiled("ce_rawunit.c", "none", tag="san",
                     extra=["-I", str(ROOT / "runtime" / "include"), str(ROOT / "runtime" / "rawwrite.c"),
+                           str(ROOT / "runtime" / "rawwrite_ring.c"),
                            "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
 
 

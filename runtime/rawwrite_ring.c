@@ -1,0 +1,596 @@
+/*
+ * rawwrite_ring.c -- the ring half of rawwrite.c: ring access (blocks with
+ * per-page "missing"), ring planning and streaming (FORMAT.md 2.3), and the
+ * per-thread chunks (THREADID, THRDSTAT, TRACEBUF/TRACEW08).
+ *
+ * Same rules as rawwrite.c (async-signal-safe, bounded stack, target memory
+ * only through the ft_reader and the layout table's offsets, every value
+ * from the target range-checked); shared internals in rawwrite_int.h.
+ */
+#include "rawwrite_int.h"
+
+#include <string.h>
+
+static inline uint64_t rw_rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* ---- ring access: blocks with per-page "missing" -------------------------- */
+
+/* Read [addr, addr+len) into out; pages with any unreadable byte are
+ * zero-filled and flagged in miss[] (index: page - first page). */
+static void read_pages(const struct ft_reader *r, uint64_t addr, uint8_t *out, uint64_t len,
+                       uint8_t *miss)
+{
+    uint64_t pg0 = addr / RW_PAGE, done = 0;
+    /* one read for the common all-readable case (a live copy must be fast);
+     * the pages it fully covered are readable, the rest goes page by page */
+    uint64_t got = ft_rw_rd(r, addr, out, (size_t)len);
+    if (got < len) got -= (addr + got) % RW_PAGE < got ? (addr + got) % RW_PAGE : got;
+    for (; done < got; ) {
+        uint64_t a = addr + done;
+        uint64_t n = RW_PAGE - a % RW_PAGE;
+        if (n > got - done) n = got - done;
+        miss[a / RW_PAGE - pg0] = 0;
+        done += n;
+    }
+    while (done < len) {
+        uint64_t a = addr + done;
+        uint64_t n = RW_PAGE - a % RW_PAGE;
+        if (n > len - done) n = len - done;
+        uint8_t m = ft_rw_rd(r, a, out + done, (size_t)n) != n;
+        if (m) memset(out + done, 0, (size_t)n);
+        miss[a / RW_PAGE - pg0] = m;
+        done += n;
+    }
+}
+
+static void rv_load(struct rview *v, uint64_t off)
+{
+    uint64_t len = v->size - off;
+    if (len > RW_BLK) len = RW_BLK;
+    v->boff = off;
+    v->blen = len;
+    v->pg0 = (v->ring + off) / RW_PAGE;
+    if (v->copy) return;
+    read_pages(v->c->rd, v->ring + off, v->buf, len, v->pmiss);
+}
+
+/* pointer to the slot at ring offset off (esz bytes); *missing set */
+static const uint8_t *rv_slot(struct rview *v, uint64_t off, int *missing)
+{
+    if (v->copy) {
+        *missing = v->cmiss ? v->cmiss[(v->ring + off) / RW_PAGE - v->ring / RW_PAGE] : 0;
+        return v->copy + off;
+    }
+    if (off < v->boff || off + v->esz > v->boff + v->blen) rv_load(v, off);
+    *missing = v->pmiss[(v->ring + off) / RW_PAGE - v->pg0];
+    return v->buf + (off - v->boff);
+}
+
+static uint64_t u64at(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* Count missing pages of the ring (reads it all). */
+static void ring_readability(struct rview *v, uint64_t *pages, uint64_t *missing)
+{
+    uint64_t first = v->ring / RW_PAGE, last = (v->ring + v->size - 1) / RW_PAGE;
+    *pages = last - first + 1;
+    *missing = 0;
+    if (v->copy) {
+        for (uint64_t i = 0; v->cmiss && i < *pages; i++) *missing += v->cmiss[i];
+        return;
+    }
+    for (uint64_t off = 0; off < v->size; off += RW_BLK) {
+        rv_load(v, off);
+        uint64_t np = (v->ring + off + v->blen - 1) / RW_PAGE - v->pg0 + 1;
+        for (uint64_t i = 0; i < np; i++) {
+            /* a page straddling two blocks is counted once, in the block it starts */
+            if (i == 0 && off != 0 && (v->ring + off) % RW_PAGE != 0) continue;
+            *missing += v->pmiss[i];
+        }
+    }
+}
+
+/* ---- ring planning (FORMAT.md 2.3) ---------------------------------------- */
+
+struct plan {
+    uint32_t tsf;            /* FT_TSF_* */
+    int emit_ring;           /* geometry valid: ring read */
+    uint64_t pos_off;
+    uint64_t first_off;      /* first emitted slot (ring offset) */
+    uint64_t range_start;    /* ring offset where the planned walk range starts */
+    uint64_t n_range;        /* slots in the range (emitted: readable ones, see tsc_limit) */
+    uint64_t n_entries;      /* emitted: readable slots in the range (+ uncommitted) */
+    uint64_t n_dropped;
+    int has_unc;
+    uint8_t unc[16];         /* the uncommitted entry */
+    uint64_t tsc_limit;      /* live, exact: entries newer than this are left out (0: none) */
+    uint64_t pages, missing_pages;
+};
+
+/* walk the circular range starting at slot `start`, `n` slots */
+#define SLOT_AT(v, start, i) ((((start) + (i)) & (v)->nmask) * (v)->esz)
+
+static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+/* Geometry of a thread's ring; returns 1 if the ring can be read. */
+static int ring_geometry(const uint64_t ring, uint64_t size, uint32_t fmt, uint64_t pos,
+                         struct plan *pl, unsigned *esz)
+{
+    *esz = fmt == FT_FMT_EXACT16 ? 16 : fmt == FT_FMT_SAMPLED8 ? 8 : 0;
+    pl->pos_off = pos - ring;
+    if (ring == 0 || size == 0) { pl->tsf |= FT_TSF_RING_MISSING; return 0; }
+    if (*esz == 0 || !is_pow2(size) || size < 2ull * *esz || size > RW_MAX_RING ||
+        ring % size != 0 || ring + size < ring || pos - ring >= size || (pos - ring) % *esz) {
+        pl->tsf |= FT_TSF_BAD_POS;
+        return 0;
+    }
+    return 1;
+}
+
+/* Every slot of the planned walk is emitted: no page missing, no live time
+ * limit, and the view cannot change between plan and stream (a copy, a
+ * mapping, or a source that is not live). */
+static int rv_all_emitted(const struct rview *v, const struct plan *pl)
+{
+    return !pl->missing_pages && !pl->tsc_limit && (v->copy || !v->c->si->live);
+}
+
+/* Stream n_range slots from range_start (all readable, see rv_all_emitted),
+ * then the uncommitted entry: at most two contiguous spans of the ring,
+ * written in place from a copy/mapping, else block by block. */
+static int ring_stream_spans(struct rview *v, const struct plan *pl)
+{
+    uint64_t off = pl->range_start, left = pl->n_range * v->esz;
+    while (left) {
+        uint64_t n = v->size - off;         /* to the end of the ring */
+        if (n > left) n = left;
+        if (v->copy) {
+            if (ft_rw_wr(v->c, v->copy + off, (size_t)n)) return -1;
+        } else {
+            for (uint64_t o = 0; o < n; ) {
+                rv_load(v, off + o);
+                uint64_t k = v->blen < n - o ? v->blen : n - o;
+                if (ft_rw_wr(v->c, v->buf, (size_t)k)) return -1;
+                o += k;
+            }
+        }
+        left -= n;
+        off = 0;
+    }
+    return pl->has_unc ? ft_rw_wr(v->c, pl->unc, 16) : 0;
+}
+
+/* Plan a ring whose view v is set up; pos_off in pl.  live_k: number of slots
+ * starting at pos (inclusive of the slot the writer reached) that may have
+ * been overwritten during a live copy (0 if none / not live). */
+/* live: is the slot s (readable) left out as written after the copy began? */
+static int after_limit(const struct plan *pl, const uint8_t *s)
+{
+    return pl->tsc_limit && u64at(s) != 0 && u64at(s + 8) > pl->tsc_limit;
+}
+
+static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_t min_tsc, int live)
+{
+    const uint64_t n = v->size / v->esz, p = pl->pos_off / v->esz;
+    const int exact = v->esz == 16;
+    int miss, a_ok = 0, n_ok = 0;
+    uint64_t a_w = 0, a_t = 0, n_t = 0;
+
+    ring_readability(v, &pl->pages, &pl->missing_pages);
+    if (pl->missing_pages == pl->pages) pl->tsf |= FT_TSF_RING_MISSING;
+    else if (pl->missing_pages) pl->tsf |= FT_TSF_RING_PARTIAL;
+
+    if (live_k >= n - 1) {             /* the writer lapped the whole ring while copying */
+        pl->tsf |= FT_TSF_COPY_RACED;
+        live_k = n;
+    }
+    /* slot at pos (A) and the slot before it (N, newest committed) */
+    if (live_k == 0) {
+        const uint8_t *s = rv_slot(v, pl->pos_off, &miss);
+        if (!miss) {
+            a_ok = 1;
+            a_w = u64at(s);
+            if (exact) { a_t = u64at(s + 8); memcpy(pl->unc, s, 16); }
+        }
+    }
+    {
+        const uint8_t *s = rv_slot(v, ((p + n - 1) % n) * v->esz, &miss);
+        if (!miss && u64at(s) != 0) { n_ok = 1; if (exact) n_t = u64at(s + 8); }
+    }
+    /* F: a written slot after pos (to the end of the ring), past the live
+     * drop zone and, in sampled mode, past the word the writer may have in
+     * flight after pos */
+    int F = 0;
+    {
+        uint64_t i = p + 1 + (live_k ? live_k : 0) + (exact ? 0 : 1);
+        for (; i < n && !F; i++) {
+            const uint8_t *s = rv_slot(v, i * v->esz, &miss);
+            if (!miss && u64at(s) != 0) F = 1;
+        }
+    }
+    int wrapped;
+    if (exact)
+        wrapped = F || (a_ok && a_w && a_t && n_ok && a_t <= n_t);
+    else
+        wrapped = F || (a_ok && a_w && p + 2 >= n);
+    if (live_k >= n) wrapped = 1;
+    if (wrapped) pl->tsf |= FT_TSF_WRAPPED;
+
+    if (a_ok && a_w) {
+        if (exact && a_t && (!n_ok || a_t > n_t)) {
+            pl->has_unc = 1;
+        } else if (!wrapped) {
+            if (exact) pl->tsf |= FT_TSF_TORN;
+            pl->n_dropped++;
+        }
+    }
+
+    /* the walk: wrapped -> p+1 .. p-1, else 0 .. p-1 */
+    uint64_t start, len;
+    if (wrapped) { start = (p + 1) % n; len = n - 1; }
+    else { start = 0; len = p; }
+    if (live_k) {
+        pl->tsf |= FT_TSF_COPY_RACED;
+        if (wrapped) {
+            uint64_t k = live_k > len ? len : live_k;
+            pl->n_dropped += live_k >= n ? len : live_k;
+            start = (start + k) % n;
+            len -= k;
+        } else {
+            /* first lap: the writer's new slots p..p+k lie after the walk,
+             * unless they wrapped to its start */
+            pl->n_dropped += live_k;
+            if (p + live_k >= n) {
+                uint64_t k = p + live_k - n + 1;
+                if (k > len) k = len;
+                start = (start + k) % n;
+                len -= k;
+                pl->tsf |= FT_TSF_WRAPPED;
+            }
+        }
+    }
+    /* skip leading never-written / missing slots */
+    uint64_t i = 0;
+    for (; i < len; i++) {
+        const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
+        if (!miss && u64at(s) != 0) break;
+    }
+    /* time filter: leading entries older than min_tsc */
+    if (min_tsc) {
+        if (exact) {
+            for (; i < len; i++) {
+                const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
+                if (miss) continue;
+                if (u64at(s + 8) >= min_tsc) break;
+                pl->n_dropped++;
+            }
+        } else {
+            uint64_t j = i, skipped = 0;
+            for (; j < len; j++) {
+                const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
+                if (miss) continue;
+                uint64_t w = u64at(s);
+                if (FT_IS_TIME_WORD(w) && (w & FT_TIME_WORD_TSC_MASK) >= (min_tsc & FT_TIME_WORD_TSC_MASK))
+                    break;
+                if (w) skipped++;
+            }
+            pl->n_dropped += skipped;
+            i = j;
+        }
+        if (pl->has_unc && u64at(pl->unc + 8) < min_tsc) { pl->has_unc = 0; pl->n_dropped++; }
+    }
+    /* live: the copy must be time-ordered.  Exact mode: entries newer than
+     * tsc_limit (taken when pos was read) were written while copying, over an
+     * older entry (the writer lapped the ring: pos alone cannot show it): left
+     * out.  Then, both modes: a tsc stepping back means the same; only what
+     * follows the last step back is kept. */
+    if (live) {
+        uint64_t cut = i, prev = 0;
+        int have = 0;
+        for (uint64_t j = i; j < len; j++) {
+            const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
+            if (miss) continue;
+            uint64_t w = u64at(s), t;
+            if (exact) {
+                if (!w || after_limit(pl, s)) continue;
+                t = u64at(s + 8);
+            } else {
+                if (!FT_IS_TIME_WORD(w)) continue;
+                t = w & FT_TIME_WORD_TSC_MASK;
+            }
+            if (have && t < prev) cut = j;
+            prev = t;
+            have = 1;
+        }
+        if (cut != i) {
+            for (; i < cut; i++) {
+                const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
+                if (!miss && u64at(s)) pl->n_dropped++;
+            }
+            pl->tsf |= FT_TSF_COPY_RACED;
+        }
+    }
+    /* count what is emitted: readable slots of [i, len) (exact live: not
+     * newer than tsc_limit) */
+    uint64_t cnt = 0, first = len;
+    if (rv_all_emitted(v, pl)) {
+        cnt = len - i;
+        first = i;
+    } else for (uint64_t j = i; j < len; j++) {
+        const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
+        if (miss) continue;
+        if (exact && after_limit(pl, s)) {
+            pl->n_dropped++;
+            pl->tsf |= FT_TSF_COPY_RACED;
+            continue;
+        }
+        if (first == len) first = j;
+        cnt++;
+    }
+    pl->first_off = first < len ? SLOT_AT(v, start, first) : pl->pos_off;
+    pl->n_range = len - i;
+    pl->range_start = i < len ? SLOT_AT(v, start, i) : pl->pos_off;
+    if (pl->has_unc) {
+        pl->tsf |= FT_TSF_UNCOMMITTED;
+        cnt++;
+    }
+    pl->n_entries = cnt;
+}
+
+/* stream the planned range: its readable slots (live exact: not newer than
+ * tsc_limit), then the uncommitted entry; exactly pl->n_entries entries are
+ * written (zero entries pad if a live source lost memory since planning). */
+static int ring_stream(struct rview *v, const struct plan *pl)
+{
+    if (rv_all_emitted(v, pl) && pl->n_entries - (pl->has_unc ? 1 : 0) == pl->n_range)
+        return ring_stream_spans(v, pl);
+    uint8_t out[RW_OUT];
+    size_t o = 0;
+    uint64_t written = 0, limit = pl->n_entries - (pl->has_unc ? 1 : 0);
+    uint64_t start = pl->range_start / v->esz;
+    int miss;
+    for (uint64_t i = 0; i < pl->n_range && written < limit; i++) {
+        const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
+        if (miss || (v->esz == 16 && after_limit(pl, s))) continue;
+        memcpy(out + o, s, v->esz);
+        o += v->esz;
+        written++;
+        if (o == sizeof out) {
+            if (ft_rw_wr(v->c, out, o)) return -1;
+            o = 0;
+        }
+    }
+    while (written < limit) {   /* live source changed since planning */
+        memset(out + o, 0, v->esz);
+        o += v->esz;
+        written++;
+        if (o == sizeof out) {
+            if (ft_rw_wr(v->c, out, o)) return -1;
+            o = 0;
+        }
+    }
+    if (pl->has_unc) {
+        if (o + 16 > sizeof out) {
+            if (ft_rw_wr(v->c, out, o)) return -1;
+            o = 0;
+        }
+        memcpy(out + o, pl->unc, 16);
+        o += 16;
+    }
+    return ft_rw_wr(v->c, out, o);
+}
+
+/* ---- threads ------------------------------------------------------------- */
+
+/* read registry record i; returns 1 if readable */
+int ft_rw_trec_read(struct rw *c, uint32_t i, struct trec *t)
+{
+    uint32_t sz = c->sizes[FT_S_THREAD];
+    t->addr = c->threads + (uint64_t)i * sz;
+    return ft_rw_rd_full(c->rd, t->addr, t->b, sz);
+}
+
+int ft_rw_state_emitted(uint64_t s)
+{
+    return s == FT_THR_ALIVE || s == FT_THR_EXITED || s == FT_THR_EVICTED || s == FT_THR_IGNORED;
+}
+
+static int has_ring(uint64_t s) { return s == FT_THR_ALIVE || s == FT_THR_EXITED; }
+
+static void rv_init(struct rview *v, struct rw *c, uint64_t ring, uint64_t size, unsigned esz)
+{
+    v->c = c;
+    v->ring = ring;
+    v->size = size;
+    v->esz = esz;
+    v->nmask = size / esz - 1;
+    v->copy = NULL;
+    v->cmiss = NULL;
+    v->boff = 0;
+    v->blen = 0; /* forces a load */
+    /* a non-live source that holds the ring in our address space: use it in
+     * place (no copy, nothing missing) */
+    if (!c->si->live && c->si->map) {
+        const void *p = c->si->map(c->si->map_ctx, ring, (size_t)size);
+        if (p) v->copy = p;
+    }
+}
+
+/* Pre-pass over one record: sets *emit, and flags partial if its ring is
+ * (partly) missing or invalid. */
+void ft_rw_thread_prepass(struct rw *c, struct trec *t, struct rview *v, uint32_t idx)
+{
+    uint64_t state = TF(t, FT_F_THR_STATE);
+    if (!has_ring(state)) return;
+    struct plan pl;
+    memset(&pl, 0, sizeof pl);
+    unsigned esz;
+    uint64_t ring = TF(t, FT_F_THR_RING), size = TF(t, FT_F_THR_RING_SIZE);
+    uint64_t tid = TF(t, FT_F_THR_TID);
+    if (!ring_geometry(ring, size, (uint32_t)TF(t, FT_F_THR_FMT), TF(t, FT_F_THR_POS), &pl, &esz)) {
+        c->partial = 1;
+        if (pl.tsf & FT_TSF_BAD_POS)
+            ft_rw_problem(c, "thread ", 1, tid, " has an invalid ring or write position; ring at ", 1, ring);
+        else
+            ft_rw_problem(c, "thread ", 1, tid, " has no ring", 0, 0);
+        (void)idx;
+        return;
+    }
+    rv_init(v, c, ring, size, esz);
+    uint64_t pages, missing;
+    ring_readability(v, &pages, &missing);
+    if (missing) {
+        c->partial = 1;
+        ft_rw_problem(c, "ring of thread ", 1, tid,
+                missing == pages ? " is missing from the source, at " : " is partly missing from the source, at ",
+                1, ring);
+    }
+}
+
+/* Fill the THRDSTAT (without ring results) from a record. */
+static void thread_stat(struct rw *c, const struct trec *t, struct ft_raw_thread *rt)
+{
+    memset(rt, 0, sizeof *rt);
+    rt->tid = (uint32_t)TF(t, FT_F_THR_TID);
+    rt->state = (uint32_t)TF(t, FT_F_THR_STATE);
+    rt->fmt = (uint32_t)TF(t, FT_F_THR_FMT);
+    rt->flags = ((uint32_t)TF(t, FT_F_THR_FLAGS) & 0xFFFFu) << 16;
+    rt->ring = TF(t, FT_F_THR_RING);
+    rt->ring_size = TF(t, FT_F_THR_RING_SIZE);
+    rt->pos_off = TF(t, FT_F_THR_POS) - rt->ring;
+    rt->start_tsc = TF(t, FT_F_THR_START_TSC);
+    rt->exit_tsc = TF(t, FT_F_THR_EXIT_TSC);
+    rt->seq = TF(t, FT_F_THR_SEQ);
+    uint32_t tsz = c->sizes[FT_S_THREAD];
+    uint16_t go = c->offs[FT_F_THR_GEN_POS];
+    for (unsigned g = 0; g < FT_GEN_SLOTS; g++) {
+        uint64_t gen = FT_GEN_NONE, pos = 0;
+        if (go != FT_OFF_ABSENT && (uint32_t)go + 16 * FT_GEN_SLOTS <= tsz) {
+            gen = u64at(t->b + go + 16 * g);
+            pos = u64at(t->b + go + 16 * g + 8);
+        }
+        rt->gen_pos[g].gen = gen;
+        if (gen == FT_GEN_NONE) rt->gen_pos[g].off = pos;
+        else if (rt->ring && rt->ring_size && pos - rt->ring < rt->ring_size)
+            rt->gen_pos[g].off = pos - rt->ring;
+        else rt->gen_pos[g].off = RW_UNKNOWN_OFF;
+    }
+}
+
+/* live: re-read a thread's pos (old value if unreadable) */
+static uint64_t reread_pos(struct rw *c, const struct trec *t, uint64_t old)
+{
+    uint64_t p;
+    if (!ft_rw_rd_full(c->rd, t->addr + c->offs[FT_F_THR_POS], &p, 8)) return old;
+    return p;
+}
+
+/* live: slots the writer advanced from pos to pos2 (ring size/esz if pos2 is
+ * not a valid position of this ring, i.e. the ring was replaced) */
+static uint64_t live_slots(uint64_t pos, uint64_t pos2, uint64_t ring, uint64_t size, unsigned esz)
+{
+    if (pos2 - ring >= size || (pos2 - ring) % esz) return size / esz;
+    return ((pos2 - pos) & (size - 1)) / esz;
+}
+
+int ft_rw_emit_thread(struct rw *c, struct trec *t, struct rview *v)
+{
+    struct ft_raw_thread rt;
+    struct ft_raw_threadid ti;
+    struct plan pl;
+    memset(&pl, 0, sizeof pl);
+    thread_stat(c, t, &rt);
+    memset(&ti, 0, sizeof ti);
+    ti.pid = c->pid;
+    ti.tid = rt.tid;
+    ft_rw_fbytes(c, t->b, c->sizes[FT_S_THREAD], FT_F_THR_NAME, ti.name);
+
+    unsigned esz = 0;
+    int ring_ok = 0, reread = 0;
+    uint64_t pos = TF(t, FT_F_THR_POS), pos2 = pos;
+    const struct ft_source_info *si = c->si;
+    if (has_ring(rt.state)) {
+        ring_ok = ring_geometry(rt.ring, rt.ring_size, rt.fmt, pos, &pl, &esz);
+        if (!ring_ok) {
+            c->partial = 1;
+            if (c->st && (pl.tsf & FT_TSF_RING_MISSING)) c->st->nrings_missing++;
+        }
+    }
+    if (ring_ok) {
+        rv_init(v, c, rt.ring, rt.ring_size, esz);
+        if (!si->live) {
+            ring_plan(v, &pl, 0, si->min_tsc, 0);
+        } else {
+            /* live: pos (fresh) and the time, copy, pos again */
+            uint64_t p1 = reread_pos(c, t, pos);
+            uint64_t limit = rw_rdtsc() + RW_TSC_SKEW;
+            if (p1 != pos && p1 - rt.ring < rt.ring_size && (p1 - rt.ring) % esz == 0) {
+                pos = pos2 = p1;
+                pl.pos_off = pos - rt.ring;
+            }
+            pl.tsc_limit = esz == 16 ? limit : 0;
+            uint8_t *copy = NULL;
+            uint64_t npages = (rt.ring + rt.ring_size - 1) / RW_PAGE - rt.ring / RW_PAGE + 1;
+            if (si->get_scratch)
+                copy = si->get_scratch(si->scratch_ctx, (size_t)(rt.ring_size + npages));
+            if (copy) {
+                read_pages(c->rd, rt.ring, copy, rt.ring_size, copy + rt.ring_size);
+                v->copy = copy;
+                v->cmiss = copy + rt.ring_size;
+            } else {
+                /* no copy: the plan itself is the first read */
+                ring_plan(v, &pl, 0, si->min_tsc, 1);
+                reread = 1;
+            }
+            pos2 = reread_pos(c, t, pos);
+            if (copy || pos2 != pos) {
+                uint64_t k = live_slots(pos, pos2, rt.ring, rt.ring_size, esz);
+                memset(&pl, 0, sizeof pl);
+                ring_geometry(rt.ring, rt.ring_size, rt.fmt, pos, &pl, &esz);
+                pl.tsc_limit = esz == 16 ? limit : 0;
+                ring_plan(v, &pl, k, si->min_tsc, 1);
+            }
+        }
+        if (pl.tsf & (FT_TSF_RING_MISSING | FT_TSF_RING_PARTIAL)) {
+            c->partial = 1;
+            if (c->st && (pl.tsf & FT_TSF_RING_MISSING)) c->st->nrings_missing++;
+        }
+        if (pl.tsf & FT_TSF_COPY_RACED)
+            ft_rw_problem(c, "ring of thread ", 1, rt.tid,
+                    " was written while it was copied; its oldest events were dropped", 0, 0);
+    }
+    rt.flags |= pl.tsf;
+    if (ring_ok) {
+        rt.pos_off = pl.pos_off;
+        rt.first_off = pl.first_off;
+        rt.n_entries = pl.n_entries;
+        rt.n_dropped = pl.n_dropped;
+    } else {
+        rt.first_off = rt.pos_off;
+    }
+    const char *tm = rt.fmt == FT_FMT_SAMPLED8 ? FT_CHUNK_TRACEW08 : FT_CHUNK_TRACEBUF;
+    if (ft_raw_chunk(c->w, FT_CHUNK_THREADID, &ti, sizeof ti, c->st)) return -1;
+    if (ft_raw_chunk(c->w, FT_CHUNK_THREADSTAT, &rt, sizeof rt, c->st)) return -1;
+    if (ft_rw_chunk_hdr(c, tm, ring_ok ? pl.n_entries * esz : 0)) return -1;
+    if (ring_ok && pl.n_entries) {
+        if (ring_stream(v, &pl)) return -1;
+        /* without a copy, writes during the stream cannot be undone: say so */
+        if (reread && reread_pos(c, t, pos2) != pos2)
+            ft_rw_problem(c, "ring of thread ", 1, rt.tid,
+                    " was written while it was streamed; its oldest events may be newer ones", 0, 0);
+    }
+    if (c->st) {
+        c->st->nthreads++;
+        c->st->nevents += ring_ok ? pl.n_entries : 0;
+    }
+    return 0;
+}
