@@ -83,6 +83,8 @@ FIELD_NAMES = [
     # generation
     "GEN_GEN", "GEN_FLAGS", "GEN_START_TSC", "GEN_CLK_TSC", "GEN_CLK_MONO_NS",
     "GEN_CLK_REAL_NS", "GEN_TSC_HZ", "GEN_MODULE_EPOCH",
+    # root, appended later (registry counters)
+    "ROOT_THREADS_CREATED", "ROOT_RINGS_EVICTED", "ROOT_RECORDS_REUSED",
 ]
 F = {name: i for i, name in enumerate(FIELD_NAMES)}
 F_COUNT = len(FIELD_NAMES)
@@ -113,6 +115,7 @@ CUR_LAYOUT = {
     "GEN_GEN": (0, 8), "GEN_FLAGS": (8, 8), "GEN_START_TSC": (16, 8), "GEN_CLK_TSC": (24, 8),
     "GEN_CLK_MONO_NS": (32, 8), "GEN_CLK_REAL_NS": (40, 8), "GEN_TSC_HZ": (48, 8),
     "GEN_MODULE_EPOCH": (56, 8),
+    "ROOT_THREADS_CREATED": (376, 8), "ROOT_RINGS_EVICTED": (384, 8), "ROOT_RECORDS_REUSED": (392, 8),
 }
 GEN_FIELDS = [n for n in FIELD_NAMES if n.startswith("GEN_")]
 
@@ -143,6 +146,7 @@ REG_NAMES = ["r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8",
 STACK_MAX_FRAMES = 512   # CE_MAX_FRAMES
 
 RAW_HEADER_FMT = "<IIIIQQIIQQQQQQII4Q"      # struct ft_raw_header (128)
+RAW_UNKNOWN = (1 << 64) - 1                # FT_RAW_UNKNOWN
 RAW_CRASH_FMT = "<iiiIQII"                  # struct ft_raw_crash (32)
 RAW_MAPPING_FMT = "<QQQII%dsII" % BUILD_ID_MAX  # struct ft_raw_mapping (80)
 RAW_THREADID_FMT = "<QQ%ds" % THREAD_NAME_LEN   # struct ft_raw_threadid (32)
@@ -582,14 +586,12 @@ REQUIRED_FIELDS = ["ROOT_THREADS", "ROOT_THREADS_CAP", "ROOT_THREADS_USED", "THR
                    "THR_RING", "THR_RING_SIZE", "THR_TID", "THR_STATE", "THR_FMT"]
 
 
+_FIELD_PREFIX_STRUCT = {"ROOT": S_ROOT, "THR": S_THREAD, "MOD": S_MODULE, "GEN": S_GEN}
+
+
 def field_struct(i):
-    if i <= F["ROOT_FLAGS"]:
-        return S_ROOT
-    if i <= F["THR_GEN_POS"]:
-        return S_THREAD
-    if i <= F["MOD_PATH"]:
-        return S_MODULE
-    return S_GEN
+    """The structure field i belongs to (by name: fields are appended later)."""
+    return _FIELD_PREFIX_STRUCT[FIELD_NAMES[i].split("_", 1)[0]]
 
 
 FIELD_WIDTH = [CUR_LAYOUT[n][1] for n in FIELD_NAMES]
@@ -705,6 +707,12 @@ class Root:
         self.gen_ms = g("ROOT_GEN_MS")
         self.sample_k = g("ROOT_SAMPLE_K")
         self.flags = g("ROOT_FLAGS")
+        # registry counters, appended to the ABI: RAW_UNKNOWN when absent
+        def g_opt(name):
+            return RAW_UNKNOWN if L.offs[F[name]] == OFF_ABSENT else g(name)
+        self.threads_created = g_opt("ROOT_THREADS_CREATED")
+        self.rings_evicted = g_opt("ROOT_RINGS_EVICTED")
+        self.records_reused = g_opt("ROOT_RECORDS_REUSED")
 
 
 # ===========================================================================
@@ -1180,7 +1188,8 @@ def raw_emit(rd, root, si, w, stats, td=None):
     w.chunk(CH_HEADER, struct.pack(
         RAW_HEADER_FMT, RAW_VERSION, ABI_VERSION, si.source, flags, pid, root.tsc_hz,
         root.tsc_hz_source, root.time_mode, root.gen_current, root.gen_ms, root.module_epoch,
-        root.addr, si.taken_tsc, 0, len(td.threads), td.lost, 0, 0, 0, 0))
+        root.addr, si.taken_tsc, 0, len(td.threads), td.lost,
+        root.threads_created, root.rings_evicted, root.records_reused, 0))
     w.chunk(CH_CMDLINE, td.cmdline)
     if si.crash is not None:
         w.chunk(CH_SIGINFO, struct.pack(RAW_CRASH_FMT, *si.crash, 0))
@@ -2017,9 +2026,12 @@ def cmd_tail(arg):
         while c is not None:
             context.append(c)
             c = c.parent
-        rows = context[::-1] + shown
-        base = min(c.depth for c in rows)
-        for c in rows:
+        context.reverse()
+        base = min(min(c.depth for c in shown), context[0].depth if context else 0)
+        for c in _elide_context(context, base, sym) + shown:
+            if isinstance(c, str):
+                lines.append("  %12s  %s" % ("", c))
+                continue
             _s, name, where, lib = sym.at(c.addr, c.t0)
             loc = where or ("in " + os.path.basename(lib) if lib else "")
             if c.closed and c.t1 and c.t0 and tr.hz:
@@ -2029,10 +2041,57 @@ def cmd_tail(arg):
             else:
                 dur = ""
             lines.append("  %12s  %s%s%s  %s" % (
-                tr.fmt_dt(c.t0, ref), "  " * (c.depth - base), name,
+                tr.fmt_dt(c.t0, ref), _indent(c.depth - base), name,
                 "  (%s)" % loc if loc else "", dur))
     lines.append("(times relative to the last event; [open] = not returned when the trace was taken)")
     gdb.write("\n".join(lines) + "\n")
+
+
+# `funtrace tail` stays small whatever the depth (a stack overflow leaves tens
+# of thousands of frames open): of the frames enclosing the calls shown, only
+# the outermost TAIL_OUTER and innermost TAIL_INNER are printed, the rest is one
+# summary line; indentation stops growing at TAIL_MAX_INDENT levels, deeper
+# lines carry their depth as a number instead.
+TAIL_OUTER, TAIL_INNER, TAIL_MAX_INDENT = 3, 8, 40
+
+
+def _indent(depth):
+    if depth <= TAIL_MAX_INDENT:
+        return "  " * depth
+    return "  " * TAIL_MAX_INDENT + "[depth %d] " % depth
+
+
+def _elide_context(context, base, sym, maxruns=4):
+    """The enclosing frames (outermost first) to print: the Calls kept, with
+    the hidden middle replaced by one line (a str) that counts them, says how
+    many recurse (same function as their caller) and names the runs of the
+    same function they form (the longest maxruns of them, in stack order)."""
+    if len(context) <= TAIL_OUTER + TAIL_INNER + 1:
+        return list(context)
+    hidden = context[TAIL_OUTER:len(context) - TAIL_INNER]
+    runs = []          # [first Call, count] of consecutive frames of one function
+    rec = 0
+    prev = context[TAIL_OUTER - 1].key if TAIL_OUTER else None
+    for c in hidden:
+        if c.key == prev:
+            rec += 1
+        if runs and runs[-1][0].key == c.key:
+            runs[-1][1] += 1
+        else:
+            runs.append([c, 1])
+        prev = c.key
+    keep = set(id(r) for r in sorted(runs, key=lambda r: -r[1])[:maxruns])
+    desc = []
+    for r in runs:
+        if id(r) in keep:
+            name = sym.at(r[0].addr, r[0].t0)[1]
+            desc.append("%s x%d" % (name, r[1]) if r[1] > 1 else name)
+    more = len(runs) - len(desc)
+    n = len(hidden)
+    line = "%s... %d more open frame%s (%d of them recurse): %s%s ..." % (
+        _indent(hidden[0].depth - base), n, "" if n == 1 else "s", rec, ", ".join(desc),
+        ", +%d other run%s" % (more, "" if more == 1 else "s") if more else "")
+    return list(context[:TAIL_OUTER]) + [line] + list(context[len(context) - TAIL_INNER:])
 
 
 def _int_arg(s, what):

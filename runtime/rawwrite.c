@@ -50,10 +50,15 @@ static const uint16_t field_width[FT_F_COUNT] = {
     [FT_F_GEN_GEN] = 8, [FT_F_GEN_FLAGS] = 8, [FT_F_GEN_START_TSC] = 8, [FT_F_GEN_CLK_TSC] = 8,
     [FT_F_GEN_CLK_MONO_NS] = 8, [FT_F_GEN_CLK_REAL_NS] = 8, [FT_F_GEN_TSC_HZ] = 8,
     [FT_F_GEN_MODULE_EPOCH] = 8,
+    [FT_F_ROOT_THREADS_CREATED] = 8, [FT_F_ROOT_RINGS_EVICTED] = 8, [FT_F_ROOT_RECORDS_REUSED] = 8,
 };
 
+/* Which structure a field id belongs to.  Ids are only ever appended, so a
+ * structure's fields are not one contiguous range: appended ids are listed
+ * explicitly before the ranges of the first version. */
 static int field_struct(int id)
 {
+    if (id >= FT_F_ROOT_THREADS_CREATED && id <= FT_F_ROOT_RECORDS_REUSED) return FT_S_ROOT;
     if (id <= FT_F_ROOT_FLAGS) return FT_S_ROOT;
     if (id <= FT_F_THR_GEN_POS) return FT_S_THREAD;
     if (id <= FT_F_MOD_PATH) return FT_S_MODULE;
@@ -349,7 +354,7 @@ static int root_load(struct rw *c, const struct ft_reader *r, uint64_t addr)
         c->sizes[FT_S_ENTRY_EXACT16] != 16 || c->sizes[FT_S_ENTRY_SAMPLED8] != 8)
         return FT_ROOT_ELAYOUT;
     for (int i = 0; i < FT_F_COUNT; i++) {
-        if (c->offs[i] == FT_OFF_ABSENT) continue;
+        if (c->offs[i] == FT_OFF_ABSENT || !field_width[i]) continue; /* absent / not read here */
         if ((uint32_t)c->offs[i] + field_width[i] > c->sizes[field_struct(i)]) return FT_ROOT_ELAYOUT;
         if (field_struct(i) == FT_S_ROOT && c->offs[i] < sizeof h) return FT_ROOT_ELAYOUT;
     }
@@ -372,6 +377,12 @@ int ft_root_check(const struct ft_reader *rd_, uint64_t addr)
 static uint64_t rootf(const struct rw *c, int id)
 {
     return ft_rw_fget(c, c->root, c->root_size, id);
+}
+
+/* a root field that older roots may lack: FT_RAW_UNKNOWN then */
+static uint64_t rootf_or_unknown(const struct rw *c, int id)
+{
+    return c->offs[id] == FT_OFF_ABSENT ? FT_RAW_UNKNOWN : rootf(c, id);
 }
 
 /* ---- modules, generations, command line ----------------------------------- */
@@ -650,6 +661,9 @@ int ft_raw_emit(const struct ft_reader *rdr, uint64_t root_addr, const struct ft
     h.min_tsc = si->min_tsc;
     h.nthreads = nthreads;
     h.nthreads_lost = lost;
+    h.threads_created = rootf_or_unknown(c, FT_F_ROOT_THREADS_CREATED);
+    h.rings_evicted = rootf_or_unknown(c, FT_F_ROOT_RINGS_EVICTED);
+    h.records_reused = rootf_or_unknown(c, FT_F_ROOT_RECORDS_REUSED);
     if (stats) {
         stats->header_flags = h.flags;
         stats->nthreads_lost = lost;

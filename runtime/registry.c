@@ -80,6 +80,7 @@ static void *evict_oldest(uint64_t want, int *evicted)
     *evicted = best != UINT32_MAX;
     if (best == UINT32_MAX)
         return NULL;
+    funtrace_root.rings_evicted++;
     ring = (void *)(uintptr_t)th[best].ring;
     size = th[best].ring_size;
     FT_STORE(th[best].state, (uint32_t)FT_THR_EVICTED);
@@ -143,8 +144,10 @@ static struct ft_thread *slot_get(void)
             if (th[i].state == FT_THR_EVICTED &&
                 (best == UINT32_MAX || th[i].exit_tsc < th[best].exit_tsc))
                 best = i;
-        if (best != UINT32_MAX)
+        if (best != UINT32_MAX) {
+            r->records_reused++;
             return &th[best];
+        }
         if (r->threads_used < r->threads_cap)
             return &th[r->threads_used]; /* threads_used is bumped once the record is filled */
         for (i = 0; i < r->threads_used; i++)
@@ -175,6 +178,7 @@ static struct ft_thread *record_create(uint64_t size, uint32_t state)
     uint64_t gen;
     if (!t)
         return NULL;
+    r->threads_created++;
     if (state == FT_THR_ALIVE) {
         ring = ring_get(size);
         if (!ring)

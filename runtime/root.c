@@ -94,11 +94,14 @@ FT_EXPORT __attribute__((used, aligned(64))) struct ft_root funtrace_root = {
         [FT_F_GEN_CLK_REAL_NS] = OFF(ft_gen, clk_real_ns),
         [FT_F_GEN_TSC_HZ] = OFF(ft_gen, tsc_hz),
         [FT_F_GEN_MODULE_EPOCH] = OFF(ft_gen, module_epoch),
+        [FT_F_ROOT_THREADS_CREATED] = OFF(ft_root, threads_created),
+        [FT_F_ROOT_RINGS_EVICTED] = OFF(ft_root, rings_evicted),
+        [FT_F_ROOT_RECORDS_REUSED] = OFF(ft_root, records_reused),
     },
     .enabled = 1,
 };
 
-_Static_assert(FT_F_COUNT == FT_F_GEN_MODULE_EPOCH + 1, "every field id has an offset above");
+_Static_assert(FT_F_COUNT == FT_F_ROOT_RECORDS_REUSED + 1, "every field id has an offset above");
 _Static_assert(sizeof(struct ft_root) < 0x10000, "offsets fit in uint16_t");
 _Static_assert(sizeof(struct ft_thread) == 1216, "ft_thread is 1216 bytes (COMMON.md)");
 

@@ -81,8 +81,13 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
         ft_warn("cannot write the crash snapshot", path);
     }
     /* let the signal take its normal course: the previous disposition
-     * (default: terminate with a core), re-raised for this thread.  For a
-     * fault, returning re-executes the instruction, which faults again. */
+     * (default: terminate with a core, or the program's own handler).  A
+     * synchronous fault (si_code > 0: raised by the kernel for an instruction
+     * of this thread) is not re-raised: returning re-executes the faulting
+     * instruction, which faults again, so the kernel's core (and the chained
+     * handler) get the real siginfo (si_code, fault address).  A re-raise
+     * would be delivered at sigreturn as SI_TKILL "sent by ourselves".
+     * SIGABRT and sent signals (si_code <= 0) are re-raised for this thread. */
     for (i = 0; i < NCRASH; i++)
         if (crash_sigs[i] == sig) {
             struct sigaction prev = old_crash[i];
@@ -90,6 +95,8 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
                 prev.sa_handler = SIG_DFL;
             sigaction(sig, &prev, NULL);
         }
+    if (si && si->si_code > 0 && sig != SIGABRT)
+        return;
     syscall(SYS_tgkill, getpid(), tid, sig);
 }
 

@@ -120,7 +120,8 @@ def parse(data) -> Raw:
             v = struct.unpack_from(HDR_FMT, p)
             keys = ["raw_version", "abi_version", "source", "flags", "pid", "tsc_hz", "tsc_hz_source",
                     "time_mode", "gen_current", "gen_ms", "module_epoch", "root_addr", "taken_tsc",
-                    "min_tsc", "nthreads", "nthreads_lost"]
+                    "min_tsc", "nthreads", "nthreads_lost", "threads_created", "rings_evicted",
+                    "records_reused"]
             raw.header = dict(zip(keys, v))
         elif magic == "CMD LINE":
             raw.cmdline = p.decode("utf-8", "replace")

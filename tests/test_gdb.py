@@ -75,7 +75,7 @@ def section_of(secs, name):
 
 def call_name(line):
     """Function name of one tail line: '  <time>  <indent><name>  (<where>)  <dur>'."""
-    m = re.match(r"^\s+(-?[\d.]+ \S+|\?)\s+(\S+)", line)
+    m = re.match(r"^\s+(-?[\d.]+ \S+|\?)\s+(?:\[depth \d+\] )?(\S+)", line)
     assert m, line
     return m.group(2)
 
@@ -476,6 +476,33 @@ def test_torn_and_uncommitted_slots(ext, tmp_path, compiled):
                                capture_output=True, text=True, timeout=120)
             assert c.returncode == 0, c.stderr
             assert_same_chunks(out, ce)
+
+
+def test_tail_of_a_stack_overflow_stays_small(ext, tmp_path, compiled):
+    """A thread that recursed until its stack overflowed has tens of thousands
+    of open `recurse` frames: tail prints the outermost and innermost ones,
+    one line counting the rest, and numbers deep lines instead of indenting
+    them (the output used to be ~1 GB)."""
+    exe = compiled("gdb_deep.c")
+    r = run_program([exe], tmp_path / "run")
+    assert r.core is not None and r.signal == SIGSEGV, r.stderr
+    g = run_gdb("funtrace tail 3", target=[exe, r.core], timeout=60)
+    assert g.returncode == 0, g.stderr[-2000:]
+    assert len(g.stdout.splitlines()) < 200 and len(g.stdout) < 20000, g.stdout[-3000:]
+    _h, lines = section_of(tail_sections(g.stdout), exe.name[:15])
+    [summary] = [ln for ln in lines if "more open frames" in ln]
+    m = re.search(r"\.\.\. (\d+) more open frames \((\d+) of them recurse\): recurse x(\d+) \.\.\.", summary)
+    assert m, summary
+    hidden = int(m.group(1))
+    assert hidden > 1000 and int(m.group(2)) == hidden and int(m.group(3)) == hidden
+    calls = [ln for ln in lines if ln is not summary]
+    assert [call_name(ln) for ln in calls[:3]] == ["main", "deep_start", "recurse"]
+    assert [call_name(ln) for ln in calls[3:]] == ["recurse"] * (len(calls) - 3)
+    deep = [int(d) for d in re.findall(r"\[depth (\d+)\] recurse ", "\n".join(calls[3:]))]
+    assert len(deep) == len(calls) - 3 == 8 + 3, "innermost 8 enclosing frames + the 3 last calls"
+    assert deep == list(range(deep[0], deep[0] + len(deep))) and deep[0] == 3 + hidden
+    assert all("[open]" in ln for ln in calls)
+    assert max(len(ln) for ln in lines) < 200, "indentation is capped"
 
 
 def test_tail_call_frames_are_not_in_finstack(ext, tmp_path, compiled):

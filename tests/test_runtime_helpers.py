@@ -97,3 +97,28 @@ def modules(raw, size=496):
             out.append(dict(bias=bias, gen_loaded=gl, gen_unloaded=gu, epoch_loaded=el,
                             epoch_unloaded=eu, state=state, segs=segs, path=path))
     return out
+
+
+def core_read(core, addr, size):
+    """size bytes at virtual address addr of an ELF core (its PT_LOAD segments)."""
+    data = Path(core).read_bytes()
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    for i in range(phnum):
+        p_type, _, off, vaddr, _, filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data, phoff + i * phentsize)
+        if p_type == 1 and vaddr <= addr and addr + size <= vaddr + filesz:
+            return data[off + addr - vaddr:off + addr - vaddr + size]
+    raise AssertionError(f"{addr:#x}+{size} is not in the core {core}")
+
+
+def core_root_u64(core, root_addr, field_id):
+    """A uint64 field of the root in a core, found through the root's own
+    offsets table (None if the root does not have the field)."""
+    hdr = core_read(core, root_addr, 64)
+    n_offsets, _, offsets_off = struct.unpack_from("<III", hdr, 40)
+    if field_id >= n_offsets:
+        return None
+    off, = struct.unpack_from("<H", core_read(core, root_addr + offsets_off + 2 * field_id, 2))
+    if off == 0xFFFF:
+        return None
+    return struct.unpack("<Q", core_read(core, root_addr + off, 8))[0]

@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+import rawfile
 from conftest import run_program, wait_for
 from test_runtime_helpers import Syms, main_thread, only_snapshot, sequence, snapshots
 
@@ -62,7 +63,7 @@ def test_signal_none(compiled, tmp_path):
     assert not (r.dir / "funtrace.raw").exists()
 
 
-@pytest.mark.parametrize("how,sig", [("segv", signal.SIGSEGV), ("abort", signal.SIGABRT),
+@pytest.mark.parametrize("how,sig", [("segv", signal.SIGSEGV), ("bus", signal.SIGBUS), ("abort", signal.SIGABRT),
                                      ("fpe", signal.SIGFPE), ("overflow", signal.SIGSEGV)])
 def test_on_crash(compiled, run_crash, tmp_path, how, sig):
     """FUNTRACE_ON_CRASH=DIR: the crash writes DIR/funtrace-<pid>-<tid>.raw
@@ -89,6 +90,50 @@ def test_on_crash(compiled, run_crash, tmp_path, how, sig):
         assert seq[3:6] == [("cr_recurse", "call")] * 3 and len(seq) > 1000
     else:
         assert seq[3:] == [("cr_" + how, "call")]
+
+
+SEGV_MAPERR, BUS_ADRERR, FPE_INTDIV, SI_TKILL = 1, 2, 1, -6
+
+
+@pytest.mark.parametrize("how,sig,code", [("segv", signal.SIGSEGV, SEGV_MAPERR), ("bus", signal.SIGBUS, BUS_ADRERR),
+                                          ("fpe", signal.SIGFPE, FPE_INTDIV),
+                                          ("overflow", signal.SIGSEGV, SEGV_MAPERR)])
+def test_on_crash_core_keeps_the_real_fault(compiled, run_crash, tool, tmp_path, how, sig, code):
+    """With FUNTRACE_ON_CRASH, the kernel's core still records the real
+    fault (the faulting instruction runs again under the previous
+    disposition), not a signal the process sent itself: its SIGINFO has the
+    fault's si_code and address, like the crash snapshot's."""
+    prog = compiled("rt_crash.c", "pg")
+    d = tmp_path / "crashdir"
+    d.mkdir()
+    r = run_crash([prog, how], env={"FUNTRACE_ON_CRASH": str(d)})
+    assert r.returncode == -sig
+    snap = only_snapshot(d / f"funtrace-{r.pid}-{r.pid}.raw").siginfo
+    x = tool("coreextract", r.core, text=False)
+    assert x.returncode == 0, x.stderr
+    core = rawfile.parse(x.stdout).siginfo
+    assert core is not None
+    assert core["signo"] == sig and core["code"] == code and core["tid"] == r.pid
+    assert core["sender_pid"] == 0 and core["addr"] != 0
+    assert (snap["signo"], snap["code"], snap["addr"]) == (sig, code, core["addr"])
+    if how == "segv":
+        assert core["addr"] == 16
+    elif how == "bus":
+        assert core["addr"] == int(r.stdout.split()[1], 16)
+
+
+def test_on_crash_sent_signal_reraised(compiled, run_crash, tool, tmp_path):
+    """abort() (a signal the process sends itself) is re-raised: the core's
+    SIGINFO says it was sent (SI_TKILL, by the process)."""
+    prog = compiled("rt_crash.c", "pg")
+    d = tmp_path / "crashdir"
+    d.mkdir()
+    r = run_crash([prog, "abort"], env={"FUNTRACE_ON_CRASH": str(d)})
+    assert r.returncode == -signal.SIGABRT
+    x = tool("coreextract", r.core, text=False)
+    assert x.returncode == 0, x.stderr
+    core = rawfile.parse(x.stdout).siginfo
+    assert (core["signo"], core["code"], core["sender_pid"]) == (signal.SIGABRT, SI_TKILL, r.pid)
 
 
 def test_snapshots_without_memory(compiled, tmp_path):

@@ -1,10 +1,13 @@
 """Runtime: the thread registry (alive, exited in every way, names, the
 memory budget), generations and the housekeeping thread, fork(), and the
 module table across dlopen/dlclose."""
+import signal
+
 import pytest
 
+import rawfile
 from conftest import compile_prog, run_program
-from test_runtime_helpers import Syms, main_thread, modules, only_snapshot, sequence
+from test_runtime_helpers import Syms, core_root_u64, main_thread, modules, only_snapshot, sequence
 
 ALIVE, EXITED, EVICTED, IGNORED = 1, 2, 3, 4
 GEN_NONE = (1 << 64) - 1
@@ -220,3 +223,35 @@ def test_dlopen_same_address(tree, compiled, tmp_path, mode):
     assert all(e.tsc < boundary for e in first)
     for a in addrs:
         assert any(s <= a < s + n for s, n in m2["segs"])
+
+
+# root field ids of the registry counters (funtrace_abi.h enum ft_field_id)
+F_ROOT_THREADS_CREATED, F_ROOT_RINGS_EVICTED, F_ROOT_RECORDS_REUSED = 56, 57, 58
+
+
+def test_budget_counters_in_core(tree, compiled, run_crash, tool):
+    """300 short threads one after another with a budget of 4 rings, then
+    abort(): the registry reuses the evicted records, but the root counts
+    every thread that got a record, every ring evicted for the budget and
+    every evicted record reused (read from the kernel's core through the
+    root's own offsets table)."""
+    prog = compiled("rt_threads.c", "pg")
+    n = 300
+    r = run_crash([prog, "budget-abort", str(n)],
+                  env={"FUNTRACE_BUF": "65536", "FUNTRACE_BUDGET": str(4 * 65536), "FUNTRACE_GEN_MS": "0"})
+    assert r.returncode == -signal.SIGABRT
+    x = tool("coreextract", r.core, text=False)
+    assert x.returncode == 0, x.stderr
+    raw = rawfile.parse(x.stdout)
+    root = raw.header["root_addr"]
+    # main + n short threads got records; main and the 3 last short threads
+    # keep their rings, so the first n - 3 rings were evicted; from the 5th
+    # short thread on, each took the record of a thread whose ring was evicted.
+    assert core_root_u64(r.core, root, F_ROOT_THREADS_CREATED) == n + 1
+    assert core_root_u64(r.core, root, F_ROOT_RINGS_EVICTED) == n - 3
+    assert core_root_u64(r.core, root, F_ROOT_RECORDS_REUSED) == n - 4
+    # ... and coreextract carries them into FTHEADER
+    assert (raw.header["threads_created"], raw.header["rings_evicted"], raw.header["records_reused"]) \
+        == (n + 1, n - 3, n - 4)
+    short = [t for t in raw.threads if t.tid != r.pid]
+    assert sorted(t.state for t in short) == [EXITED, EXITED, EXITED, EVICTED]

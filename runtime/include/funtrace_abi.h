@@ -229,6 +229,8 @@ enum ft_field_id {
     /* generation */
     FT_F_GEN_GEN, FT_F_GEN_FLAGS, FT_F_GEN_START_TSC, FT_F_GEN_CLK_TSC, FT_F_GEN_CLK_MONO_NS,
     FT_F_GEN_CLK_REAL_NS, FT_F_GEN_TSC_HZ, FT_F_GEN_MODULE_EPOCH,
+    /* root, appended later (registry counters, uint64 each) */
+    FT_F_ROOT_THREADS_CREATED, FT_F_ROOT_RINGS_EVICTED, FT_F_ROOT_RECORDS_REUSED,
     FT_F_COUNT
 };
 
@@ -299,7 +301,13 @@ struct ft_root {
     uint32_t enabled;         /* funtrace_enable/disable_tracing */
     int32_t snapshot_signal;  /* FUNTRACE_SIGNAL, 0 = none */
     uint64_t flags;           /* FT_ROOTF_* */
-    uint64_t reserved[8];
+    /* registry counters (appended; updated under the registry lock) */
+    uint64_t threads_created; /* threads that got a record (ring or IGNORED) */
+    uint64_t rings_evicted;   /* exited threads' rings freed for FUNTRACE_BUDGET
+                                 or a full registry (record -> EVICTED) */
+    uint64_t records_reused;  /* EVICTED records given to new threads (the
+                                 evicted thread's record is gone for good) */
+    uint64_t reserved[5];
 };
 
 /* helpers for readers: fetch a field of a structure read into a local buffer
@@ -388,8 +396,14 @@ struct ft_raw_header {
     uint64_t min_tsc;       /* events older than this were left out (0 = none) */
     uint32_t nthreads;      /* THREADID/THRDSTAT/TRACE* triples that follow */
     uint32_t nthreads_lost; /* registry records that could not be read */
-    uint64_t reserved[4];
+    /* appended: the root's registry counters (root->threads_created ...),
+     * FT_RAW_UNKNOWN when the root does not have them */
+    uint64_t threads_created;
+    uint64_t rings_evicted;
+    uint64_t records_reused;
+    uint64_t reserved[1];
 };
+#define FT_RAW_UNKNOWN UINT64_MAX
 
 /* SIGINFO: the signal that ended (or stopped) the process */
 struct ft_raw_crash {

@@ -1,7 +1,9 @@
 /* rt_threads: threads that exit in every way (return, pthread_exit,
  * cancellation), threads alive at the snapshot, names set by
  * pthread_setname_np (by the thread itself and by another thread) and by
- * prctl.  argv[1] == "budget": 10 short threads one after another. */
+ * prctl.  argv[1] == "budget": 10 short threads one after another.
+ * argv[1] == "budget-abort" N: N short threads one after another, then
+ * abort() (a core with the registry counters). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -54,6 +56,15 @@ int main(int argc, char **argv)
         }
         funtrace_pause_and_write_current_snapshot();
         return 0;
+    }
+    if (argc > 2 && !strcmp(argv[1], "budget-abort")) {
+        long n = atol(argv[2]);
+        for (long i = 0; i < n; i++) {
+            pthread_t t;
+            pthread_create(&t, NULL, thr_short, (void *)i);
+            pthread_join(t, NULL);
+        }
+        abort();
     }
     if (pipe(release_pipe))
         return 1;
