@@ -359,6 +359,8 @@ int decode_main(struct dec_opts *o)
         free(th->modcalls);
         free(th->final_funcs);
         free(th->ring);
+        free(th->anc);
+        free(th->anc_seq);
     }
     free(d.th);
     free(d.gens);

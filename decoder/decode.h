@@ -108,6 +108,11 @@ struct dthread {
     /* --text */
     struct trec *ring;
     uint64_t ring_seq;
+    /* the frames that were open when the oldest call in ring started and
+     * enclose it, outermost first (anc[k].depth == k); anc_seq[k]: its ring seq */
+    struct trec *anc;
+    uint64_t *anc_seq;
+    size_t nanc, anccap;
 };
 
 struct dec {

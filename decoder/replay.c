@@ -120,6 +120,25 @@ void replay_free(struct replay *r)
 
 /* ---- frames, slices and text records ------------------------------------ */
 
+/* The oldest call in the text ring moves from seq f (*old, about to be
+ * overwritten) to f + 1 (at depth nd): the frames enclosing f + 1 are those
+ * enclosing f up to depth nd, plus f itself if f + 1 is its child (text
+ * records are made in stack order: consecutive records never skip a depth). */
+static void anc_advance(struct dthread *th, const struct trec *old, uint64_t f, uint16_t nd)
+{
+    if (th->nanc > nd)
+        th->nanc = nd;
+    if (old->depth < nd && th->nanc == old->depth) {
+        if (th->nanc == th->anccap) {
+            th->anccap = th->anccap ? th->anccap * 2 : 64;
+            th->anc = xrealloc(th->anc, th->anccap * sizeof *th->anc);
+            th->anc_seq = xrealloc(th->anc_seq, th->anccap * sizeof *th->anc_seq);
+        }
+        th->anc[th->nanc] = *old;
+        th->anc_seq[th->nanc++] = f;
+    }
+}
+
 static void open_out(struct replay *r, struct frame *fr)
 {
     fr->slice = -1;
@@ -145,8 +164,11 @@ static void open_out(struct replay *r, struct frame *fr)
         fr->slice = (int64_t)r->nsl++;
     }
     if (d->o.text && !fr->text && r->th->ring) {
+        uint64_t N = (uint64_t)d->o.ncalls;
         uint64_t seq = r->th->ring_seq++;
-        struct trec *t = &r->th->ring[seq % (uint64_t)d->o.ncalls];
+        struct trec *t = &r->th->ring[seq % N], old = *t;
+        if (seq >= N)
+            anc_advance(r->th, &old, seq - N, seq + 1 - N == seq ? depth : r->th->ring[(seq + 1) % N].depth);
         t->func = fr->func;
         t->depth = depth;
         t->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
@@ -175,6 +197,13 @@ static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t m
             struct trec *t = &r->th->ring[seq % (uint64_t)d->o.ncalls];
             t->end = mend < t->start ? t->start : mend;
             t->flags = (uint16_t)((t->flags & ~SL_PENDING) | flags | unm);
+        } else {
+            size_t k = (size_t)(fr - r->stk);
+            if (k < r->th->nanc && r->th->anc_seq[k] == seq) {
+                struct trec *t = &r->th->anc[k];
+                t->end = mend < t->start ? t->start : mend;
+                t->flags = (uint16_t)((t->flags & ~SL_PENDING) | flags | unm);
+            }
         }
         fr->text = 0;
     }
@@ -216,16 +245,22 @@ static void abandon_above(struct replay *r, size_t k)
         pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, 0);
 }
 
-/* Without symbols: the topmost -pg frame whose call address is the highest
- * at or below addr.  Functions do not overlap, so that is addr's function
- * when it is open and addr lies in its main part; -1 if none. */
-static long find_by_addr(const struct replay *r, uint64_t addr)
+/* Without symbols: the topmost frame of addr's module whose call address is
+ * the highest at or below addr.  A call's address is its function's start
+ * (-pg -mfentry, -finstrument-functions with gcc or clang) and functions do
+ * not overlap, so that is addr's function when it is open and addr lies in
+ * its main part; -1 if none.  (-finstrument-functions frames count too:
+ * clang logs no returns for the frames an exception unwinds.) */
+static long find_by_addr(const struct replay *r, uint64_t addr, int modfile)
 {
     long best = -1;
     for (size_t i = r->n; i > 0; i--) {
         const struct frame *fr = &r->stk[i - 1];
-        if (!(fr->flags & (FR_ROT | FR_PRE)) && fr->addr <= addr && (best < 0 || fr->addr > r->stk[best].addr))
-            best = (long)(i - 1);
+        if (fr->flags & FR_PRE || fr->addr > addr || (best >= 0 && fr->addr <= r->stk[best].addr))
+            continue;
+        if (modfile >= 0 && sym_func(r->d->sym, fr->func)->modfile != modfile)
+            continue;
+        best = (long)(i - 1);
     }
     return best;
 }
@@ -348,7 +383,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
             th->ncatches++;
         long k = find(r, fn->match);
         if (k < 0 && r->pair_nesting)
-            k = find_by_addr(r, addr);
+            k = find_by_addr(r, addr, fn->modfile);
         if (k >= 0) {
             while (r->n > (size_t)k + 1)
                 pop(r, t, tm, SL_UNWOUND, exact);
@@ -548,14 +583,39 @@ struct replay *replay_new(struct dec *d, struct dthread *th)
 
 /* ---- discovery --------------------------------------------------------- */
 
+#define LCS_MAX 4096
+
 /* longest common subsequence of F and S (by match id); mf[i] = index in S
- * matched by F[i] or -1.  Ties favour the innermost frames. */
+ * matched by F[i] or -1.  Ties favour the innermost frames.  Longer stacks
+ * (a deep recursion) first match their common innermost, then outermost
+ * frames, and only what is left in between if that is small enough. */
 static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long *mf)
 {
     for (size_t i = 0; i < nf; i++)
         mf[i] = -1;
-    if (!nf || !ns || nf > 4096 || ns > 4096)
+    if (!nf || !ns)
         return;
+    if (nf > LCS_MAX || ns > LCS_MAX) {
+        size_t q = 0, p = 0;
+        while (q < nf && q < ns && F[nf - 1 - q] == S[ns - 1 - q]) {
+            mf[nf - 1 - q] = (long)(ns - 1 - q);
+            q++;
+        }
+        while (p < nf - q && p < ns - q && F[p] == S[p]) {
+            mf[p] = (long)p;
+            p++;
+        }
+        nf -= p + q;
+        ns -= p + q;
+        if (nf > LCS_MAX || ns > LCS_MAX || !nf || !ns)
+            return;
+        long *mm = xrealloc(NULL, nf * sizeof *mm);
+        lcs(F + p, nf, S + p, ns, mm);
+        for (size_t i = 0; i < nf; i++)
+            mf[p + i] = mm[i] < 0 ? -1 : mm[i] + (long)p;
+        free(mm);
+        return;
+    }
     uint16_t *L = calloc((nf + 1) * (ns + 1), sizeof *L);
     if (!L)
         return;

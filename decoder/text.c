@@ -97,9 +97,96 @@ static void header(struct dec *d, struct outbuf *o)
         ob_printf(o, "  %s %s\n", i ? "           " : "incomplete:", pr[i].text);
 }
 
-static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
+#define ANC_OUTER 3 /* enclosing frames shown outermost ... */
+#define ANC_INNER 8 /* ... and innermost; the rest collapsed */
+#define ANC_RUNS 4  /* collapsed runs of one function shown one line each */
+#define MAX_INDENT 40
+
+/* one call line: start, duration, indented name, marks */
+static void call_line(struct dec *d, const struct trec *t, int enclosing, struct outbuf *o)
 {
     char b1[64], b2[64];
+    struct func *fn = sym_func(d->sym, t->func);
+    if (d->o.wallclock && d->have_wall)
+        fmt_wall(b1, sizeof b1, t->start + d->wall_off, 0);
+    else
+        fmt_dur(b1, sizeof b1, t->start - d->end_ns);
+    if (t->flags & (SL_OPEN | SL_PENDING)) {
+        snprintf(b2, sizeof b2, "open");
+    } else {
+        char du[48];
+        fmt_dur(du, sizeof du, t->end - t->start);
+        snprintf(b2, sizeof b2, "%s%s%s", t->flags & SL_START_UNK ? ">" : "", t->flags & SL_UNMEASURED ? "~" : "",
+                 du);
+    }
+    int depth = t->depth;
+    ob_printf(o, "  %18s  %12s  ", b1, b2);
+    if (depth > MAX_INDENT) {
+        ob_printf(o, "[depth %d] ", depth);
+        depth = 0;
+    }
+    for (int k = 0; k < depth; k++)
+        ob_str(o, "  ");
+    ob_text(o, fn->name);
+    if (fn->file) {
+        ob_str(o, "  ");
+        ob_text(o, base_name(fn->file));
+        ob_printf(o, ":%u", fn->line);
+    }
+    if (t->flags & (SL_OPEN | SL_PENDING))
+        ob_str(o, "  [still open]");
+    if (t->flags & SL_ABANDONED)
+        ob_str(o, "  [return missing]");
+    if (t->flags & SL_UNWOUND)
+        ob_str(o, "  [unwound by exception]");
+    if (t->flags & SL_START_UNK)
+        ob_str(o, "  [started before the ring]");
+    if (enclosing)
+        ob_str(o, "  [enclosing]");
+    ob_char(o, '\n');
+}
+
+/* the frames enclosing the first call shown (anc[0..n)), outermost first;
+ * deep stacks keep the outermost and innermost ones, and say which
+ * functions the frames left out of the middle run */
+static void enclosing(struct dec *d, const struct trec *anc, size_t n, struct outbuf *o)
+{
+    size_t lo = n, hi = n;
+    if (n > ANC_OUTER + ANC_INNER) {
+        lo = ANC_OUTER;
+        hi = n - ANC_INNER;
+    }
+    for (size_t i = 0; i < lo; i++)
+        call_line(d, &anc[i], 1, o);
+    size_t runs = 0;
+    for (size_t i = lo; i < hi;) {
+        size_t j = i + 1;
+        while (j < hi && anc[j].func == anc[i].func)
+            j++;
+        char pad[MAX_INDENT * 2 + 1];
+        int ind = anc[i].depth > MAX_INDENT ? 0 : anc[i].depth;
+        memset(pad, ' ', (size_t)ind * 2);
+        pad[ind * 2] = 0;
+        if (runs++ == ANC_RUNS) {
+            size_t nr = 0;
+            for (size_t k = i; k < hi; k++) /* the runs left */
+                if (k == i || anc[k].func != anc[k - 1].func)
+                    nr++;
+            ob_printf(o, "  %18s  %12s  %s... %zu more open frames in %zu runs of functions ...\n", "", "", pad,
+                      hi - i, nr);
+            break;
+        }
+        ob_printf(o, "  %18s  %12s  %s... %zu more open frame%s of ", "", "", pad, j - i, j - i == 1 ? "" : "s");
+        ob_text(o, sym_func(d->sym, anc[i].func)->name);
+        ob_str(o, " ...\n");
+        i = j;
+    }
+    for (size_t i = hi; i < n; i++)
+        call_line(d, &anc[i], 1, o);
+}
+
+static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
+{
     const struct ftr_thread *rt = th->rt;
     ob_printf(o, "\nthread %llu \"", (unsigned long long)rt->tid);
     ob_text(o, rt->name);
@@ -111,54 +198,14 @@ static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
     if (th->ring_seq == 0) {
         ob_str(o, "; no calls in the generations shown\n");
     } else {
-        ob_printf(o, "; last %llu calls, %s:\n", (unsigned long long)(th->ring_seq - from),
-                  d->o.wallclock ? "wall-clock times" : "start times relative to the end");
-        int mind = 65535;
-        for (uint64_t s = from; s < th->ring_seq; s++) {
-            const struct trec *t = &th->ring[s % N];
-            if (t->depth < mind)
-                mind = t->depth;
-        }
+        ob_printf(o, "; last %llu calls", (unsigned long long)(th->ring_seq - from));
+        if (th->nanc)
+            ob_printf(o, " (and the %zu enclosing the first)", th->nanc);
+        ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
-        for (uint64_t s = from; s < th->ring_seq; s++) {
-            const struct trec *t = &th->ring[s % N];
-            struct func *fn = sym_func(d->sym, t->func);
-            if (d->o.wallclock && d->have_wall)
-                fmt_wall(b1, sizeof b1, t->start + d->wall_off, 0);
-            else
-                fmt_dur(b1, sizeof b1, t->start - d->end_ns);
-            if (t->flags & (SL_OPEN | SL_PENDING)) {
-                snprintf(b2, sizeof b2, "open");
-            } else {
-                char du[48];
-                fmt_dur(du, sizeof du, t->end - t->start);
-                snprintf(b2, sizeof b2, "%s%s%s", t->flags & SL_START_UNK ? ">" : "",
-                         t->flags & SL_UNMEASURED ? "~" : "", du);
-            }
-            int depth = t->depth - mind;
-            ob_printf(o, "  %18s  %12s  ", b1, b2);
-            if (depth > 40) {
-                ob_printf(o, "[+%d] ", depth);
-                depth = 0;
-            }
-            for (int k = 0; k < depth; k++)
-                ob_str(o, "  ");
-            ob_text(o, fn->name);
-            if (fn->file) {
-                ob_str(o, "  ");
-                ob_text(o, base_name(fn->file));
-                ob_printf(o, ":%u", fn->line);
-            }
-            if (t->flags & (SL_OPEN | SL_PENDING))
-                ob_str(o, "  [still open]");
-            if (t->flags & SL_ABANDONED)
-                ob_str(o, "  [return missing]");
-            if (t->flags & SL_UNWOUND)
-                ob_str(o, "  [unwound by exception]");
-            if (t->flags & SL_START_UNK)
-                ob_str(o, "  [started before the ring]");
-            ob_char(o, '\n');
-        }
+        enclosing(d, th->anc, th->nanc, o);
+        for (uint64_t s = from; s < th->ring_seq; s++)
+            call_line(d, &th->ring[s % N], 0, o);
     }
     if (rt->stack >= 0) {
         const struct ftr_stack *fs = &d->t.stacks[rt->stack];
@@ -167,8 +214,15 @@ static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
                   fs->npcs, fs->h.flags & FT_STKF_TRUNCATED ? ", truncated" : "");
         int space = d->gens[d->ngens - 1].space;
         for (uint32_t k = 0; k < fs->npcs; k++) {
+            uint32_t e = k + 1; /* a recursion: one line for a run of frames at one address */
+            while (e < fs->npcs && fs->pcs[e] == fs->pcs[k])
+                e++;
             ob_printf(o, "    #%-3u 0x%016llx  ", k, (unsigned long long)fs->pcs[k]);
             sym_describe_pc(d->sym, space, fs->pcs[k], k > 0, o, "                              ");
+            if (e - k > 2) {
+                ob_printf(o, "    ... #%u..#%u: %u more frames at the same address ...\n", k + 1, e - 1, e - k - 1);
+                k = e - 1;
+            }
         }
     }
 }

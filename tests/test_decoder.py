@@ -79,8 +79,12 @@ def test_text_view(tree, compiled, run_crash):
     # crashing thread first, the last 7 calls, indented, relative times, open frames marked
     assert body.startswith(str(r.stdout.split("thread ")[1].split()[0])) and "[crashed]" in body.split("\n")[0]
     lines = body.split("\n")
-    calls = [l for l in lines[2:9]]
-    assert len(calls) == 7
+    # the frames enclosing the first of the 7 calls come first, marked
+    enc = [l for l in lines[2:] if l.endswith("[enclosing]")]
+    assert enc and "main  dec_pattern.c" in enc[0] and lines[2:2 + len(enc)] == enc
+    calls = lines[2 + len(enc):9 + len(enc)]
+    assert len(calls) == 7 and not any("[enclosing]" in l for l in calls)
+    assert lines[9 + len(enc)].startswith("  final stack")
     assert re.match(r"\s+-\d+(\.\d+)? (ns|us|ms)\s+\d", calls[0])
     last = calls[-1]
     assert "crash_here" in last and "[still open]" in last and "open" in last.split("crash_here")[0]
