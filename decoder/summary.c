@@ -108,6 +108,10 @@ void summary_print(struct dec *d, struct outbuf *o)
     ob_printf(o, "threads:     %zu", d->nth);
     if (t->has_header)
         ob_printf(o, " (header: %u, lost %u)", t->hdr.nthreads, t->hdr.nthreads_lost);
+    if (t->has_header && t->hdr.threads_created != FT_RAW_UNKNOWN)
+        ob_printf(o, "; the process created %llu, rings freed for the budget %llu, records reused %llu",
+                  (unsigned long long)t->hdr.threads_created, (unsigned long long)t->hdr.rings_evicted,
+                  (unsigned long long)t->hdr.records_reused);
     ob_char(o, '\n');
     for (size_t i = 0; i < d->nth; i++) {
         const struct dthread *th = &d->th[i];
@@ -232,6 +236,11 @@ size_t dec_problems(const struct dec *d, struct problem *out, size_t max)
     }
     if (t->has_header && (t->hdr.flags & FT_RAWF_TIME_FILTERED))
         ADD(0, "events older than a time limit were left out by the producer");
+    if (t->has_header && t->hdr.records_reused != FT_RAW_UNKNOWN && t->hdr.records_reused)
+        ADD(0, "%llu exited threads are not in the file: their rings were freed for the memory budget "
+            "(FUNTRACE_BUDGET) and their records reused (%llu threads created, %llu rings freed)",
+            (unsigned long long)t->hdr.records_reused, (unsigned long long)t->hdr.threads_created,
+            (unsigned long long)t->hdr.rings_evicted);
     static const struct {
         uint32_t flag;
         int damage;

@@ -253,5 +253,11 @@ def test_budget_counters_in_core(tree, compiled, run_crash, tool):
     # ... and coreextract carries them into FTHEADER
     assert (raw.header["threads_created"], raw.header["rings_evicted"], raw.header["records_reused"]) \
         == (n + 1, n - 3, n - 4)
+    # ... and the decoder's summary says those threads are missing and why
+    raw_path = r.dir / "t.raw"
+    raw_path.write_bytes(x.stdout)
+    d = tool("funtrace-decode", "--summary", raw_path)
+    assert d.returncode == 0, d.stderr
+    assert f"{n - 4} exited threads are not in the file" in d.stdout and "FUNTRACE_BUDGET" in d.stdout
     short = [t for t in raw.threads if t.tid != r.pid]
     assert sorted(t.state for t in short) == [EXITED, EXITED, EXITED, EVICTED]
