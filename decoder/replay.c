@@ -587,9 +587,15 @@ struct replay *replay_new(struct dec *d, struct dthread *th)
 
 /* longest common subsequence of F and S (by match id); mf[i] = index in S
  * matched by F[i] or -1.  Ties favour the innermost frames.  Longer stacks
- * (a deep recursion) first match their common innermost, then outermost
- * frames, and only what is left in between if that is small enough. */
-static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long *mf)
+ * (a deep recursion) first match their common innermost, then (unless S is
+ * truncated: its outermost frame is not the thread's) outermost frames, and
+ * only what is left in between if that is small enough.  The caller drops
+ * S's innermost frames that cannot be in F (runtime hooks) beforehand; an
+ * innermost S frame whose call was not logged yet (the fault hit before the
+ * hook wrote it) matches F's innermost frame when it is the same function
+ * (a recursion), which shifts the alignment by one frame of that function
+ * only, and stays unmatched otherwise. */
+static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int truncated, long *mf)
 {
     for (size_t i = 0; i < nf; i++)
         mf[i] = -1;
@@ -601,7 +607,7 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long
             mf[nf - 1 - q] = (long)(ns - 1 - q);
             q++;
         }
-        while (p < nf - q && p < ns - q && F[p] == S[p]) {
+        while (!truncated && p < nf - q && p < ns - q && F[p] == S[p]) {
             mf[p] = (long)p;
             p++;
         }
@@ -610,7 +616,7 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long
         if (nf > LCS_MAX || ns > LCS_MAX || !nf || !ns)
             return;
         long *mm = xrealloc(NULL, nf * sizeof *mm);
-        lcs(F + p, nf, S + p, ns, mm);
+        lcs(F + p, nf, S + p, ns, truncated, mm);
         for (size_t i = 0; i < nf; i++)
             mf[p + i] = mm[i] < 0 ? -1 : mm[i] + (long)p;
         free(mm);
@@ -639,6 +645,56 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long
     }
 #undef AT
     free(L);
+}
+
+/* the runtime's entry hooks: a fault inside one (a stack overflow faults
+ * at its first pushes) comes before it logged the call of its caller */
+static int is_entry_hook(const char *name)
+{
+    static const char *const hooks[] = {"__fentry__", "mcount", "__cyg_profile_func_enter",
+                                        "__cyg_profile_func_enter_bare", "__xray_FunctionEntry"};
+    for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++)
+        if (!strcmp(name, hooks[i]))
+            return 1;
+    return 0;
+}
+
+/* how many of the final stack's frames (outermost first) to align with the
+ * open frames: not its innermost run of frames that cannot be open traced
+ * frames (runtime hooks: __fentry__, __return__, ft_asm_slow, ...), nor,
+ * when that run holds an entry hook, the frame that called the hook (its
+ * call is not logged yet).  *unlogged = that frame's index, or -1. */
+static size_t final_usable(struct dec *d, const struct dthread *th, long *unlogged)
+{
+    size_t n = th->nfinal;
+    int entry = 0;
+    *unlogged = -1;
+    while (n) {
+        uint32_t f = th->final_funcs[n - 1];
+        struct func *fn = sym_func(d->sym, f);
+        if (!fn->unknown && !fn->ignored && (fn->seen || sym_instrumented(d->sym, f)))
+            break;
+        entry |= !fn->unknown && fn->name && is_entry_hook(fn->name);
+        n--;
+    }
+    if (entry && n < th->nfinal && n) {
+        *unlogged = (long)(n - 1);
+        n--;
+    }
+    return n;
+}
+
+/* lcs of the open frames with the usable final-stack frames; an open
+ * innermost frame left unmatched is the unlogged frame when it is the same
+ * function (the fault came after its hook logged the call after all) */
+static void align_final(struct dec *d, const struct dthread *th, const uint32_t *F, size_t nf,
+                        const uint32_t *S, int truncated, long *mf)
+{
+    long unlogged;
+    size_t ns = final_usable(d, th, &unlogged);
+    lcs(F, nf, S, ns, truncated, mf);
+    if (unlogged >= 0 && nf && mf[nf - 1] < 0 && F[nf - 1] == S[unlogged])
+        mf[nf - 1] = unlogged;
 }
 
 static struct replay *discovery_pass(struct dec *d, struct dthread *th, int lazy, int first)
@@ -695,7 +751,7 @@ void replay_discover(struct dec *d, struct dthread *th)
             long *ml = xrealloc(NULL, r->n * sizeof *ml);
             for (size_t i = 0; i < r->n; i++)
                 Lm[i] = r->stk[i].match;
-            lcs(Lm, r->n, Sm, nS, ml);
+            align_final(d, th, Lm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, ml);
             uint64_t *live = xrealloc(NULL, r->n * sizeof *live);
             size_t nlive = 0;
             for (size_t i = 0; i < r->n; i++)
@@ -721,7 +777,7 @@ void replay_discover(struct dec *d, struct dthread *th)
         Fm[i] = r->stk[i].match;
     size_t first_match = nS;
     if (nS) {
-        lcs(Fm, r->n, Sm, nS, mf);
+        align_final(d, th, Fm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, mf);
         /* a truncated final stack lacks the outer frames: open frames outside
          * its outermost matched one may well be running */
         size_t outer = 0;

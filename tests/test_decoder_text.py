@@ -1,6 +1,8 @@
 """funtrace-decode --text: the frames enclosing the first call shown, bounded
 output for deep recursions, and caught exceptions decoded without symbols."""
 import re
+import struct
+import subprocess
 
 import pytest
 
@@ -77,15 +79,7 @@ def test_enclosing_frames_come_first(tree, compiled, run_crash, stacks):
     assert "enclosing the first" not in r.stdout
 
 
-@pytest.mark.parametrize("stacks", [True, False], ids=["finstack", "no-finstack"])
-def test_deep_recursion_text_stays_small(tree, compiled, run_crash, stacks):
-    """A stack overflow leaves tens of thousands of recurse frames open: --text
-    -n 30 collapses the enclosing ones into one line that names recurse, keeps
-    main and deep_start (outermost) and the innermost ones, prints depths past
-    the indentation cap as [depth N], and folds the final stack's run of
-    identical return addresses."""
-    exe = compiled("dec_deep.c", "pg")
-    raw = crash_raw(tree, run_crash, exe, ["overflow"], stacks=stacks)
+def check_deep_text(tree, raw, stacks):
     r, _ = decode(tree, raw, "--text", "-n", "30")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -105,11 +99,80 @@ def test_deep_recursion_text_stays_small(tree, compiled, run_crash, stacks):
     assert all(c["name"] == "recurse" and "still open" in c["marks"] for c in deep)
     if stacks:
         fs = r.stdout[r.stdout.index("final stack"):]
-        assert re.search(r"\.\.\. #2\.\.#\d+: \d+ more frames at the same address \.\.\.", fs), fs
+        assert re.search(r"\.\.\. #\d+\.\.#\d+: \d+ more frames at the same address \.\.\.", fs), fs
         assert len(fs.splitlines()) < 10, fs
         # the truncated final stack's frames are the innermost open ones, not
         # frames that began before the ring
         assert "started before the ring" not in r.stdout
+    return int(m.group(1))
+
+
+def nm_addr(exe, name):
+    out = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    return next(int(ln.split()[0], 16) for ln in out.splitlines() if ln.split()[-1] == name)
+
+
+STACK_HDR = 4 * 4 + 27 * 8 + 8  # struct ft_raw_stack
+
+
+def with_crashed_stack(raw, out, fn):
+    """Copy raw to out with the crashed thread's FINSTACK pcs replaced by fn(pcs)."""
+    data, res, off = raw.read_bytes(), b"", 0
+    while off < len(data):
+        magic, ln = data[off:off + 8], struct.unpack_from("<Q", data, off + 8)[0]
+        payload = data[off + 16:off + 16 + ln]
+        if magic == b"FINSTACK" and struct.unpack_from("<I", payload, 12)[0] & 1:
+            n = struct.unpack_from("<I", payload, 8)[0]
+            pcs = fn(list(struct.unpack_from(f"<{n}Q", payload, STACK_HDR)))
+            hdr = bytearray(payload[:STACK_HDR])
+            struct.pack_into("<I", hdr, 8, len(pcs))
+            payload = bytes(hdr) + struct.pack(f"<{len(pcs)}Q", *pcs)
+        res += magic + struct.pack("<Q", len(payload)) + payload
+        off += 16 + ln
+    out.write_bytes(res)
+    return out
+
+
+@pytest.mark.parametrize("stacks", [True, False], ids=["finstack", "no-finstack"])
+def test_deep_recursion_text_stays_small(tree, compiled, run_crash, stacks, tmp_path):
+    """A stack overflow leaves tens of thousands of recurse frames open: --text
+    -n 30 collapses the enclosing ones into one line that names recurse, keeps
+    main and deep_start (outermost) and the innermost ones, prints depths past
+    the indentation cap as [depth N], and folds the final stack's run of
+    identical return addresses.  With a final stack, that holds wherever the
+    overflow faulted: the (truncated, innermost) final stack may start inside
+    the -pg hook __fentry__ (before it logged recurse's call) or in the slow
+    path it calls, or in recurse's body; the frames line up either way."""
+    exe = compiled("dec_deep.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["overflow"], stacks=stacks)
+    depth = check_deep_text(tree, raw, stacks)
+    if not stacks:
+        return
+    # the other fault positions, constructed from this core's final stack
+    # (truncated at its innermost 512 frames), which may hold any of them
+    rec = nm_addr(exe, "recurse")
+    bias = None
+
+    def fault_in(*hooks):
+        def f(pcs):
+            nonlocal bias
+            body = [pc for pc in pcs if bias is None or pc - bias < nm_addr(exe, "__fentry__")]
+            bias = (body[1] - rec) & ~0xfff
+            body = [pc for pc in pcs if pc - bias < nm_addr(exe, "__fentry__")]
+            return [bias + nm_addr(exe, h) + k for h, k in hooks] + body[:len(pcs) - len(hooks)]
+        return f
+
+    variants = {
+        # first push of __fentry__ faults: recurse's call is not logged
+        "fentry": fault_in(("__fentry__", 0xc)),
+        # inside the slow path of __fentry__ (at its first push too)
+        "slow": fault_in(("ft_asm_slow", 1), ("__fentry__", 0x60)),
+        # in recurse's body (its call logged)
+        "body": fault_in(),
+    }
+    for name, fn in variants.items():
+        v = with_crashed_stack(raw, tmp_path / f"{name}.raw", fn)
+        assert check_deep_text(tree, v, stacks) == depth, name
 
 
 @pytest.mark.parametrize("mode", modes())
