@@ -22,6 +22,7 @@ PACKAGES=(
     libelf-dev libdw-dev libunwind-dev      # coreextract
     libzstd-dev liblz4-dev liblzma-dev zlib1g-dev   # compressed cores / debug sections
     zstd lz4 xz-utils elfutils              # command-line tools used by the tests
+    debuginfod libdebuginfod1               # the decoder fetches debug info through libdebuginfod; the tests run a local server
     python3-pytest                          # the test suite
 )
 

@@ -5,6 +5,7 @@
 #include "decode.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -369,4 +370,11 @@ int decode_main(struct dec_opts *o)
     if (d.src.fd > 2)
         close(d.src.fd);
     return rc;
+}
+
+int dec_signal_snapshot(const struct ftr_trace *t)
+{
+    int s = t->crash.signo;
+    return t->has_header && t->hdr.source == FT_SRC_SNAPSHOT && t->has_crash && s &&
+           s != SIGSEGV && s != SIGBUS && s != SIGFPE && s != SIGILL && s != SIGABRT;
 }

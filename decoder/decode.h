@@ -193,5 +193,9 @@ const char *sig_name(int sig);
 /* why a thread's older events are missing ("overwritten", "left out by the
  * snapshot's start time", ...), for "older events ..." */
 const char *dec_lost_why(const struct dthread *th);
+/* A snapshot the runtime took on FUNTRACE_SIGNAL: its SIGINFO is the signal
+ * that asked for it, not one that ended the process (the on-crash snapshot's
+ * signals are the fatal ones SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGABRT). */
+int dec_signal_snapshot(const struct ftr_trace *t);
 
 #endif

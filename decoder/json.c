@@ -147,7 +147,7 @@ void json_instant_thread(struct dec *d, struct dthread *th, int64_t ns, const ch
 static const char *thread_label(struct dec *d, struct dthread *th, char *buf, size_t n)
 {
     snprintf(buf, n, "%s%s", th->rt->name[0] ? th->rt->name : "thread",
-             th->rt->tid == d->crash_tid ? " [crashed]" : "");
+             th->rt->tid != d->crash_tid ? "" : dec_signal_snapshot(&d->t) ? " [signaled]" : " [crashed]");
     return buf;
 }
 

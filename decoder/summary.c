@@ -3,6 +3,7 @@
  * incomplete and why.
  */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,9 +53,16 @@ void summary_print(struct dec *d, struct outbuf *o)
     ob_str(o, "`\n");
     ob_printf(o, "clock:       TSC %llu Hz, %s time\n", (unsigned long long)d->tsc_hz,
               d->sampled ? "sampled" : "exact");
-    if (t->has_crash && t->crash.signo)
+    if (dec_signal_snapshot(t)) {
+        ob_printf(o, "snapshot:    on %s (%s), si_code %d", sig_name(t->crash.signo), strsignal(t->crash.signo),
+                  t->crash.si_code);
+        if (t->crash.sender_pid)
+            ob_printf(o, ", sent by pid %u", t->crash.sender_pid);
+        ob_printf(o, ", thread %u\n", t->crash.tid);
+    } else if (t->has_crash && t->crash.signo) {
         ob_printf(o, "signal:      %s, si_code %d, address 0x%llx, thread %u\n", sig_name(t->crash.signo),
                   t->crash.si_code, (unsigned long long)t->crash.addr, t->crash.tid);
+    }
     ob_printf(o, "modules:     %zu in the module table, %zu mappings%s\n", t->nmods, t->nmaps,
               t->maps_from_procmaps ? " (PROCMAPS)" : "");
 
@@ -128,7 +136,7 @@ void summary_print(struct dec *d, struct outbuf *o)
         if (rt->truncated)
             ob_str(o, ",TRUNCATED");
         if (rt->tid == d->crash_tid)
-            ob_str(o, "  [crashed]");
+            ob_str(o, dec_signal_snapshot(t) ? "  [signaled]" : "  [crashed]");
         ob_char(o, '\n');
         int any = 0;
         for (size_t gi = 0; gi < d->ngens; gi++)

@@ -30,6 +30,13 @@ static const char *base_name(const char *p)
     return b ? b + 1 : p;
 }
 
+static const char *thread_mark(const struct dec *d, const struct ftr_thread *rt)
+{
+    if (rt->tid != d->crash_tid)
+        return "";
+    return dec_signal_snapshot(&d->t) ? " [signaled]" : " [crashed]";
+}
+
 static void header(struct dec *d, struct outbuf *o)
 {
     char b1[96], b2[96];
@@ -42,7 +49,12 @@ static void header(struct dec *d, struct outbuf *o)
         for (size_t i = 0; i < d->nth; i++)
             if (d->th[i].rt->tid == c->tid)
                 tn = d->th[i].rt->name;
-        ob_printf(o, "  signal:     %s (%s), si_code %d", sig_name(c->signo), strsignal(c->signo), c->si_code);
+        if (dec_signal_snapshot(&d->t))
+            ob_printf(o, "  snapshot:   on %s (%s), si_code %d", sig_name(c->signo), strsignal(c->signo),
+                      c->si_code);
+        else
+            ob_printf(o, "  signal:     %s (%s), si_code %d", sig_name(c->signo), strsignal(c->signo),
+                      c->si_code);
         if (c->signo == SIGSEGV || c->signo == SIGBUS || c->signo == SIGFPE || c->signo == SIGILL)
             ob_printf(o, ", fault address 0x%llx", (unsigned long long)c->addr);
         if (c->sender_pid)
@@ -190,7 +202,7 @@ static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
     const struct ftr_thread *rt = th->rt;
     ob_printf(o, "\nthread %llu \"", (unsigned long long)rt->tid);
     ob_text(o, rt->name);
-    ob_printf(o, "\"%s -- %llu events", rt->tid == d->crash_tid ? " [crashed]" : "", (unsigned long long)th->nevents);
+    ob_printf(o, "\"%s -- %llu events", thread_mark(d, rt), (unsigned long long)th->nevents);
     if (th->lost_older && th->nevents)
         ob_printf(o, " (older ones %s)", dec_lost_why(th));
     uint64_t N = (uint64_t)d->o.ncalls;

@@ -27,19 +27,34 @@ static pid_t tid_now(void)
     return (pid_t)syscall(SYS_gettid);
 }
 
+/* the SIGINFO chunk of a snapshot taken on signal sig (on-crash and
+ * FUNTRACE_SIGNAL alike), received by thread tid */
+static void fill_siginfo(struct ft_raw_crash *c, int sig, const siginfo_t *si, pid_t tid)
+{
+    memset(c, 0, sizeof *c);
+    c->signo = sig;
+    c->si_code = si ? si->si_code : 0;
+    c->si_errno = si ? si->si_errno : 0;
+    c->tid = (uint32_t)tid;
+    if (si && si->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL))
+        c->addr = (uint64_t)(uintptr_t)si->si_addr;
+    if (si && si->si_code <= 0) /* sent: kill, tgkill, sigqueue (FORMAT.md, SIGINFO) */
+        c->sender_pid = (uint32_t)si->si_pid;
+}
+
 static void snapshot_signal_handler(int sig, siginfo_t *si, void *uc)
 {
     int fd, saved = errno;
     const char *path = ft_rt.signal_file[0] ? ft_rt.signal_file : "funtrace.raw";
-    (void)sig;
-    (void)si;
+    struct ft_raw_crash c;
     (void)uc;
+    fill_siginfo(&c, sig, si, tid_now());
     if (__atomic_exchange_n(&ft_append_busy, 1, __ATOMIC_ACQUIRE))
         goto out; /* a snapshot is being written already */
     fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
         flock(fd, LOCK_EX); /* other processes may append to the same file */
-        ft_snapshot_to_fd(fd, NULL, 0);
+        ft_snapshot_to_fd(fd, &c, 0);
         close(fd);
     } else {
         ft_warn("cannot open the signal snapshot file", path);
@@ -58,15 +73,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
     unsigned i;
     pid_t tid = tid_now();
     (void)uc;
-    memset(&c, 0, sizeof c);
-    c.signo = sig;
-    c.si_code = si ? si->si_code : 0;
-    c.si_errno = si ? si->si_errno : 0;
-    c.tid = (uint32_t)tid;
-    if (si && si->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL))
-        c.addr = (uint64_t)(uintptr_t)si->si_addr;
-    if (si && si->si_code <= 0)
-        c.sender_pid = (uint32_t)si->si_pid;
+    fill_siginfo(&c, sig, si, tid);
     n = ft_strlcpy(path, ft_rt.crash_dir, sizeof path);
     n += ft_strlcpy(path + n, "/funtrace-", sizeof path - n);
     n += ft_u64_to_dec(path + n, (uint64_t)getpid());

@@ -10,6 +10,8 @@ import rawfile
 from conftest import run_program, wait_for
 from test_runtime_helpers import Syms, main_thread, only_snapshot, sequence, snapshots
 
+SEGV_MAPERR, BUS_ADRERR, FPE_INTDIV, SI_USER, SI_TKILL = 1, 2, 1, 0, -6
+
 
 def test_signal_raise_default_sigtrap(compiled, tmp_path):
     """SIGTRAP (the default) appends a snapshot to ./funtrace.raw and the
@@ -25,7 +27,58 @@ def test_signal_raise_default_sigtrap(compiled, tmp_path):
     s2 = sequence(traces[1], main_thread(traces[1]), syms, keep=keep)
     assert s1 == [("sig_one", "call"), ("sig_one", "ret")]
     assert s2 == s1 + [("sig_two", "call"), ("sig_two", "ret")]
-    assert traces[0].header["source"] == 3 and traces[0].siginfo is None
+    for t in traces:  # raise() = tgkill by the process itself, handled by the main thread
+        assert t.header["source"] == 3 and t.siginfo is not None
+        assert (t.siginfo["signo"], t.siginfo["code"]) == (signal.SIGTRAP, SI_TKILL)
+        assert t.siginfo["sender_pid"] == r.pid and t.siginfo["tid"] == r.pid
+
+
+def test_signal_snapshot_says_who_sent_it(compiled, spawn, tool):
+    """kill -TRAP from outside: the snapshot's SIGINFO records the signal,
+    SI_USER and the sender's pid, and the decoder words it as a snapshot on
+    SIGTRAP sent by that pid (not as a signal that killed the process)."""
+    prog = compiled("rt_signal.c", "pg")
+    p = spawn([prog, "hold"])
+    assert p.stdout.readline() == b"ready\n"
+    out = p.dir / "funtrace.raw"
+    os.kill(p.pid, signal.SIGTRAP)
+    wait_for(lambda: out.exists() and out.read_bytes().endswith(b"ENDTRACE" + bytes(8)), what="signal snapshot")
+    assert p.poll() is None, "the program must survive the snapshot signal"
+    raw = only_snapshot(out)
+    assert raw.header["source"] == 3 and raw.siginfo is not None
+    si = raw.siginfo
+    assert (si["signo"], si["code"], si["sender_pid"]) == (signal.SIGTRAP, SI_USER, os.getpid())
+    assert si["tid"] == p.pid and si["addr"] == 0
+    t = tool("funtrace-decode", "--text", out)
+    assert t.returncode == 0, t.stderr
+    head = t.stdout.split("\nthread ")[0]
+    assert f"snapshot:   on SIGTRAP (Trace/breakpoint trap), si_code 0, sent by pid {os.getpid()}, thread {p.pid}" \
+        in head, head
+    assert "signal:" not in head and "none recorded" not in head
+    assert t.stdout.split("\nthread ")[1].startswith(f'{p.pid} "') and "[signaled]" in t.stdout and \
+        "[crashed]" not in t.stdout
+    s = tool("funtrace-decode", "--summary", out)
+    assert s.returncode == 0, s.stderr
+    assert f"snapshot:    on SIGTRAP (Trace/breakpoint trap), si_code 0, sent by pid {os.getpid()}, thread {p.pid}\n" \
+        in s.stdout, s.stdout
+    assert "\nsignal:" not in s.stdout
+
+
+def test_on_crash_snapshot_keeps_the_signal_wording(compiled, run_crash, tool, tmp_path):
+    """the on-crash snapshot's SIGINFO is the fatal signal: the decoder
+    still presents it as the signal (not as a snapshot request)"""
+    prog = compiled("rt_crash.c", "pg")
+    d = tmp_path / "crashdir"
+    d.mkdir()
+    r = run_crash([prog, "segv"], env={"FUNTRACE_ON_CRASH": str(d)})
+    assert r.returncode == -signal.SIGSEGV
+    f = d / f"funtrace-{r.pid}-{r.pid}.raw"
+    t = tool("funtrace-decode", "--text", f)
+    assert t.returncode == 0, t.stderr
+    assert "  signal:     SIGSEGV (Segmentation fault), si_code 1, fault address 0x10" in t.stdout, t.stdout
+    assert "snapshot:   on" not in t.stdout and "[crashed]" in t.stdout
+    s = tool("funtrace-decode", "--summary", f)
+    assert s.returncode == 0 and f"\nsignal:      SIGSEGV, si_code 1, address 0x10, thread {r.pid}\n" in s.stdout
 
 
 def test_signal_external_custom(compiled, tmp_path):
@@ -92,7 +145,6 @@ def test_on_crash(compiled, run_crash, tmp_path, how, sig):
         assert seq[3:] == [("cr_" + how, "call")]
 
 
-SEGV_MAPERR, BUS_ADRERR, FPE_INTDIV, SI_TKILL = 1, 2, 1, -6
 
 
 @pytest.mark.parametrize("how,sig,code", [("segv", signal.SIGSEGV, SEGV_MAPERR), ("bus", signal.SIGBUS, BUS_ADRERR),

@@ -405,7 +405,8 @@ struct ft_raw_header {
 };
 #define FT_RAW_UNKNOWN UINT64_MAX
 
-/* SIGINFO: the signal that ended (or stopped) the process */
+/* SIGINFO: the signal that ended (or stopped) the process -- or, in a runtime
+ * snapshot taken on FUNTRACE_SIGNAL, the signal that asked for the snapshot */
 struct ft_raw_crash {
     int32_t signo;
     int32_t si_code;

@@ -1,6 +1,7 @@
 /* rt_signal: snapshots on a signal.
  *   raise SIG: call sig_one, raise SIG, call sig_two, raise SIG, exit 0
- *   wait: call sig_one, print "ready", block until stdin closes */
+ *   wait: call sig_one, print "ready", block until stdin closes
+ *   hold: call sig_one, print "ready", wait for signals until killed */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,13 @@ int main(int argc, char **argv)
         return 0;
     }
     char buf[16];
+    if (argc > 1 && !strcmp(argv[1], "hold")) {
+        sig_one();
+        printf("ready\n");
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
     sig_one();
     printf("ready\n");
     fflush(stdout);
