@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 # Debian packages the build and the test suite need, one per word.
 PACKAGES=(
     build-essential gcc g++ make libc6-dev  # toolchain
-    binutils pkg-config file cmake
+    binutils pkg-config file cmake git
     clang libclang-rt-14-dev                # funtrace-clang wrapper + its tests; libFuzzer/sanitizer runtimes (only Recommended by clang)
     gdb                                     # the gdb extension
     libelf-dev libdw-dev libunwind-dev      # coreextract
