@@ -1770,7 +1770,9 @@ class Trace:
         self.gens = [gen_dict(b) for b in td.gens]
         ref = self.gens[-1]["clk_tsc"] if self.gens else root.init_tsc
         self.views = {t.index: ThreadView(t, r, ref) for t, r in zip(td.threads, td.rings)}
-        self.hz = root.tsc_hz or (self.gens[-1]["tsc_hz"] if self.gens else 0)
+        # the newest generation's refined frequency, as the decoder converts the
+        # last generation (root.tsc_hz is the start-up estimate)
+        self.hz = (self.gens[-1]["tsc_hz"] if self.gens else 0) or root.tsc_hz
         self.crashed = self.src.crashed_tid()
 
     def last_tsc(self):
