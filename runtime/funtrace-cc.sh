@@ -100,7 +100,8 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
         echo "funtrace wrapper: $lib/libfuntrace.a not found" >&2
         exit 2
     fi
-    extra+=(-Wl,--whole-archive "$lib/libfuntrace.a" -Wl,--no-whole-archive -ldl -pthread
+    # -x none: a "-x c++" (or any -x) in the arguments must not apply to the archive
+    extra+=(-x none -Wl,--whole-archive "$lib/libfuntrace.a" -Wl,--no-whole-archive -ldl -pthread
             -Wl,--export-dynamic-symbol=funtrace_root
             -Wl,--export-dynamic-symbol=__fentry__
             -Wl,--export-dynamic-symbol=__return__

@@ -411,19 +411,37 @@ FT_EXPORT struct funtrace_snapshot *funtrace_pause_and_get_snapshot_up_to_age(ui
     return get_snapshot(max_event_age < now ? now - max_event_age : 1);
 }
 
+/* one line on stderr: "funtrace: MSG FILENAME: strerror(err)" */
+static void warn_file(const char *msg, const char *filename, int err)
+{
+    char detail[400];
+    size_t n = ft_strlcpy(detail, filename, sizeof detail);
+    if (n < sizeof detail)
+        ft_strlcpy(detail + n, ": ", sizeof detail - n);
+    n = strlen(detail);
+    ft_strlcpy(detail + n, strerror(err), sizeof detail - n);
+    ft_warn(msg, detail);
+}
+
+/* void, as in the original: a failure is reported on stderr; a file that
+ * could not be written completely is removed (never left half-written) */
 FT_EXPORT void funtrace_write_snapshot(const char *filename, struct funtrace_snapshot *snapshot)
 {
-    int fd;
+    int fd, err;
     if (!snapshot || !filename)
         return;
     fd = open(filename, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        ft_warn("cannot open snapshot file", filename);
+        warn_file("cannot open snapshot file", filename, errno);
         return;
     }
-    if (fd_write(&fd, snapshot->data, snapshot->len))
-        ft_warn("error writing snapshot file", filename);
-    close(fd);
+    err = fd_write(&fd, snapshot->data, snapshot->len) ? errno : 0;
+    if (close(fd) && !err)
+        err = errno;
+    if (!err)
+        return;
+    unlink(filename);
+    warn_file("error writing snapshot file (removed)", filename, err);
 }
 
 FT_EXPORT void funtrace_free_snapshot(struct funtrace_snapshot *snapshot)

@@ -30,9 +30,10 @@ struct funtrace_snapshot *funtrace_pause_and_get_snapshot(void);
 struct funtrace_snapshot *funtrace_pause_and_get_snapshot_starting_at_time(uint64_t time);
 /* only events at most max_event_age ticks old */
 struct funtrace_snapshot *funtrace_pause_and_get_snapshot_up_to_age(uint64_t max_event_age);
-/* write the snapshot to filename (created or truncated) */
+/* write the snapshot to filename (created or truncated); on failure one line
+ * on stderr and no (partial) file.  NULL snapshot: nothing happens. */
 void funtrace_write_snapshot(const char *filename, struct funtrace_snapshot *snapshot);
-void funtrace_free_snapshot(struct funtrace_snapshot *snapshot);
+void funtrace_free_snapshot(struct funtrace_snapshot *snapshot); /* NULL: no-op */
 
 /* Write a snapshot (raw format, ENDTRACE-terminated) to an open fd.
  * Async-signal-safe: may be called from a signal handler.  Returns 0 on
@@ -47,8 +48,9 @@ uint64_t funtrace_ticks_per_second(void);
 void funtrace_ignore_this_thread(void);
 
 /* Give this thread a ring of 2^log_buf_size bytes (the old ring's events are
- * discarded; the thread continues in a new registry record).  log_buf_size < 5 (not even 2 events) means
- * funtrace_ignore_this_thread(); values are clamped to [12, 30]. */
+ * discarded; the thread continues in a new registry record).  log_buf_size < 5
+ * (not even 2 events) means funtrace_ignore_this_thread(); other values are
+ * clamped to [12, 30] (4 KiB .. 1 GiB). */
 void funtrace_set_thread_log_buf_size(int log_buf_size);
 
 /* Pause / resume recording in all threads (rings are kept). */

@@ -1,0 +1,2 @@
+/* rt_compat.c built as C++ (the original API from C++ code) */
+#include "rt_compat.c"
