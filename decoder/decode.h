@@ -59,12 +59,15 @@ struct dgen {
 #define SL_START_UNK   0x020u /* open when the ring starts: began earlier */
 #define SL_UNMEASURED  0x040u /* sampled mode: an end point was interpolated */
 #define SL_PENDING     0x080u /* end not known yet */
+#define SL_BOUND       0x100u /* sampled mode: an end point lies in a loose bracket:
+                                 the duration is at most ub (evsrc.c) */
 
 struct slice {
     uint32_t func;
     uint16_t flags;
     uint16_t depth;
     int64_t start, end;
+    int64_t ub;          /* SL_BOUND: upper bound of the duration, ns */
 };
 
 struct trec { /* --text: one call */
@@ -72,6 +75,7 @@ struct trec { /* --text: one call */
     uint16_t flags;
     uint16_t depth;
     int64_t start, end;
+    int64_t ub;          /* SL_BOUND: upper bound of the duration, ns */
 };
 
 struct dthread {
@@ -153,7 +157,15 @@ struct ev_carry {
     uint64_t ord;        /* its event ordinal */
     uint64_t next_ord;   /* ordinal of the next event */
 };
-typedef void (*ev_fn)(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t idx);
+/* exact: EV_EXACT (its own timestamp), EV_DENSE (interpolated in a dense
+ * bracket, or one-sided) or EV_LOOSE (interpolated in a bracket [lo, hi]
+ * wider than EV_LOOSE_NS per event: the time is anywhere in it); lo = hi =
+ * tsc unless EV_LOOSE */
+#define EV_DENSE 0
+#define EV_EXACT 1
+#define EV_LOOSE 2
+#define EV_LOOSE_NS 1000
+typedef void (*ev_fn)(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t idx, uint64_t lo, uint64_t hi);
 void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref_tsc,
             struct ev_carry *carry, ev_fn fn, void *ctx);
 /* timestamp at ring item i (exact mode) / of the time word at i (sampled);

@@ -5,7 +5,19 @@
  * (bits 63..61 = 111) stamps the event word right after it; the TSC's high
  * 3 bits are restored from a reference (the generation's clk_tsc), and the
  * events between two stamps get times interpolated by their event ordinal
- * (exact integer arithmetic); they are reported with exact = 0.
+ * (exact integer arithmetic); they are reported with exact = EV_DENSE.
+ *
+ * Loose brackets: interpolation assumes the events between two stamps are
+ * evenly spaced, which holds when the thread ran traced code all along.
+ * When the bracket is wider than its events can explain -- more than
+ * EV_LOOSE_NS (1 us) per event on average, e.g. a sleep, a blocking
+ * syscall or a long uninstrumented computation somewhere inside it -- the
+ * time went to an unknown place in the bracket and an interpolated time
+ * means nothing: such events are reported with exact = EV_LOOSE and the
+ * bracket [lo, hi], and a call with an end in a loose bracket gets an upper
+ * bound (end's hi - start's lo) instead of a point estimate (replay.c).
+ * Events before the first / after the last stamp (one-sided) keep the
+ * nearest stamp as their time (EV_DENSE, lo = hi = that time).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,13 +68,21 @@ static void pend_push(uint64_t w, uint64_t idx, uint64_t ord)
     pendv[npend++] = (struct pend){w, idx, ord};
 }
 
-static void pend_flush(int have_a, uint64_t ta, uint64_t oa, int have_b, uint64_t tb, uint64_t ob,
-                       uint64_t ref, ev_fn fn, void *ctx)
+/* a bracket of ticks over nev event intervals: wider than its events explain? */
+static int loose(uint64_t ticks, uint64_t nev, uint64_t hz)
 {
+    return (unsigned __int128)ticks * 1000000000u > (unsigned __int128)nev * hz * EV_LOOSE_NS;
+}
+
+static void pend_flush(int have_a, uint64_t ta, uint64_t oa, int have_b, uint64_t tb, uint64_t ob,
+                       uint64_t ref, uint64_t hz, ev_fn fn, void *ctx)
+{
+    int both = have_a && have_b && tb >= ta && ob > oa;
+    int q = both && loose(tb - ta, ob - oa, hz) ? EV_LOOSE : EV_DENSE;
     for (size_t i = 0; i < npend; i++) {
         struct pend *p = &pendv[i];
         uint64_t t;
-        if (have_a && have_b && tb >= ta && ob > oa)
+        if (both)
             t = ta + (uint64_t)((unsigned __int128)(tb - ta) * (p->ord - oa) / (ob - oa));
         else if (have_a)
             t = ta;
@@ -70,7 +90,7 @@ static void pend_flush(int have_a, uint64_t ta, uint64_t oa, int have_b, uint64_
             t = tb;
         else
             t = ref;
-        fn(ctx, p->w, t, 0, p->idx);
+        fn(ctx, p->w, t, q, p->idx, q == EV_LOOSE ? ta : t, q == EV_LOOSE ? tb : t);
     }
     npend = 0;
 }
@@ -87,7 +107,7 @@ static void run_exact(struct dec *d, struct dthread *th, uint64_t lo, uint64_t h
             break;
         for (size_t k = 0; k < got; k++)
             if (buf[k].word)
-                fn(ctx, buf[k].word, buf[k].tsc, 1, i + k);
+                fn(ctx, buf[k].word, buf[k].tsc, EV_EXACT, i + k, buf[k].tsc, buf[k].tsc);
         i += got;
     }
 }
@@ -150,7 +170,7 @@ static int look_cb(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_t ts
 
 struct sampled_run {
     struct ev_carry *c;
-    uint64_t ref;
+    uint64_t ref, hz;
     ev_fn fn;
     void *ctx;
 };
@@ -161,8 +181,8 @@ static int sampled_cb(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_t
     struct ev_carry *c = s->c;
     uint64_t ord = c->next_ord++;
     if (stamped) {
-        pend_flush(c->have, c->tsc, c->ord, 1, st, ord, s->ref, s->fn, s->ctx);
-        s->fn(s->ctx, w, st, 1, idx);
+        pend_flush(c->have, c->tsc, c->ord, 1, st, ord, s->ref, s->hz, s->fn, s->ctx);
+        s->fn(s->ctx, w, st, EV_EXACT, idx, st, st);
         c->have = 1;
         c->tsc = st;
         c->ord = ord;
@@ -175,13 +195,13 @@ static int sampled_cb(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_t
 static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref,
                         struct ev_carry *c, ev_fn fn, void *ctx)
 {
-    struct sampled_run s = {c, ref, fn, ctx};
+    struct sampled_run s = {c, ref, d->tsc_hz, fn, ctx};
     npend = 0;
     scan_sampled(d, th, lo, hi, ref, sampled_cb, &s);
     if (npend) {
         struct look l = {0, 0};
         int hb = scan_sampled(d, th, hi, th->rt->n, ref, look_cb, &l);
-        pend_flush(c->have, c->tsc, c->ord, hb, l.tsc, c->next_ord + l.before, ref, fn, ctx);
+        pend_flush(c->have, c->tsc, c->ord, hb, l.tsc, c->next_ord + l.before, ref, d->tsc_hz, fn, ctx);
     }
 }
 

@@ -211,7 +211,7 @@ static int thread_index(struct dec *d, struct dthread *th)
     return (int)(th - d->th);
 }
 
-static void flag_args(struct outbuf *o, unsigned f)
+static void flag_args(struct outbuf *o, unsigned f, int64_t ub)
 {
     static const struct {
         unsigned bit;
@@ -235,6 +235,8 @@ static void flag_args(struct outbuf *o, unsigned f)
         ob_str(o, names[i].txt);
         first = 0;
     }
+    if (f & SL_BOUND) /* with "measured":false */
+        ob_printf(o, ",\"upper_bound_ns\":%lld", (long long)ub);
     ob_char(o, '}');
 }
 
@@ -257,7 +259,7 @@ void json_slices(struct dec *d, struct dthread *th, const struct slice *s, size_
         p += fmt_us3(p, s[i].end - s[i].start);
         o->len = (size_t)(p - o->buf);
         if (s[i].flags & ~(SL_PENDING))
-            flag_args(o, s[i].flags);
+            flag_args(o, s[i].flags, s[i].ub);
         p = ob_reserve(o, jl + 16);
         memcpy(p, ",\"name\":", 8);
         p += 8;

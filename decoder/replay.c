@@ -40,6 +40,13 @@
  * added below the orphan-return frames.  Emission then starts with that
  * complete stack at the ring's start, so every return meets its frame and
  * every generation starts with its real open stack.
+ *
+ * Sampled time (evsrc.c): a call whose ends were not both stamped is
+ * SL_UNMEASURED ("~"); if its start or end event was interpolated in a loose
+ * bracket (more than EV_LOOSE_NS per event between the two stamps: a sleep
+ * or untraced work somewhere in it) it is also SL_BOUND: its duration is only
+ * known to be at most ub = (latest end: the end bracket's last stamp) -
+ * (earliest start: the start bracket's first stamp), shown as "<=ub".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +59,7 @@
 #define FR_PRE 2u   /* open at the ring start */
 #define FR_EXACT 4u /* start time measured */
 #define FR_LIVE 8u  /* on the final stack and never returns: unmatched catches keep it */
+#define FR_LOOSE 16u /* sampled: started in a loose bracket (evsrc.c), at mlo or later */
 
 /* Times: every event of a thread gets its own nanosecond (ns: a later event
  * with the same or an earlier clock reading is moved to the previous event's
@@ -61,6 +69,7 @@ struct frame {
     uint32_t func, match, flags;
     int64_t start;     /* ns */
     int64_t mstart;    /* measured */
+    int64_t mlo;       /* measured: the earliest it can have started */
     uint64_t addr;     /* the call's address */
     uint64_t call_idx; /* NONE: open at the ring start */
     int64_t slice;     /* index into the generation's slices, -1 */
@@ -84,7 +93,8 @@ struct replay {
     size_t gi;
     const struct dgen *g;
     int emitting;
-    int cur_exact;
+    int cur_exact, prev_q;   /* EV_EXACT / EV_DENSE / EV_LOOSE */
+    int64_t cur_lo_m, cur_hi_m; /* the current event's bracket (measured) */
     struct ev_carry carry;
     uint64_t memo_addr;
     uint32_t memo_func;
@@ -161,6 +171,7 @@ static void open_out(struct replay *r, struct frame *fr)
             s->flags |= SL_FROM_PREV;
         }
         s->end = s->start;
+        s->ub = 0;
         fr->slice = (int64_t)r->nsl++;
     }
     if (d->o.text && !fr->text && r->th->ring) {
@@ -174,21 +185,30 @@ static void open_out(struct replay *r, struct frame *fr)
         t->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
         t->start = fr->mstart;
         t->end = fr->mstart;
+        t->ub = 0;
         fr->text = seq + 1;
     }
 }
 
+/* end_q: the end event's EV_* quality, mhi: the latest it can have been
+ * (measured).  A call with an end in a loose bracket gets an upper bound
+ * (SL_BOUND): from the earliest its start can have been to the latest its
+ * end can have been. */
 static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t mend, unsigned flags,
-                      int end_exact)
+                      int end_q, int64_t mhi)
 {
     struct dec *d = r->d;
     if (end < fr->start)
         end = fr->start;
-    unsigned unm = d->sampled && (!(fr->flags & FR_EXACT) || !end_exact) ? SL_UNMEASURED : 0;
+    unsigned unm = d->sampled && (!(fr->flags & FR_EXACT) || end_q != EV_EXACT) ? SL_UNMEASURED : 0;
+    if (unm && !(fr->flags & FR_PRE) && ((fr->flags & FR_LOOSE) || end_q == EV_LOOSE))
+        unm |= SL_BOUND;
+    int64_t ub = mhi - fr->mlo;
     if (fr->slice >= 0) {
         struct slice *s = &r->sl[fr->slice];
         s->end = end < s->start ? s->start : end;
         s->flags = (uint16_t)((s->flags & ~SL_PENDING) | flags | unm);
+        s->ub = ub > s->end - s->start ? ub : s->end - s->start;
         fr->slice = -1;
     }
     if (fr->text) {
@@ -197,12 +217,14 @@ static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t m
             struct trec *t = &r->th->ring[seq % (uint64_t)d->o.ncalls];
             t->end = mend < t->start ? t->start : mend;
             t->flags = (uint16_t)((t->flags & ~SL_PENDING) | flags | unm);
+            t->ub = ub > t->end - t->start ? ub : t->end - t->start;
         } else {
             size_t k = (size_t)(fr - r->stk);
             if (k < r->th->nanc && r->th->anc_seq[k] == seq) {
                 struct trec *t = &r->th->anc[k];
                 t->end = mend < t->start ? t->start : mend;
                 t->flags = (uint16_t)((t->flags & ~SL_PENDING) | flags | unm);
+                t->ub = ub > t->end - t->start ? ub : t->end - t->start;
             }
         }
         fr->text = 0;
@@ -222,6 +244,7 @@ static struct frame *push(struct replay *r, uint32_t func, uint64_t addr, uint32
     fr->flags = flags;
     fr->start = start;
     fr->mstart = mstart;
+    fr->mlo = mstart;
     fr->addr = addr;
     fr->call_idx = idx;
     fr->slice = -1;
@@ -230,19 +253,21 @@ static struct frame *push(struct replay *r, uint32_t func, uint64_t addr, uint32
     return fr;
 }
 
-static void pop(struct replay *r, int64_t end, int64_t mend, unsigned flags, int end_exact)
+static void pop(struct replay *r, int64_t end, int64_t mend, unsigned flags, int end_q, int64_t mhi)
 {
     struct frame *fr = &r->stk[--r->n];
     if (!r->discovery)
-        close_out(r, fr, end, mend, flags, end_exact);
+        close_out(r, fr, end, mend, flags, end_q, mhi);
 }
 
 /* pop the frames above frame k: they lost their returns and end at the
  * previous event */
 static void abandon_above(struct replay *r, size_t k)
 {
+    /* they ended between the previous event and this one */
+    int q = r->prev_q == EV_LOOSE || r->cur_exact == EV_LOOSE ? EV_LOOSE : EV_DENSE;
     while (r->n > k + 1)
-        pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, 0);
+        pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, q, r->cur_hi_m);
 }
 
 /* Without symbols: the topmost frame of addr's module whose call address is
@@ -326,7 +351,7 @@ static int untraced(struct replay *r, struct func *fn, uint32_t f)
 
 /* ---- events ------------------------------------------------------------ */
 
-static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t idx)
+static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t idx, uint64_t lo, uint64_t hi)
 {
     struct replay *r = ctx;
     struct dec *d = r->d;
@@ -355,7 +380,15 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
     r->last_ns = t;
     r->prev_m = r->last_m;
     r->last_m = tm;
+    r->prev_q = r->cur_exact;
     r->cur_exact = exact;
+    r->cur_lo_m = tm;
+    r->cur_hi_m = tm;
+    if (exact == EV_LOOSE) {
+        int64_t l = ft_clock_ns(&g->clk, lo), h = ft_clock_ns(&g->clk, hi);
+        r->cur_lo_m = l < tm ? l : tm;
+        r->cur_hi_m = h > tm ? h : tm;
+    }
     if (!r->started) {
         r->prev_ns = t;
         r->prev_m = tm;
@@ -386,7 +419,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
             k = find_by_addr(r, addr, fn->modfile);
         if (k >= 0) {
             while (r->n > (size_t)k + 1)
-                pop(r, t, tm, SL_UNWOUND, exact);
+                pop(r, t, tm, SL_UNWOUND, exact, r->cur_hi_m);
         } else {
             if (r->discovery)
                 th->unmatched_catches++;
@@ -397,7 +430,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
             if (th->rt->stack < 0 && !d->o.sym.no_symbols && untraced(r, fn, f))
                 return;
             while (r->n && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE | FR_LIVE)))
-                pop(r, t, tm, SL_UNWOUND, exact);
+                pop(r, t, tm, SL_UNWOUND, exact, r->cur_hi_m);
         }
         return;
     }
@@ -411,7 +444,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
          * function's address: those still pair by address). */
         if (r->n && (r->stk[r->n - 1].match == fn->match ||
                      (r->pair_nesting && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))))) {
-            pop(r, t, tm, 0, exact);
+            pop(r, t, tm, 0, exact, r->cur_hi_m);
             return;
         }
         long k = find(r, fn->match);
@@ -419,14 +452,14 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
             if (r->discovery)
                 th->mismatches++;
             abandon_above(r, (size_t)k);
-            pop(r, t, tm, 0, exact);
+            pop(r, t, tm, 0, exact, r->cur_hi_m);
             return;
         }
         /* orphan return */
         if (r->discovery) {
             th->orphans++;
             while (r->n)
-                pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, 0);
+                pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
             pre_add(r, f);
         } else {
             th->unnamed++; /* inconsistent with the discovery pass: ignored */
@@ -437,7 +470,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         if (r->discovery)
             th->nrets++;
         if (r->n) {
-            pop(r, t, tm, 0, exact);
+            pop(r, t, tm, 0, exact, r->cur_hi_m);
             if (r->n && r->stk[r->n - 1].match != fn->match) {
                 long k = find(r, fn->match);
                 if (k >= 0)
@@ -466,9 +499,11 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
             th->modcalls[m] = 1;
         }
     }
-    push(r, f, addr,
-         ((word & FT_F_CALL_RET_ON_THROW) ? FR_ROT : 0) | (exact ? FR_EXACT : 0) | (is_live(th, idx) ? FR_LIVE : 0),
-         t, tm, idx);
+    struct frame *nf = push(r, f, addr,
+                            ((word & FT_F_CALL_RET_ON_THROW) ? FR_ROT : 0) | (exact == EV_EXACT ? FR_EXACT : 0) |
+                                (exact == EV_LOOSE ? FR_LOOSE : 0) | (is_live(th, idx) ? FR_LIVE : 0),
+                            t, tm, idx);
+    nf->mlo = r->cur_lo_m;
 }
 
 /* ---- generations ------------------------------------------------------- */
@@ -500,7 +535,7 @@ static void finish(struct replay *r)
     }
     while (r->n) {
         size_t i = r->n - 1;
-        pop(r, ends[i], mends[i], fl[i], 1);
+        pop(r, ends[i], mends[i], fl[i], EV_EXACT, mends[i]);
     }
     free(ends);
     free(mends);

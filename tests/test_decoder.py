@@ -416,6 +416,46 @@ def test_sampled_mode(tree, compiled, run_crash, tmp_path):
     assert r.returncode == 0 and re.search(r"~\d+(\.\d+)? (ns|us)", r.stdout)
 
 
+def test_sampled_loose_brackets_are_upper_bounds(tree, compiled, run_crash, tmp_path):
+    """Sampled mode, a time word every 64 events: top -> leaf then a 1 ms sleep,
+    100 times, then the same calls back to back.  A bracket between two time
+    words that spans sleeps cannot place its events: their calls show "<=" the
+    bracket (never a made-up ~100 us for a 10 ns leaf) and the JSON says
+    measured=false with upper_bound_ns; dense brackets keep "~" estimates."""
+    exe = compiled("dec_sleepy.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, env={"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "64"})
+    r, _ = decode(tree, raw, "--text", "-n", "5000")
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if re.search(r"\b(top|leaf)\b", ln)]
+    dur = {}
+    for ln in lines:
+        m = re.match(r"^ +\S+ \S+ +(<=|~)?(\d+(?:\.\d+)?) (ns|us|ms|s) +(top|leaf)\b", ln)
+        assert m, ln
+        v = float(m.group(2)) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m.group(3)]
+        dur.setdefault((m.group(4), m.group(1) or ""), []).append(v)
+    # the sleepy calls: upper bounds, at least a sleep wide
+    assert len(dur.get(("leaf", "<="), [])) >= 90 and len(dur.get(("top", "<="), [])) >= 90, dur.keys()
+    assert min(dur[("leaf", "<=")]) >= 1e6, sorted(dur[("leaf", "<=")])[:5]
+    # the dense calls: estimates, and small ones (not a share of a sleep)
+    dense = dur.get(("leaf", "~"), []) + dur.get(("leaf", ""), [])
+    assert len(dense) >= 1900, {k: len(v) for k, v in dur.items()}
+    assert max(dur.get(("leaf", "~"), [0])) < 1e4 and max(dur.get(("top", "~"), [0])) < 1e4, r.stdout[-3000:]
+    # JSON: the same calls, still nested, measured=false + upper_bound_ns
+    r, tr = decode(tree, raw, json_out=tmp_path / "s.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    leafs = [s for s in tr.slices[tr.pid] if s.n == "leaf"]
+    bounded = [s for s in leafs if "upper_bound_ns" in s.args]
+    assert len(bounded) >= 90 and all(s.args["measured"] is False for s in bounded)
+    assert all(s.args["upper_bound_ns"] >= 1_000_000 and s.args["upper_bound_ns"] >= s.end - s.start
+               for s in bounded)
+    assert len(leafs) - len(bounded) >= 1900
+    # exact mode: no bounds, no estimates
+    raw = crash_raw(tree, run_crash, exe, name="exact")
+    r, _ = decode(tree, raw, "--text", "-n", "5000")
+    assert r.returncode == 0 and "<=" not in r.stdout and not re.search(r" ~\d", r.stdout), r.stdout[-2000:]
+
+
 # ---- other options ---------------------------------------------------------------
 
 def test_wallclock_and_stdin(tree, compiled, run_crash, tmp_path):

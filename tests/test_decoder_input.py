@@ -194,7 +194,10 @@ def test_sanitizers_on_real_traces(tree, san_decoder, compiled, run_crash, tmp_p
     raws = [crash_raw(tree, run_crash, compiled("dec_gens.c", "pg"), env={"FUNTRACE_GEN_MS": "10"}, name="g"),
             crash_raw(tree, run_crash, compiled("dec_exc.cc", "pg"), name="e"),
             crash_raw(tree, run_crash, compiled("dec_pattern.c", "pg"), ["crash", "50"], name="s",
-                      env={"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "3"})]
+                      env={"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "3"}),
+            # loose sampled brackets (upper bounds), a mutual-recursion final stack (cycle folding)
+            crash_raw(tree, run_crash, compiled("dec_sleepy.c", "pg"), name="l", env={"FUNTRACE_TIME": "sampled"}),
+            crash_raw(tree, run_crash, compiled("dec_deep.c", "pg"), ["mutual"], name="m")]
     for raw in raws:
         r, j = both(tree, san_decoder, raw, "--text", "--summary", "--generations", "4", tmp_path=tmp_path, expect=0)
         check_nesting(load(j))

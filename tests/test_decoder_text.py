@@ -199,3 +199,25 @@ def test_caught_exception_without_symbols(tree, compiled, run_crash, tmp_path, m
     assert "return missing" not in r.stdout, r.stdout
     assert [(c["start"], c["dur"], c["depth"], c["marks"]) for c in bare] == \
         [(c["start"], c["dur"], c["depth"], c["marks"]) for c in named], r.stdout
+
+
+def test_mutual_recursion_final_stack_folds(tree, compiled, run_crash):
+    """A stack overflow through a mutual recursion (ping -> pong -> ping ...):
+    the final stack's 512 frames alternate between two return addresses; --text
+    shows one cycle and folds the rest into one line naming ping <- pong (or
+    pong <- ping) instead of printing hundreds of frames."""
+    exe = compiled("dec_deep.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["mutual"])
+    r, _ = decode(tree, raw, "--text", "-n", "30")
+    assert r.returncode == 0, r.stderr
+    fs = r.stdout[r.stdout.index("final stack"):]
+    m = re.search(r"final stack \(\w+, (\d+) frames", fs)
+    assert m and int(m.group(1)) >= 500, fs[:2000]
+    fold = re.search(r"^    \.\.\. #(\d+)\.\.#(\d+): (\d+) more frames repeating (\w+) <- (\w+) \.\.\.$", fs, re.M)
+    assert fold, fs[:3000]
+    a, b, n = int(fold.group(1)), int(fold.group(2)), int(fold.group(3))
+    assert {fold.group(4), fold.group(5)} == {"ping", "pong"} and b - a + 1 == n and n > 400, fold.group(0)
+    assert len(fs.splitlines()) < 15, fs
+    # the frames shown before the fold: the cycle once, in full
+    shown = re.findall(r"^    #\d+ +0x[0-9a-f]+  (\w+)", fs[:fold.start()], re.M)
+    assert shown[-2:] in (["ping", "pong"], ["pong", "ping"]), fs[:fold.start()]

@@ -2,7 +2,9 @@
  *   main -> outer_a -> outer_b -> work x40 -> { leaf }   (work: short calls)
  *        -> outer_b -> crash_here (SIGSEGV)
  * with argv[1] == "overflow": main -> deep_start -> recurse (until the stack
- * overflows: tens of thousands of recurse frames still open at the crash) */
+ * overflows: tens of thousands of recurse frames still open at the crash);
+ * with argv[1] == "mutual": main -> deep_start -> ping -> pong -> ping -> ...
+ * (a mutual recursion until the stack overflows) */
 #include <string.h>
 
 #define NI __attribute__((noinline))
@@ -26,11 +28,27 @@ NI int recurse(int n)
     return recurse(n + 1) + pad[0]; /* not a tail call: every frame stays open */
 }
 NI int deep_start(void) { return recurse(0); }
+NI int pong(int n);
+NI int ping(int n)
+{
+    volatile char pad[120];
+    memset((char *)pad, n & 0x7f, sizeof pad);
+    return pong(n + 1) + pad[n % 120];
+}
+NI int pong(int n)
+{
+    volatile char pad[80];
+    memset((char *)pad, n & 0x3f, sizeof pad);
+    return ping(n + 1) + pad[n % 80];
+}
+NI int mutual_start(void) { return ping(0); }
 
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "overflow"))
         return deep_start();
+    if (argc > 1 && !strcmp(argv[1], "mutual"))
+        return mutual_start();
     outer_a();
     return 0;
 }
