@@ -137,6 +137,9 @@ void summary_print(struct dec *d, struct outbuf *o)
             ob_str(o, ",TRUNCATED");
         if (rt->tid == d->crash_tid)
             ob_str(o, dec_signal_snapshot(t) ? "  [signaled]" : "  [crashed]");
+        int retired = rt->has_stat && ((rt->st.flags >> 16) & FT_THRF_RETIRED);
+        if (retired)
+            ob_str(o, "  (retired: ring resized, the thread goes on in a newer record)");
         ob_char(o, '\n');
         int any = 0;
         for (size_t gi = 0; gi < d->ngens; gi++)
@@ -155,7 +158,7 @@ void summary_print(struct dec *d, struct outbuf *o)
             ob_char(o, '\n');
         any = 0;
         for (size_t gi = 0; gi < d->ngens; gi++)
-            if (th->by_tsc[gi] && d->gens[gi].emit) {
+            if (th->by_tsc[gi] && d->gens[gi].emit && !retired) {
                 if (!any)
                     ob_str(o, "      recorded ring position unusable, cut by timestamps in generations:");
                 ob_printf(o, " #%llu", (unsigned long long)d->gens[gi].gen);

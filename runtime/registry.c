@@ -145,7 +145,10 @@ static struct ft_thread *slot_get(void)
                 (best == UINT32_MAX || th[i].exit_tsc < th[best].exit_tsc))
                 best = i;
         if (best != UINT32_MAX) {
-            r->records_reused++;
+            /* a record retired by a resize belonged to a thread that lives
+             * on in another record: reusing it loses nobody */
+            if (!(th[best].flags & FT_THRF_RETIRED))
+                r->records_reused++;
             return &th[best];
         }
         if (r->threads_used < r->threads_cap)
@@ -513,6 +516,7 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
     FT_STORE(old->mask, 0);
     t = record_create(size, FT_THR_ALIVE);
     old->exit_tsc = ft_rdtsc();
+    old->flags |= FT_THRF_RETIRED;
     FT_STORE(old->state, (uint32_t)FT_THR_EVICTED);
     ring_put(old);
     if (!t || t->state != FT_THR_ALIVE) {

@@ -108,6 +108,8 @@ enum ft_thread_state {
 /* thread record flags */
 #define FT_THRF_MAIN 0x1u    /* the process's main thread (tid == pid) */
 #define FT_THRF_FORCE_TS 0x2u /* sampled mode: next event must carry a time word */
+#define FT_THRF_RETIRED 0x4u  /* (EVICTED) retired by a ring resize: the thread
+                                 goes on in a newer record (appended) */
 
 /* One per thread that ever ran traced code, in the registry array
  * root->threads[0 .. threads_used).  Records are never freed, only reused
