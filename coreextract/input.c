@@ -2,6 +2,7 @@
 #include "input.h"
 #include "util.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <lz4frame.h>
@@ -245,7 +246,7 @@ int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errle
         in->fd = fd;
         return 0;
     }
-    if (f == F_PLAIN && (hn < 4 || memcmp(head, "\177ELF", 4) != 0)) {
+    if (f == F_PLAIN && (hn < SELFMAG || memcmp(head, ELFMAG, SELFMAG) != 0)) {
         /* a pipe or device that is not a core: say so now instead of
          * spooling it (an endless input like /dev/zero would never end) */
         snprintf(err, errlen, "not an ELF file");

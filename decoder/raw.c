@@ -17,13 +17,13 @@
 
 /* ---- sources ------------------------------------------------------------ */
 
-/* A chunk magic is 8 printable ASCII characters; look at what the first
- * read of a stream brought (a short first read is given the benefit of the
- * doubt for the bytes it lacks). */
-static int plausible_magic(const char *p, size_t n)
+/* A chunk magic is 8 printable ASCII characters.  n < 8: only the first n
+ * are known (a stream's first read may be short: the benefit of the doubt
+ * for the bytes it lacks). */
+static int magic_ok(const char *m, size_t n)
 {
     for (size_t i = 0; i < n && i < FT_CHUNK_MAGIC_LEN; i++)
-        if (p[i] < 0x20 || p[i] > 0x7e)
+        if ((unsigned char)m[i] < 0x20 || (unsigned char)m[i] >= 0x7f)
             return 0;
     return 1;
 }
@@ -66,7 +66,7 @@ int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
         }
         if (r == 0)
             break;
-        if (total == 0 && !plausible_magic(buf, (size_t)r)) {
+        if (total == 0 && !magic_ok(buf, (size_t)r)) {
             /* not a raw file: say so now instead of spooling the rest (an
              * endless input like /dev/zero would never end) */
             snprintf(err, errlen, "not a funtrace raw file (no chunk header at offset 0)");
@@ -206,14 +206,6 @@ static void mag_str(const char magic[8], char out[9])
     for (int i = 0; i < 8; i++)
         out[i] = magic[i] >= 0x20 && magic[i] < 0x7f ? magic[i] : '?';
     out[8] = 0;
-}
-
-static int magic_ok(const char m[8])
-{
-    for (int i = 0; i < 8; i++)
-        if ((unsigned char)m[i] < 0x20 || (unsigned char)m[i] >= 0x7f)
-            return 0;
-    return 1;
 }
 
 static int known_magic(const char m[8])
@@ -721,7 +713,7 @@ int ftr_load(const struct ftr_src *src, int sample, struct ftr_trace *out, ftr_w
             rc = FTR_ENOTRAW;
             goto out;
         }
-        if (!magic_ok(h.magic)) {
+        if (!magic_ok(h.magic, FT_CHUNK_MAGIC_LEN)) {
             if (off == 0) {
                 rc = FTR_ENOTRAW;
                 goto out;
