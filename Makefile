@@ -3,7 +3,8 @@
 # that appends its final artifacts to ALL_TARGETS and its install steps to INSTALL_STEPS.
 #
 #   make                 build everything into build/
-#   make SAN=1           build coreextract/decoder with ASan+UBSan into build-san/
+#   make SAN=1           build the host tools (coreextract, funtrace-decode,
+#                        funtrace-oomwatch) with ASan+UBSan into build-san/
 #   make clean           remove build/ (and build-san/)
 #   make install PREFIX=/usr/local
 #   make test            run the pytest suite (same command as README)
@@ -15,10 +16,14 @@ OPT      ?= -O2
 WARN     := -Wall -Wextra
 CSTD     := -std=gnu11
 comma    := ,
+# the sanitizer flags: defined here once, used by every host tool and the reader
 SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer,)
 # flags for host tools (coreextract, decoder, oomwatch); the runtime sets its own
-TOOL_CFLAGS := $(CSTD) $(WARN) $(OPT) -g $(SANFLAGS) -Iruntime/include -MMD -MP
+TOOL_CFLAGS := $(CSTD) $(WARN) $(OPT) -g $(SANFLAGS) -Iruntime/include -Ireader -MMD -MP
 TOOL_LDFLAGS := $(SANFLAGS)
+# libunwind (the reader's unwinder) and the libraries every reader user links
+UNW_CFLAGS := $(shell pkg-config --cflags libunwind-generic 2>/dev/null)
+UNW_LIBS := $(shell pkg-config --libs libunwind-generic 2>/dev/null)
 
 BIN := $(BUILD)/bin
 LIB := $(BUILD)/lib
@@ -31,16 +36,19 @@ INSTALL_STEPS :=
 .PHONY: all clean install test
 all: all-targets
 
+-include reader/build.mk
 -include runtime/build.mk
 -include coreextract/build.mk
--include coreextract/oomwatch.mk
+-include oomwatch/build.mk
 -include decoder/build.mk
 -include gdb/build.mk
 -include examples/build.mk
 -include bench/build.mk
 
 .PHONY: all-targets
-all-targets: $(ALL_TARGETS)
+# SAN=1 builds only the host tools: the runtime (linked into traced programs)
+# and the reader objects it shares with them are never sanitized
+all-targets: $(if $(SAN),$(SAN_TARGETS),$(ALL_TARGETS))
 
 clean:
 	rm -rf build build-san

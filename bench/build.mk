@@ -98,8 +98,8 @@ $(BB)/hp-floor-clang: $(HP_DEPS) $(BB)/obj/floor_cyg.o $(BB)/obj/floor_rec.o
 # `cmpb $$0, ft_hot...(%rip)` + `jne 3f` pair (the build fails if that pair is
 # not there exactly once); finstr: runtime/hooks_cyg.c compiled with
 # ft_sampled_mode = 0 (bench/cyg_nomode.c).
-BENCH_RT_NOPG := $(filter-out $(OBJ)/runtime/hooks_pg.S.o,$(RT_OBJS))
-BENCH_RT_NOCYG := $(filter-out $(OBJ)/runtime/hooks_cyg.o,$(RT_OBJS))
+BENCH_RT_NOPG := $(filter-out $(OBJ)/runtime/hooks_pg.S.o,$(RT_OBJS) $(RD_RAW_OBJS))
+BENCH_RT_NOCYG := $(filter-out $(OBJ)/runtime/hooks_cyg.o,$(RT_OBJS) $(RD_RAW_OBJS))
 BENCH_RT_HDRS := $(wildcard runtime/*.h runtime/include/*.h)
 $(BB)/obj/hooks_pg_nomode.S: runtime/hooks_pg.S
 	@mkdir -p $(@D)

@@ -1,5 +1,5 @@
 /* main.c -- coreextract's command line */
-#include "core_extract.h"
+#include "extract_core.h"
 #include "live.h"
 #include "output.h"
 #include "util.h"

@@ -6,19 +6,18 @@
 #                                 stack replay (clang), run for FUZZ_TIME seconds
 #                                 (default 60) on decoder/fuzz/corpus (not in `all`)
 
-DEC_COMMA := ,
-DEC_SANFLAGS := $(if $(SAN),-fsanitize=address$(DEC_COMMA)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-DEC_CFLAGS := $(CSTD) $(WARN) $(OPT) -g $(DEC_SANFLAGS) -Iruntime/include -Idecoder -MMD -MP
-DEC_LDFLAGS := $(DEC_SANFLAGS)
+DEC_CFLAGS := $(TOOL_CFLAGS) -Idecoder
+DEC_LDFLAGS := $(TOOL_LDFLAGS)
 DEC_LDLIBS := -ldw -lelf -ldl -lstdc++
 
 # raw.c + raw.h: the reusable raw reader
-DEC_LIB_SRCS := raw.c outbuf.c xalloc.c clock.c hmap.c demangle.c symtab.c cuts.c evsrc.c replay.c json.c \
-                text.c summary.c fmt.c decode.c
+DEC_LIB_SRCS := raw.c outbuf.c xalloc.c clock.c hmap.c demangle.c symtab.c gencuts.c ringevents.c replay.c json.c \
+                text.c summary.c textfmt.c decode.c
 DEC_LIB_OBJS := $(patsubst %.c,$(OBJ)/decoder/%.o,$(DEC_LIB_SRCS))
 DEC_BIN := $(BIN)/funtrace-decode
 
 ALL_TARGETS += $(DEC_BIN)
+SAN_TARGETS += $(DEC_BIN)
 INSTALL_STEPS += install -m 755 $(DEC_BIN) $(DESTDIR)$(PREFIX)/bin/;
 
 .PHONY: funtrace-decode fuzz-decoder

@@ -2,7 +2,7 @@
  * decode.h -- the decoder's shared state: generations, threads, slices.
  *
  * Pipeline (decode.c): load the raw (raw.c) -> generations with their clocks
- * -> per-thread generation cuts (cuts.c) -> discovery pass per thread
+ * -> per-thread generation cuts (gencuts.c) -> discovery pass per thread
  * (replay.c: the stack at the ring's start, reconciled with the final stack)
  * -> emission pass, generation by generation (replay.c) into the JSON
  * (json.c), text (text.c) and summary (summary.c) views.
@@ -60,7 +60,7 @@ struct dgen {
 #define SL_UNMEASURED  0x040u /* sampled mode: an end point was interpolated */
 #define SL_PENDING     0x080u /* end not known yet */
 #define SL_BOUND       0x100u /* sampled mode: an end point lies in a loose bracket:
-                                 the duration is at most ub (evsrc.c) */
+                                 the duration is at most ub (ringevents.c) */
 
 struct slice {
     uint32_t func;
@@ -145,10 +145,10 @@ struct dec {
 
 void dec_warn(struct dec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* cuts.c */
+/* gencuts.c */
 void cuts_compute(struct dec *d, struct dthread *th);
 
-/* evsrc.c: ring items of th in [lo, hi) as events, with timestamps
+/* ringevents.c: ring items of th in [lo, hi) as events, with timestamps
  * (sampled mode: interpolated).  *carry keeps the sampled-mode interpolation
  * state between consecutive ranges of one thread. */
 struct ev_carry {

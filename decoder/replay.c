@@ -41,7 +41,7 @@
  * complete stack at the ring's start, so every return meets its frame and
  * every generation starts with its real open stack.
  *
- * Sampled time (evsrc.c): a call whose ends were not both stamped is
+ * Sampled time (ringevents.c): a call whose ends were not both stamped is
  * SL_UNMEASURED ("~"); if its start or end event was interpolated in a loose
  * bracket (more than EV_LOOSE_NS per event between the two stamps: a sleep
  * or untraced work somewhere in it) it is also SL_BOUND: its duration is only
@@ -59,7 +59,7 @@
 #define FR_PRE 2u   /* open at the ring start */
 #define FR_EXACT 4u /* start time measured */
 #define FR_LIVE 8u  /* on the final stack and never returns: unmatched catches keep it */
-#define FR_LOOSE 16u /* sampled: started in a loose bracket (evsrc.c), at mlo or later */
+#define FR_LOOSE 16u /* sampled: started in a loose bracket (ringevents.c), at mlo or later */
 
 /* Times: every event of a thread gets its own nanosecond (ns: a later event
  * with the same or an earlier clock reading is moved to the previous event's

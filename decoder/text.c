@@ -128,7 +128,7 @@ static void call_line(struct dec *d, const struct trec *t, int enclosing, struct
     } else {
         char du[48];
         /* sampled mode: "~" interpolated in a dense bracket, "<=" an end in a
-         * loose one: only an upper bound is known (evsrc.c) */
+         * loose one: only an upper bound is known (ringevents.c) */
         int bound = (t->flags & SL_BOUND) != 0;
         fmt_dur(du, sizeof du, bound ? t->ub : t->end - t->start);
         snprintf(b2, sizeof b2, "%s%s%s", t->flags & SL_START_UNK ? ">" : "",

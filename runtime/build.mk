@@ -1,9 +1,10 @@
 # runtime/build.mk -- the in-process runtime, its headers, the compiler
-# wrappers, funtrace.pc, and libfuntrace_read.a (rawwrite*.o for the tools).
+# wrappers and funtrace.pc.
 #
-# Every runtime/*.c and runtime/*.S goes into libfuntrace.a (so rawwrite.c,
-# rawwrite_ring.c and psi.c join automatically).  The runtime is never instrumented, -O2, PIC,
-# hidden visibility except the API/hooks, initial-exec TLS.
+# Every runtime/*.c and runtime/*.S goes into libfuntrace.a, with the shared
+# raw writer's objects (reader/rawwrite*.c, compiled once by reader/build.mk)
+# for the snapshots.  The runtime is never instrumented, -O2, PIC, hidden
+# visibility except the API/hooks, initial-exec TLS.
 
 RT_C_SRCS := $(wildcard runtime/*.c)
 RT_S_SRCS := $(wildcard runtime/*.S)
@@ -13,16 +14,15 @@ RT_GDB_BUILD_DIR := $(abspath $(SHARE))/gdb
 RT_GDB_PREFIX_DIR := $(PREFIX)/share/funtrace/gdb
 RT_CFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
              -fno-instrument-functions -fno-omit-frame-pointer -fno-stack-protector \
-             -Iruntime/include -Iruntime -MMD -MP
+             -Iruntime/include -Iruntime -Ireader -MMD -MP
 RT_PREFIX_STAMP := $(OBJ)/runtime/prefix$(subst /,_,$(PREFIX)).stamp
 
 RT_LIB := $(LIB)/libfuntrace.a
-RT_READ_LIB := $(LIB)/libfuntrace_read.a
 RT_HEADERS := $(BUILD)/include/funtrace.h $(BUILD)/include/funtrace_abi.h
 RT_WRAPPERS := $(BIN)/funtrace-gcc $(BIN)/funtrace-g++ $(BIN)/funtrace-clang $(BIN)/funtrace-clang++
 RT_PC := $(LIB)/pkgconfig/funtrace.pc
 
-ALL_TARGETS += $(RT_LIB) $(RT_READ_LIB) $(RT_HEADERS) $(RT_WRAPPERS) $(RT_PC)
+ALL_TARGETS += $(RT_LIB) $(RT_HEADERS) $(RT_WRAPPERS) $(RT_PC)
 
 $(OBJ)/runtime/%.o: runtime/%.c
 	@mkdir -p $(@D)
@@ -42,22 +42,7 @@ $(OBJ)/runtime/gdb_autoload.o: runtime/gdb_autoload.c $(RT_PREFIX_STAMP)
 	$(CC) $(RT_CFLAGS) -DFT_GDB_DIR_BUILD='"$(RT_GDB_BUILD_DIR)"' \
 	    -DFT_GDB_DIR_PREFIX='"$(RT_GDB_PREFIX_DIR)"' -c $< -o $@
 
-$(RT_LIB): $(RT_OBJS)
-	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $^
-
-# rawwrite.o + rawwrite_ring.o for coreextract / oomwatch: PIC, not
-# instrumented, with the tools' sanitizer flags under SAN=1
-RT_READ_SRCS := runtime/rawwrite.c runtime/rawwrite_ring.c
-RT_READ_OBJS := $(patsubst runtime/%.c,$(OBJ)/runtime_read/%.o,$(wildcard $(RT_READ_SRCS)))
-RT_COMMA := ,
-RT_SANFLAGS := $(if $(SAN),-fsanitize=address$(RT_COMMA)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-$(OBJ)/runtime_read/%.o: runtime/%.c
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) -g $(RT_SANFLAGS) -fPIC -Iruntime/include -MMD -MP -c $< -o $@
-
-$(RT_READ_LIB): $(RT_READ_OBJS)
+$(RT_LIB): $(RT_OBJS) $(RD_RAW_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^

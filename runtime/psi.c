@@ -15,7 +15,7 @@
  *           FUNTRACE_PSI_DIR    output directory (default: the current one);
  *           FUNTRACE_PSI_INTERVAL  minimum seconds between snapshots (10);
  *           FUNTRACE_PSI_MAX    at most this many snapshots (16).
- * Kernel rules (see coreextract/oom_psispec.h): the trigger is written with
+ * Kernel rules (see oomwatch/oom_psispec.h): the trigger is written with
  * its trailing NUL; without CAP_SYS_RESOURCE the window must be a whole
  * multiple of 2 s.
  */
@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "ft_internal.h"
-#include "../coreextract/oom_psispec.h"
+#include "../oomwatch/oom_psispec.h"
 
 static int psi_fd = -1, psi_dir_fd = -1;
 static char psi_comm[32];

@@ -1,4 +1,4 @@
-"""runtime/rawwrite.c + rawwrite_ring.c on constructed targets: the ring linearization rules of
+"""reader/rawwrite.c + rawwrite_ring.c on constructed targets: the ring linearization rules of
 FORMAT.md 2.3 for states a real program only reaches by chance (torn and
 uncommitted slots, missing pages, corrupt registries, a writer racing a live copy).
 
@@ -22,8 +22,8 @@ W = 0x400000  # event k has word W + k and tsc k
 @pytest.fixture(scope="module")
 def unit_exe(compiled):
     return compiled("ce_rawunit.c", "none", tag="san",
-                    extra=["-I", str(ROOT / "runtime" / "include"), str(ROOT / "runtime" / "rawwrite.c"),
-                           str(ROOT / "runtime" / "rawwrite_ring.c"),
+                    extra=["-I", str(ROOT / "runtime" / "include"), "-I", str(ROOT / "reader"),
+                           str(ROOT / "reader" / "rawwrite.c"), str(ROOT / "reader" / "rawwrite_ring.c"),
                            "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
 
 

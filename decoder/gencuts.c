@@ -1,5 +1,5 @@
 /*
- * cuts.c -- where each generation starts in a thread's ring.
+ * gencuts.c -- where each generation starts in a thread's ring.
  *
  * THRDSTAT gen_pos[g % 64] = {g, ring offset of the write position at the
  * boundary}; offset -> item index via first_off (the ring offset of item 0):

@@ -3,7 +3,7 @@
  * or OOM-halted) process with process_vm_readv, without stopping it.
  *
  * Used by `coreextract --pid PID` and by funtrace-oomwatch.  Link with
- * build/lib/libfuntrace_live.a and build/lib/libfuntrace_read.a, plus
+ * build/lib/libfuntrace_reader.a (the shared reader), plus
  * $(pkg-config --libs libunwind-generic) and -lelf.
  *
  * ft_live_extract writes one complete raw trace (FUNTRACE ... ENDTRACE) to w:

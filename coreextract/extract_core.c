@@ -1,5 +1,5 @@
-/* core_extract.c -- extract the raw trace from a core file (see core_extract.h) */
-#include "core_extract.h"
+/* extract_core.c -- extract the raw trace from a core file (see extract_core.h) */
+#include "extract_core.h"
 #include "corefile.h"
 #include "elfinfo.h"
 #include "input.h"

@@ -1,5 +1,5 @@
 /*
- * fmt.c -- human-readable durations, wall-clock times and signal names.
+ * textfmt.c -- human-readable durations, wall-clock times and signal names.
  */
 #define _GNU_SOURCE
 #include <signal.h>

@@ -1,5 +1,5 @@
 /*
- * core_extract.h -- `coreextract CORE [EXE]`: the raw trace out of a core.
+ * extract_core.h -- `coreextract CORE [EXE]`: the raw trace out of a core.
  */
 #ifndef FT_CE_CORE_EXTRACT_H
 #define FT_CE_CORE_EXTRACT_H

@@ -1,5 +1,5 @@
 /*
- * evsrc.c -- ring items -> timestamped events.
+ * ringevents.c -- ring items -> timestamped events.
  *
  * Exact mode: every entry has its own TSC.  Sampled mode: a time word
  * (bits 63..61 = 111) stamps the event word right after it; the TSC's high

@@ -9,8 +9,8 @@
  * Constraints: async-signal-safe (no malloc, no stdio, no locks), bounded
  * stack use (< 64 KiB), never trusts target memory (every pointer and size
  * read from the target is range-checked; all reads go through ft_reader).
- * Implementation: runtime/rawwrite.c (compiled into libfuntrace and into
- * libfuntrace_read used by coreextract).
+ * Implementation: reader/rawwrite.c and rawwrite_ring.c, compiled once
+ * (reader/build.mk) and linked into libfuntrace.a and libfuntrace_reader.a.
  */
 #ifndef FUNTRACE_RAWWRITE_H
 #define FUNTRACE_RAWWRITE_H

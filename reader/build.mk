@@ -1,0 +1,29 @@
+# reader/build.mk -- the shared reader: root finding, maps, ELF info, live
+# reads, unwinding and the raw writer (rawwrite*.c).  Compiled ONCE into
+# $(OBJ)/reader/ and linked from there by every program that needs it:
+#   libfuntrace_reader.a   coreextract, funtrace-oomwatch
+#   libfuntrace.a          the runtime's snapshots link rawwrite*.o (the same objects)
+# The flags suit the runtime too (PIC, hidden, no stack protector, never
+# instrumented); SAN=1 adds the sanitizers (and then the runtime is not built).
+
+RD_SRCS := $(wildcard reader/*.c)
+RD_OBJS := $(patsubst reader/%.c,$(OBJ)/reader/%.o,$(RD_SRCS))
+# the part of the reader the runtime links (async-signal-safe, no libc I/O)
+RD_RAW_OBJS := $(OBJ)/reader/rawwrite.o $(OBJ)/reader/rawwrite_ring.o
+RD_CFLAGS := $(CSTD) $(WARN) $(OPT) -g $(SANFLAGS) -fPIC -fvisibility=hidden -fno-stack-protector \
+             -fno-instrument-functions -Iruntime/include -Ireader -MMD -MP $(UNW_CFLAGS)
+RD_LIB := $(LIB)/libfuntrace_reader.a
+# what a program linking the reader needs besides it
+RD_LDLIBS := -lelf $(UNW_LIBS)
+
+ALL_TARGETS += $(RD_LIB)
+SAN_TARGETS += $(RD_LIB)
+
+$(OBJ)/reader/%.o: reader/%.c
+	@mkdir -p $(@D)
+	$(CC) $(RD_CFLAGS) -c -o $@ $<
+
+$(RD_LIB): $(RD_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
