@@ -351,6 +351,7 @@ int decode_main(struct dec_opts *o)
     sym_free(d.sym);
     for (size_t i = 0; i < d.nth; i++) {
         struct dthread *th = &d.th[i];
+        ev_release(th);
         free(th->cut);
         free(th->incomplete);
         free(th->by_tsc);

@@ -89,6 +89,11 @@ struct dthread {
     int lost_overwritten; /* the ring wrapped (or lost its memory/raced) */
     int has_first;
     uint64_t first_tsc;  /* oldest timestamp in the ring */
+    /* ring8.c: zeroed or invalid items inside the ring's window (lost events) */
+    uint64_t ninvalid, invalid_first, invalid_last;
+    int has_invalid_tsc;
+    uint64_t invalid_tsc; /* the time of the last event before the first of them */
+    struct ring8 *ring8; /* FT_FMT_EXACT8 decoding state */
     int64_t first_ns, last_ns, end_ns; /* last_ns: the last event's own ns (see replay.c) */
     int64_t last_mns;    /* the last event's measured time */
     int crashed;
@@ -172,6 +177,18 @@ void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_
  * returns 0 if there is none */
 int ev_tsc_at(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref_tsc, uint64_t *tsc);
 uint64_t ev_restore_tsc(uint64_t low61, uint64_t ref);
+
+/* ring8.c: ev_prepare before anything reads a thread's ring (counts the
+ * zeroed/invalid items of every format; FT_FMT_EXACT8 decoding state);
+ * ev_read_exact: exact-mode items [i, i+n) (FT_FMT_EXACT16 or EXACT8) as
+ * {word = address | FT_F_* flags, tsc}; word 0: not an event (escape,
+ * zeroed); returns the count read */
+struct ring8;
+void ev_prepare(struct dec *d, struct dthread *th);
+size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ft_entry *out);
+void ev_release(struct dthread *th);
+static inline int ev_is_exact(uint32_t fmt) { return fmt == FT_FMT_EXACT16 || fmt == FT_FMT_EXACT8; }
+static inline size_t ev_item_size(uint32_t fmt) { return fmt == FT_FMT_EXACT16 ? 16 : 8; }
 
 /* replay.c */
 void replay_discover(struct dec *d, struct dthread *th);

@@ -51,12 +51,12 @@ static void stamps_load(struct dec *d, struct dthread *th, uint64_t ref, struct 
 static uint64_t tsc_cut(struct dec *d, struct dthread *th, uint64_t S, struct stamps *st, uint64_t ref)
 {
     uint64_t n = th->rt->n;
-    if (th->rt->fmt == FT_FMT_EXACT16) {
+    if (ev_is_exact(th->rt->fmt)) {
         uint64_t lo = 0, hi = n; /* first item with tsc >= S */
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
             struct ft_entry e;
-            if (ftr_read_entries(&d->src, th->rt, mid, 1, &e) != 1)
+            if (ev_read_exact(d, th, mid, 1, &e) != 1)
                 break;
             if (e.tsc < S)
                 lo = mid + 1;
@@ -91,9 +91,9 @@ static int first_tsc(struct dec *d, struct dthread *th, uint64_t ref, uint64_t *
 {
     uint64_t buf[1024];
     for (uint64_t i = 0; i < th->rt->n && i < (1u << 22);) {
-        if (th->rt->fmt == FT_FMT_EXACT16) {
+        if (ev_is_exact(th->rt->fmt)) {
             struct ft_entry e[64];
-            size_t got = ftr_read_entries(&d->src, th->rt, i, 64, e);
+            size_t got = ev_read_exact(d, th, i, 64, e);
             if (!got)
                 return 0;
             for (size_t k = 0; k < got; k++)
@@ -126,7 +126,7 @@ static uint64_t refine(struct dec *d, struct dthread *th, uint64_t idx, uint64_t
     enum { W = 512 };
     static struct ft_entry e[2 * W];
     uint64_t from = idx > W ? idx - W : 0;
-    size_t got = ftr_read_entries(&d->src, th->rt, from, 2 * W, e);
+    size_t got = ev_read_exact(d, th, from, 2 * W, e);
     size_t j = 0;
     while (j < got && e[j].tsc < S)
         j++;
@@ -140,6 +140,7 @@ void cuts_compute(struct dec *d, struct dthread *th)
     const struct ftr_thread *rt = th->rt;
     size_t G = d->ngens;
     uint64_t n = rt->n;
+    ev_prepare(d, th);
     th->cut = xcalloc(G + 1, sizeof *th->cut);
     th->incomplete = xcalloc(G, 1);
     th->by_tsc = xcalloc(G, 1);
@@ -160,7 +161,7 @@ void cuts_compute(struct dec *d, struct dthread *th)
     th->has_first = first_tsc(d, th, ref_last, &th->first_tsc);
 
     uint64_t tol = ft_ns_ticks(&d->gens[G - 1].clk, 2000000); /* 2 ms */
-    size_t isz = rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16;
+    size_t isz = ev_item_size(rt->fmt);
     uint64_t prev = 0;
     for (size_t gi = 0; gi < G; gi++) {
         const struct dgen *g = &d->gens[gi];
@@ -183,7 +184,7 @@ void cuts_compute(struct dec *d, struct dthread *th)
             if (idx != NONE && idx > 0 && idx <= n) { /* check against timestamps */
                 uint64_t t;
                 int ok = 1;
-                if (rt->fmt == FT_FMT_EXACT16) {
+                if (ev_is_exact(rt->fmt)) {
                     if (ev_tsc_at(d, th, idx - 1, ref, &t) && t > S + tol)
                         ok = 0;
                     if (idx < n && ev_tsc_at(d, th, idx, ref, &t) && t + tol < S)
@@ -196,7 +197,7 @@ void cuts_compute(struct dec *d, struct dthread *th)
                 }
                 if (!ok)
                     idx = NONE;
-                else if (rt->fmt == FT_FMT_EXACT16)
+                else if (ev_is_exact(rt->fmt))
                     idx = refine(d, th, idx, S);
             } else if (idx == 0 && th->has_first && th->first_tsc + tol < S) {
                 idx = NONE; /* the ring starts well before the boundary: inconsistent */

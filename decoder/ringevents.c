@@ -1,7 +1,8 @@
 /*
  * ringevents.c -- ring items -> timestamped events.
  *
- * Exact mode: every entry has its own TSC.  Sampled mode: a time word
+ * Exact mode: every entry has its own TSC (FT_FMT_EXACT8 entries are
+ * expanded by ring8.c).  Sampled mode: a time word
  * (bits 63..61 = 111) stamps the event word right after it; the TSC's high
  * 3 bits are restored from a reference (the generation's clk_tsc), and the
  * events between two stamps get times interpolated by their event ordinal
@@ -41,9 +42,9 @@ uint64_t ev_restore_tsc(uint64_t low61, uint64_t ref)
 int ev_tsc_at(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref_tsc, uint64_t *tsc)
 {
     const struct ftr_thread *rt = th->rt;
-    if (rt->fmt == FT_FMT_EXACT16) {
+    if (ev_is_exact(rt->fmt)) {
         struct ft_entry e;
-        if (ftr_read_entries(&d->src, rt, i, 1, &e) != 1 || !e.word)
+        if (ev_read_exact(d, th, i, 1, &e) != 1 || !e.word)
             return 0;
         *tsc = e.tsc;
         return 1;
@@ -102,7 +103,7 @@ static void run_exact(struct dec *d, struct dthread *th, uint64_t lo, uint64_t h
         buf = xmalloc(BLK * sizeof *buf);
     for (uint64_t i = lo; i < hi;) {
         uint64_t want = hi - i < BLK ? hi - i : BLK;
-        size_t got = ftr_read_entries(&d->src, th->rt, i, want, buf);
+        size_t got = ev_read_exact(d, th, i, want, buf);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++)

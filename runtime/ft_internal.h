@@ -16,7 +16,7 @@
 
 /* defaults (documented in FORMAT.md 1.8) */
 #define FT_DEFAULT_BUF (1ULL << 20)          /* 1 MiB per thread */
-#define FT_MIN_BUF 4096ULL
+#define FT_MIN_BUF 32ULL                    /* the original's smallest ring (2^5) */
 #define FT_MAX_BUF (1ULL << 30)
 #define FT_DEFAULT_GEN_MS 100
 #define FT_DEFAULT_BUDGET (256ULL << 20)      /* 256 MiB of rings in all */
@@ -46,7 +46,9 @@ struct ft_hot_settings {
     uint8_t sampled_mode; /* 1: FUNTRACE_TIME=sampled (hooks_pg.S; ft_hook_offsets.h) */
     uint8_t pad0[7];
     uint64_t sample_k;    /* a time word every k events (hooks_pg.S; ft_hook_offsets.h) */
-    uint8_t pad1[48];
+    uint64_t reg_base;    /* the registry mapping: a record pointer p is valid for */
+    uint64_t reg_span;    /* the hooks iff p - reg_base < reg_span (0 until it exists) */
+    uint8_t pad1[32];
 };
 _Static_assert(sizeof(struct ft_hot_settings) == 64, "one cache line");
 extern struct ft_hot_settings ft_hot FT_HIDDEN;

@@ -59,6 +59,10 @@ static void record_positions(uint64_t g)
         FT_STORE(t->gen_pos[slot].gen, g);
         if (t->fmt == FT_FMT_SAMPLED8)
             FT_STORE(t->countdown, 1); /* the next event carries a time word */
+        if (t->fmt == FT_FMT_EXACT8) { /* the next event carries both escapes */
+            FT_STORE(t->tsc_hi, FT_E8_HI_NONE);
+            FT_STORE(t->addr_hi, FT_E8_HI_NONE);
+        }
     }
 }
 

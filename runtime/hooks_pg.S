@@ -11,7 +11,10 @@
  *
  *  - every general register they touch is saved and restored: rax rdx rcx
  *    r11 (exact mode), rax rcx r11 and rdx only around the rdtsc of a time
- *    word (sampled mode).  r10 and every other register are never touched.
+ *    word (sampled mode).  Exact mode writes ONE 8-byte entry per event
+ *    (FT_FMT_EXACT8: address bits 31..2 | tag, TSC bits 31..0 above), with
+ *    an escape entry before it when the address's or the TSC's high half
+ *    differs from the thread's (addr_hi / tsc_hi in its record).  r10 and every other register are never touched.
  *  - the arithmetic flags (CF PF AF ZF SF OF) are NOT preserved: the SysV
  *    ABI makes them call-clobbered, and no caller can have them live at the
  *    two points where these hooks are called (a function's entry, and
@@ -46,8 +49,13 @@
 #define MASK FT_THR_OFF_MASK
 #define COUNTDOWN FT_THR_OFF_COUNTDOWN
 #define WRAP FT_THR_OFF_WRAP
+#define AHI FT_THR_OFF_ADDR_HI
+#define THI FT_THR_OFF_TSC_HI
+#define SELF FT_THR_OFF_SELF
 #define RA_EXACT 32   /* the return address, above the exact path's 4 pushes */
 #define RA_SAMPLED 24 /* ... above the sampled path's 3 pushes */
+#define ESC_ADDR_HI ((1 << 2) | 3) /* FT_E8_ESCAPE(FT_E8_ADDR_HI, 0) */
+#define ESC_TSC_HI ((2 << 2) | 3)  /* FT_E8_ESCAPE(FT_E8_TSC_HI, 0) */
 
     .text
 
@@ -60,6 +68,22 @@
     .cfi_adjust_cfa_offset -8
 .endm
 
+/* The validity check (both modes): the thread's record pointer must lie in
+ * the registry mapping (ft_hot.reg_base, reg_span: a pointer that does not
+ * is the dummy record, or garbage) and the record must name itself (self ==
+ * its address; a record overwritten by anything else -- a memory test's
+ * patterns -- does not).  A thread that fails it is not traced: the hook
+ * returns, it never dereferences garbage.  \reg: the record, \tmp: scratch,
+ * \notrec: where a pointer outside the registry goes, \bad: return. */
+.macro CHECK reg, tmp, notrec, bad
+    movq \reg, \tmp
+    subq ft_hot+FT_HOT_OFF_REG_BASE(%rip), \tmp
+    cmpq ft_hot+FT_HOT_OFF_REG_SPAN(%rip), \tmp
+    jae \notrec
+    cmpq \reg, SELF(\reg)
+    jne \bad
+.endm
+
 .macro FT_HOOK name, isret
     .globl \name
     .type \name, @function
@@ -68,44 +92,72 @@
     .cfi_startproc
     cmpb $0, ft_hot+FT_HOT_OFF_SAMPLED_MODE(%rip) /* ft_hot.sampled_mode */
     jne 3f
-    /* ---- exact mode: 16-byte entries {word, tsc} ---- */
+    /* ---- exact mode: 8-byte entries (FT_FMT_EXACT8) ---- */
     PUSH %r11
     PUSH %rax
     PUSH %rdx
     PUSH %rcx                       /* CFA = rsp + 40 */
     movq %fs:ft_self@tpoff, %rcx    /* the thread's record */
+    CHECK %rcx, %rax, 2f, 1f
     movq POS(%rcx), %r11
-    andq MASK(%rcx), %r11           /* slot; 0 => cold path */
-    jz 2f
-    movq RA_EXACT(%rsp), %rax       /* an address inside the traced function */
+    andq MASK(%rcx), %r11           /* slot; 0 => paused / disabled / exited */
+    jz 1f
+    movl RA_EXACT+4(%rsp), %eax     /* address bits 63..32 */
+    cmpl %eax, AHI(%rcx)
+    jne 4f                          /* changed: an ADDR_HI escape first */
+5:
+    rdtsc                           /* edx:eax; clears both upper halves */
+    cmpl %edx, THI(%rcx)
+    jne 6f                          /* changed: a TSC_HI escape first */
+7:
+    shlq $32, %rax                  /* TSC bits 31..0 -> 63..32 */
+    movl RA_EXACT(%rsp), %edx       /* address bits 31..0 */
+    andl $-4, %edx                  /* tag 0: call */
   .if \isret
-    btsq $63, %rax                  /* FT_F_RET */
+    incl %edx                       /* tag 1: return */
   .endif
-    movq %rax, (%r11)               /* 1: word */
-    rdtsc
-    shlq $32, %rdx
     orq %rdx, %rax
-    movq %rax, 8(%r11)              /* 2: tsc */
-    addq $16, %r11
+    movq %rax, (%r11)               /* 1: the entry (one store) */
+    addq $8, %r11
     andq WRAP(%rcx), %r11
-    movq %r11, POS(%rcx)            /* 3: commit pos */
+    movq %r11, POS(%rcx)            /* 2: commit pos */
 1:
     POP %rcx
     POP %rdx
     POP %rax
     POP %r11                        /* CFA = rsp + 8 */
     ret
-2:  /* exact cold: no record yet, or paused / disabled / ignored / exited */
+2:  /* not a registry record: no record yet (dummy_init: cold path), or the
+     * dummy_dead record (ignored / exited), or garbage: nothing */
     .cfi_def_cfa_offset 40
     leaq ft_thread_dummy_init(%rip), %r11
     cmpq %r11, %rcx
-    jne 1b                          /* paused, disabled, ignored, exited */
+    jne 1b
     movq RA_EXACT(%rsp), %rax
   .if \isret
     btsq $63, %rax
   .endif
     call ft_asm_slow                /* create the record, write the event */
     jmp 1b
+4:  /* ADDR_HI escape: eax = the new high half.  The record's value first, so
+     * that a signal handler's events in between stay consistent */
+    movl %eax, AHI(%rcx)
+    shlq $32, %rax
+    orq $ESC_ADDR_HI, %rax
+    movq %rax, (%r11)
+    addq $8, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)            /* the escape is committed on its own */
+    jmp 5b
+6:  /* TSC_HI escape: edx = the new high half; eax (TSC low half) is kept */
+    movl %edx, THI(%rcx)
+    shlq $32, %rdx
+    orq $ESC_TSC_HI, %rdx
+    movq %rdx, (%r11)
+    addq $8, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)
+    jmp 7b
 
 3:  /* ---- sampled mode: 8-byte words, a time word every ft_sample_k events ---- */
     .cfi_def_cfa_offset 8
@@ -113,9 +165,10 @@
     PUSH %rax
     PUSH %rcx                       /* CFA = rsp + 32 */
     movq %fs:ft_self_s@tpoff, %rcx  /* the thread's record */
+    CHECK %rcx, %rax, 7f, 8f
     movq POS(%rcx), %r11
-    andq MASK(%rcx), %r11           /* slot; 0 => cold path */
-    jz 7f
+    andq MASK(%rcx), %r11           /* slot; 0 => paused / disabled / exited */
+    jz 8f
     decq COUNTDOWN(%rcx)
     jle 6f
 5:  /* the event word at r11 */
@@ -147,7 +200,7 @@
     movq %rax, COUNTDOWN(%rcx)
     POP %rdx
     jmp 5b
-7:  /* sampled cold: no record yet, or paused / disabled / ignored / exited */
+7:  /* sampled, not a registry record: dummy_init (cold path), else nothing */
     leaq ft_thread_dummy_init(%rip), %r11
     cmpq %r11, %rcx
     jne 8b

@@ -43,8 +43,13 @@ static void set_hot_ptr(struct ft_thread *t)
 static void *ring_map(uint64_t size)
 {
     size_t span = (size_t)(3 * size);
-    char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    char *p;
     uintptr_t a;
+    if (size < 4096) { /* a tiny ring: the start of a page is aligned enough */
+        p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     a = ((uintptr_t)p + 2 * size - 1) & ~(uintptr_t)(2 * size - 1);
@@ -53,6 +58,19 @@ static void *ring_map(uint64_t size)
     if ((uintptr_t)p + span > a + size)
         munmap((void *)(a + size), (uintptr_t)p + span - (a + size));
     return (void *)a;
+}
+
+static void ring_unmap(void *ring, uint64_t size)
+{
+    munmap(ring, size < 4096 ? 4096 : size);
+}
+
+static void ring_zero(void *ring, uint64_t size)
+{
+    if (size < 4096)
+        memset(ring, 0, size);
+    else
+        madvise(ring, size, MADV_DONTNEED);
 }
 
 uint64_t ft_mask_for(const struct ft_thread *t)
@@ -87,10 +105,10 @@ static void *evict_oldest(uint64_t want, int *evicted)
     FT_STORE(th[best].ring, 0);
     ft_rt.ring_bytes -= size;
     if (size == want) {
-        madvise(ring, size, MADV_DONTNEED); /* zero it: never-written slots */
+        ring_zero(ring, size); /* never-written slots */
         return ring;
     }
-    munmap(ring, size);
+    ring_unmap(ring, size);
     return NULL;
 }
 
@@ -116,7 +134,7 @@ static void ring_put(struct ft_thread *t)
         return;
     FT_STORE(t->ring, 0);
     ft_rt.ring_bytes -= size;
-    munmap(ring, size);
+    ring_unmap(ring, size);
 }
 
 /* ---- records ---------------------------------------------------------- */
@@ -192,7 +210,10 @@ static struct ft_thread *record_create(uint64_t size, uint32_t state)
     t->seq++;
     t->countdown = 1; /* sampled: the first event carries a time word */
     t->tid = (uint32_t)ft_gettid();
-    t->fmt = ft_sampled_mode ? FT_FMT_SAMPLED8 : FT_FMT_EXACT16;
+    t->fmt = ft_sampled_mode ? FT_FMT_SAMPLED8 : FT_FMT_EXACT8;
+    t->addr_hi = FT_E8_HI_NONE; /* the first event carries both escapes */
+    t->tsc_hi = FT_E8_HI_NONE;
+    t->self = (uint64_t)(uintptr_t)t;
     t->flags = (t->tid == (uint32_t)r->pid) ? FT_THRF_MAIN : 0;
     t->start_tsc = ft_rdtsc();
     t->exit_tsc = 0;
@@ -295,6 +316,10 @@ void ft_registry_init(void)
     }
     r->threads = (uint64_t)(uintptr_t)p;
     r->threads_cap = (uint32_t)cap;
+    /* the hooks' validity check: a record pointer inside the registry,
+     * its hot line too */
+    ft_hot.reg_base = (uint64_t)(uintptr_t)p;
+    ft_hot.reg_span = cap * sizeof(struct ft_thread) - 63;
     r->threads_used = 0;
     pthread_key_create(&ft_rt.exit_key, thread_exit);
 }
@@ -421,7 +446,7 @@ void ft_registry_after_fork_child(void)
         return;
     for (i = 0; i < n; i++) {
         if (th[i].ring)
-            munmap((void *)(uintptr_t)th[i].ring, th[i].ring_size);
+            ring_unmap((void *)(uintptr_t)th[i].ring, th[i].ring_size);
         memset(&th[i], 0, sizeof th[i]);
         ft_rt.pthreads[i] = 0;
     }
@@ -485,8 +510,7 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
         funtrace_ignore_this_thread();
         return;
     }
-    if (log_buf_size < 12)
-        log_buf_size = 12;
+    /* rings of 2^5 bytes and more, as the original funtrace accepts */
     if (log_buf_size > 30)
         log_buf_size = 30;
     size = 1ull << log_buf_size;

@@ -213,7 +213,7 @@ static void read_settings(void)
     r->default_buf_size = FT_DEFAULT_BUF;
     if (env_u64("FUNTRACE_BUF", &v) == 1) {
         if (v < FT_MIN_BUF || v > FT_MAX_BUF || (v & (v - 1)))
-            ft_warn("FUNTRACE_BUF must be a power of two between 4096 and 2^30 bytes; using 1 MiB", getenv("FUNTRACE_BUF"));
+            ft_warn("FUNTRACE_BUF must be a power of two between 32 and 2^30 bytes; using 1 MiB", getenv("FUNTRACE_BUF"));
         else
             r->default_buf_size = v;
     }

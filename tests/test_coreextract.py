@@ -156,7 +156,7 @@ def test_segv_in_worker_thread(tree, crashprog, run_crash, tmp_path):
     assert crashed_tid != run.pid
     syms = Syms(crashprog, load_bias(raw, crashprog))
     worker = raw.thread(crashed_tid)
-    assert worker.state == 1 and worker.n_entries == len(worker.entries)
+    assert worker.state == 1 and worker.n_entries == len(worker.items) and worker.fmt == 3
     names = event_names(worker, syms)
     # the worker's ring ends with exactly what it did last
     assert names[-5:] == ["call ce_step1", "ret ce_step1", "call ce_step2", "ret ce_step2", "call ce_fault"], names
@@ -322,8 +322,8 @@ def test_wrapped_ring(tree, crashprog, run_crash):
     syms = Syms(crashprog, load_bias(raw, crashprog))
     main = raw.thread(run.pid)
     assert main.ring_size == 16384 and main.flags & TSF["WRAPPED"]
-    assert main.n_entries == 16384 // 16 - 1          # every slot but the one at pos
-    assert main.first_off == (main.pos_off + 16) % 16384
+    assert main.n_entries == 16384 // 8 - 1           # every slot but the one at pos
+    assert main.first_off == (main.pos_off + 8) % 16384
     names = event_names(main, syms)
     assert names[-3:] == ["call ce_step1", "ret ce_step1", "call ce_fault"]
     assert set(names[:-1]) == {"call ce_step1", "ret ce_step1"}
@@ -530,7 +530,8 @@ def test_ring_memory_missing_from_core(tree, crashprog, run_crash, tmp_path, kee
     run = crash(run_crash, crashprog, "loop", "1000")
     _, full = extract(tree, run.core)
     main = full.thread(run.pid)
-    assert main.n_entries == 2002 and main.first_off == 0   # main, 1000 x (call, ret), ce_fault
+    # main, 1000 x (call, ret), ce_fault, and the first event's two escapes
+    assert len(main.entries) == 2002 and main.n_entries == 2004 and main.first_off == 0
     bad = tmp_path / "core.bad"
     patch_segment_filesz(run.core, bad, main.ring, keep)
     r, raw = extract(tree, bad)
@@ -541,7 +542,7 @@ def test_ring_memory_missing_from_core(tree, crashprog, run_crash, tmp_path, kee
     t = raw.thread(run.pid)
     if keep:
         assert t.flags & TSF["RING_PARTIAL"] and not t.flags & TSF["RING_MISSING"]
-        assert t.entries == main.entries[:keep // 16] and t.n_entries == keep // 16
+        assert t.items == main.items[:keep // 8] and t.n_entries == keep // 8
     else:
         assert t.flags & TSF["RING_MISSING"] and t.entries == [] and t.n_entries == 0
     # every other thread is intact

@@ -251,3 +251,114 @@ def test_procmaps_mirrors_mappings(unit):
         [(m["start"], m["end"], m["offset"]) for m in raw.mappings[:4]]
     raw, _ = unit("firstlap")          # no MAPPINGS payload: an empty PROCMAPS
     assert ("PROCMAPS", b"") in raw.chunks
+
+
+# ---- FT_FMT_EXACT8 rings (FORMAT.md 1.4, 2.3): 8-byte entries with escapes ----
+# ce_rawunit's events8: event k at address 0x7f0000400000 + 4k, TSC 5 << 32 | k;
+# the first event is preceded by ADDR_HI 0x7f00 and TSC_HI 5 (as the runtime does)
+B8 = 5 << 32
+
+
+def e8(k):
+    """the 8-byte entry of event k (no escape)"""
+    return (k << 32) | (0x400000 + 4 * k)
+
+
+ESC_A, ESC_T = rawfile.e8_escape(1, 0x7f00), rawfile.e8_escape(2, 5)
+
+
+def test_e8_first_lap(unit):
+    raw, _ = unit("e8_firstlap")
+    [t] = raw.threads
+    assert t.fmt == 3 and ("TRACEE08", t.items and raw.chunks[-2][1]) in raw.chunks
+    assert (t.flags, t.n_entries, t.n_dropped, t.first_off, t.pos_off) == (0, 12, 0, 0, 96)
+    assert t.items == [ESC_A, ESC_T] + [e8(k) for k in range(1, 11)]
+    assert t.entries == [(0x7f0000400000 + 4 * k, B8 + k) for k in range(1, 11)]
+    assert raw.header["raw_version"] == 2
+
+
+def test_e8_wrapped(unit):
+    raw, _ = unit("e8_wrapped")        # 602 items in 512 slots: pos at slot 90
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] and t.pos_off == 90 * 8 and t.first_off == 91 * 8
+    assert t.items == [e8(k) for k in range(90, 601)] and t.n_entries == 511 and t.n_dropped == 0
+
+
+def test_e8_uncommitted(unit):
+    raw, _ = unit("e8_uncommitted")
+    [t] = raw.threads
+    assert t.flags == TSF["UNCOMMITTED"] and t.n_entries == 13 and t.items[-1] == e8(11)
+    raw, _ = unit("e8_uncommitted_escape")   # an escape at pos: not emitted, counted
+    [t] = raw.threads
+    assert t.flags == 0 and t.n_entries == 12 and t.n_dropped == 1
+    raw, _ = unit("e8_wrapped_uncommitted")  # the newest entry over the oldest one
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] | TSF["UNCOMMITTED"]
+    assert t.items == [e8(k) for k in range(90, 602)] and t.n_entries == 512
+
+
+def test_e8_pos_at_last_slot(unit):
+    raw, _ = unit("e8_lastslot_wrapped")     # 1023 items: pos = slot 511 holds event 510, the oldest
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] and t.first_off == 0 and t.items == [e8(k) for k in range(511, 1022)]
+    raw, _ = unit("e8_lastslot_unc")         # first lap, the newest entry uncommitted in the last slot
+    [t] = raw.threads
+    assert t.flags == TSF["UNCOMMITTED"] and t.items == [ESC_A, ESC_T] + [e8(k) for k in range(1, 511)]
+
+
+def test_e8_time_filter(unit):
+    raw, _ = unit("e8_min_tsc")
+    [t] = raw.threads
+    assert raw.header["flags"] == TIME_FILTERED and raw.header["min_tsc"] == B8 + 6
+    assert t.items == [e8(k) for k in range(6, 11)] and t.n_dropped == 2 + 5 and t.first_off == 7 * 8
+
+
+def test_e8_tiny_ring(unit):
+    """a 32-byte ring (funtrace_set_thread_log_buf_size(5)): 4 slots, 3 emitted"""
+    raw, _ = unit("e8_tiny")
+    [t] = raw.threads
+    assert t.ring_size == 32 and t.flags == TSF["WRAPPED"] and t.items == [e8(5), e8(6), e8(7)]
+
+
+def test_e8_high_halves_and_flags(unit):
+    raw, _ = unit("e8_hi_change")
+    [t] = raw.threads
+    F = rawfile
+    assert t.entries == [(0x7f0000400010, 0x5FFFFFFF0), (0x7f0000400020, 0x600000010),
+                         (0x550000001000, 0x600000020), (0x7f0000400030 | F.F_RET, 0x600000030),
+                         (0x7f0000400040 | F.F_CATCH, 0x600000040),
+                         (0x7f0000400050 | F.F_CALL_RET_ON_THROW, 0x600000050)]
+    assert sum(1 for w in t.items if w & 3 == 3) == 2 + 1 + 2 + 1   # ADDR/TSC, TSC, ADDR x2, CATCH
+
+
+def test_e8_zeroed_entries_are_emitted_and_reported(tree, unit, unit_exe, tmp_path):
+    """zeros inside the window (a memory test, a stray memset) are emitted as they
+    are; the decoder reports how many and where, and exits 3 (issue 13)"""
+    raw, _ = unit("e8_zeroed")
+    [t] = raw.threads
+    assert t.n_entries == 102 and t.items[40:50] == [0] * 10 and t.items[50] == e8(49)
+    p = tmp_path / "z.raw"
+    p.write_bytes(subprocess.run([str(unit_exe), "e8_zeroed"], capture_output=True, check=True).stdout)
+    r = subprocess.run([str(tree.tool("funtrace-decode")), "--summary", str(p)], capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert "the ring of thread 100 has 10 zeroed or invalid entries inside its trace (items 40..49" in r.stdout
+
+
+def test_e8_live_copy_race(unit):
+    raw, err = unit("e8_live_race", 10)      # 10 events (+ a TSC_HI escape) while copying
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] | TSF["COPY_RACED"] and t.n_dropped == 11
+    assert t.items == [e8(k) for k in range(90 + 11, 601)]
+    assert "was written while it was copied" in err
+
+
+@pytest.mark.parametrize("scenario", ["e8_firstlap", "e8_wrapped", "e8_uncommitted", "e8_wrapped_uncommitted",
+                                      "e8_lastslot_wrapped", "e8_lastslot_unc", "e8_min_tsc", "e8_tiny",
+                                      "e8_zeroed", "e8_hi_change"])
+def test_e8_rings_used_in_place_give_the_same_bytes(unit_exe, scenario):
+    outs = []
+    for env in (None, dict(os.environ, CE_RAWUNIT_MAP="1")):
+        r = subprocess.run([str(unit_exe), scenario], capture_output=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr.decode()
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]

@@ -90,9 +90,39 @@ struct ft_entry {
 #define FT_IS_TIME_WORD(w) (((w) >> 61) == 7)
 #define FT_TIME_WORD_TSC_MASK ((1ULL << 61) - 1)
 
+/* Exact mode, ring format 3 (FT_FMT_EXACT8, written by this runtime): one
+ * 8-byte entry per event, stored with ONE aligned 8-byte store (it cannot
+ * tear), never all-zero once written (FORMAT.md 1.4):
+ *   bits 1..0   tag: 0 call, 1 return, 2 call whose return will be logged
+ *               even if unwound (-finstrument-functions), 3 escape
+ *   event  (tag 0..2): bits 31..2 = address bits 31..2 (an address inside
+ *               the function, 4-byte granular), bits 63..32 = TSC bits 31..0.
+ *               The address's bits 63..32 and the TSC's bits 63..32 are
+ *               those of the thread's last ADDR_HI / TSC_HI escape.
+ *   escape (tag 3): bits 7..2 = type, bits 31..8 = 0, bits 63..32 = payload:
+ *     FT_E8_ADDR_HI  payload = address bits 63..32 of the following events
+ *     FT_E8_TSC_HI   payload = TSC bits 63..32 of the following events
+ *     FT_E8_CATCH    the next event entry (tag 0) is a catch (FT_F_CATCH)
+ * The runtime writes ADDR_HI / TSC_HI whenever the thread's high half
+ * changes, for its first event, and for its first event after every
+ * generation boundary; each escape is committed (pos) on its own. */
+#define FT_E8_TAG_MASK 3ULL
+#define FT_E8_CALL 0ULL
+#define FT_E8_RET 1ULL
+#define FT_E8_CALL_ROT 2ULL
+#define FT_E8_ESC 3ULL
+#define FT_E8_ADDR_LO_MASK 0xFFFFFFFCULL
+#define FT_E8_ESC_TYPE(e) (((e) >> 2) & 0x3F)
+#define FT_E8_ADDR_HI 1u
+#define FT_E8_TSC_HI 2u
+#define FT_E8_CATCH 3u
+#define FT_E8_ESCAPE(type, payload) (((uint64_t)(payload) << 32) | ((uint64_t)(type) << 2) | FT_E8_ESC)
+#define FT_E8_HI_NONE 0xFFFFFFFFu /* addr_hi/tsc_hi of a thread record: "unknown, escape next" */
+
 enum ft_entry_format {
-    FT_FMT_EXACT16 = 1,  /* struct ft_entry ring */
+    FT_FMT_EXACT16 = 1,  /* struct ft_entry ring (previous runtimes, the original funtrace) */
     FT_FMT_SAMPLED8 = 2, /* uint64_t word ring with time words */
+    FT_FMT_EXACT8 = 3,   /* uint64_t entry ring with escapes (see above) */
 };
 
 /* ---- thread record ------------------------------------------------------ */
@@ -125,7 +155,13 @@ struct ft_thread {
                            hot path's immutable copy of ring | (ring_size - 1),
                            used to wrap pos (mask may drop to 0 meanwhile);
                            readers ignore it */
-    uint64_t hot_reserved[4];
+    uint32_t addr_hi;   /* runtime-private (FT_FMT_EXACT8): address bits 63..32
+                           of the last ADDR_HI escape; FT_E8_HI_NONE: escape next */
+    uint32_t tsc_hi;    /* runtime-private (FT_FMT_EXACT8): TSC bits 63..32 of the
+                           last TSC_HI escape; FT_E8_HI_NONE: escape next */
+    uint64_t self;      /* runtime-private: the record's own address while it is
+                           in use (the hooks' validity check), else 0 */
+    uint64_t hot_reserved[2];
     /* --- cold --- */
     uint64_t ring;      /* ring base address (aligned to 2*ring_size); 0 if none */
     uint64_t ring_size; /* bytes, power of two */
@@ -340,6 +376,7 @@ struct ft_root {
  *     THRDSTAT  struct ft_raw_thread
  *     TRACEBUF  struct ft_entry[n] oldest first            (FT_FMT_EXACT16)
  *      or TRACEW08 uint64_t words[n] oldest first          (FT_FMT_SAMPLED8)
+ *      or TRACEE08 uint64_t entries[n] oldest first        (FT_FMT_EXACT8)
  *   FINSTACK  struct ft_raw_stack + pcs, one per thread of the source
  *             (cores: every thread; live: only with --stacks)
  *   ENDTRACE  empty                                       (original chunk)
@@ -347,7 +384,7 @@ struct ft_root {
  * A file without ENDTRACE is truncated.  Several traces (ENDTRACE-terminated
  * "samples") may be concatenated in one file, like the original funtrace.raw.
  */
-#define FT_RAW_VERSION 1u
+#define FT_RAW_VERSION 2u
 #define FT_CHUNK_MAGIC_LEN 8
 
 #define FT_CHUNK_FUNTRACE "FUNTRACE"
@@ -361,6 +398,7 @@ struct ft_root {
 #define FT_CHUNK_THREADSTAT "THRDSTAT"
 #define FT_CHUNK_TRACEBUF "TRACEBUF"
 #define FT_CHUNK_TRACEW08 "TRACEW08"
+#define FT_CHUNK_TRACEE08 "TRACEE08" /* FT_FMT_EXACT8 entries (raw version 2) */
 #define FT_CHUNK_STACK "FINSTACK"
 #define FT_CHUNK_END "ENDTRACE"
 #define FT_CHUNK_PROCMAPS "PROCMAPS" /* /proc/PID/maps text (FORMAT.md 2.2) */
