@@ -127,6 +127,14 @@ void ft_registry_after_fork_child(void) FT_HIDDEN;
 void ft_refresh_names(void) FT_HIDDEN;        /* under lock */
 void ft_thread_set_name_by_pthread(pthread_t th, const char *name) FT_HIDDEN;
 
+/* ringpool.c (under lock) */
+void *ft_ring_alloc(uint64_t size) FT_HIDDEN;        /* zeroed, aligned to 2 * size */
+/* zeroed and kept for reuse; dirty: bytes from the start that may be non-zero */
+void ft_ring_free(void *ring, uint64_t size, uint64_t dirty) FT_HIDDEN;
+uint64_t ft_ring_dirty(const struct ft_thread *t) FT_HIDDEN; /* registry.c */
+void ft_ring_prefault(uint64_t size, unsigned n) FT_HIDDEN;
+void ft_registry_prefault(void) FT_HIDDEN;           /* registry.c: the next record's page */
+
 /* hooks_cyg.c */
 void ft_write_event(struct ft_thread *t, uint64_t word) FT_HIDDEN;
 

@@ -75,6 +75,7 @@ void ft_new_generation_noscan(void)
     write_gen(g);
     FT_STORE(r->gen_current, g);
     record_positions(g);
+    ft_registry_prefault();
 }
 
 /* a generation boundary; under lock */

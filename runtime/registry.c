@@ -38,41 +38,6 @@ static void set_hot_ptr(struct ft_thread *t)
 
 /* ---- rings ------------------------------------------------------------ */
 
-/* anonymous private mapping of size bytes aligned to 2*size (so that
- * (ring + size) & mask == ring with mask = ring | (size - 1)) */
-static void *ring_map(uint64_t size)
-{
-    size_t span = (size_t)(3 * size);
-    char *p;
-    uintptr_t a;
-    if (size < 4096) { /* a tiny ring: the start of a page is aligned enough */
-        p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
-    }
-    p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    a = ((uintptr_t)p + 2 * size - 1) & ~(uintptr_t)(2 * size - 1);
-    if (a > (uintptr_t)p)
-        munmap(p, a - (uintptr_t)p);
-    if ((uintptr_t)p + span > a + size)
-        munmap((void *)(a + size), (uintptr_t)p + span - (a + size));
-    return (void *)a;
-}
-
-static void ring_unmap(void *ring, uint64_t size)
-{
-    munmap(ring, size < 4096 ? 4096 : size);
-}
-
-static void ring_zero(void *ring, uint64_t size)
-{
-    if (size < 4096)
-        memset(ring, 0, size);
-    else
-        madvise(ring, size, MADV_DONTNEED);
-}
-
 uint64_t ft_mask_for(const struct ft_thread *t)
 {
     uint64_t ring;
@@ -82,45 +47,82 @@ uint64_t ft_mask_for(const struct ft_thread *t)
     return ring ? ring | (t->ring_size - 1) : 0;
 }
 
-/* evict the oldest exited ring; returns its ring if it has exactly `want`
- * bytes (zeroed, for reuse; not counted in ring_bytes), else NULL.
- * *evicted = 0 if there was nothing to evict. Under lock. */
-static void *evict_oldest(uint64_t want, int *evicted)
+/* Record indices in the order their records became EXITED (with a ring)
+ * and EVICTED: the oldest of each is found without scanning the registry,
+ * which with thousands of exited threads would cost every new thread
+ * microseconds.  A popped index whose record is no longer in that state is
+ * skipped.  Under lock; each holds at most threads_cap indices. */
+struct idxq {
+    uint32_t *v;
+    uint32_t cap, head, n;
+};
+static struct idxq q_exited, q_evicted;
+
+static void q_push(struct idxq *q, uint32_t i)
+{
+    if (q->n < q->cap) {
+        q->v[(q->head + q->n) % q->cap] = i;
+        q->n++;
+    }
+}
+
+/* the oldest index whose record is in state `state` (and, for EXITED, has a
+ * ring); UINT32_MAX if none */
+static uint32_t q_pop(struct idxq *q, uint32_t state)
 {
     struct ft_thread *th = ft_threads();
-    uint32_t n = funtrace_root.threads_used, i, best = UINT32_MAX;
+    while (q->n) {
+        uint32_t i = q->v[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->n--;
+        if (i < funtrace_root.threads_used && th[i].state == state && (state != FT_THR_EXITED || th[i].ring))
+            return i;
+    }
+    return UINT32_MAX;
+}
+
+/* the bytes of t's ring, from its start, that may be non-zero: up to its
+ * write position and the slots a hook may have in flight there, unless the
+ * ring has wrapped (a written slot after them) */
+uint64_t ft_ring_dirty(const struct ft_thread *t)
+{
+    uint64_t off = t->pos - t->ring, size = t->ring_size;
+    if (!t->ring || off >= size || off + 24 >= size)
+        return size;
+    if (((const uint64_t *)(uintptr_t)t->ring)[(off + 16) / 8])
+        return size;
+    return off + 16;
+}
+
+/* evict the oldest exited ring (its memory goes back to the ring pool,
+ * zeroed); *evicted = 0 if there was nothing to evict.  Under lock. */
+static void evict_oldest(int *evicted)
+{
+    struct ft_thread *th = ft_threads();
+    uint32_t best = q_pop(&q_exited, FT_THR_EXITED);
     void *ring;
     uint64_t size;
-    for (i = 0; i < n; i++)
-        if (th[i].state == FT_THR_EXITED && th[i].ring &&
-            (best == UINT32_MAX || th[i].exit_tsc < th[best].exit_tsc))
-            best = i;
     *evicted = best != UINT32_MAX;
     if (best == UINT32_MAX)
-        return NULL;
+        return;
     funtrace_root.rings_evicted++;
     ring = (void *)(uintptr_t)th[best].ring;
     size = th[best].ring_size;
+    uint64_t dirty = ft_ring_dirty(&th[best]);
     FT_STORE(th[best].state, (uint32_t)FT_THR_EVICTED);
+    q_push(&q_evicted, best);
     FT_STORE(th[best].ring, 0);
     ft_rt.ring_bytes -= size;
-    if (size == want) {
-        ring_zero(ring, size); /* never-written slots */
-        return ring;
-    }
-    ring_unmap(ring, size);
-    return NULL;
+    ft_ring_free(ring, size, dirty);
 }
 
 /* a ring of `size` bytes within the budget (evicting exited rings); under lock */
 static void *ring_get(uint64_t size)
 {
-    void *ring = NULL;
     int evicted = 1;
-    while (ft_rt.ring_bytes + size > funtrace_root.budget && evicted && !ring)
-        ring = evict_oldest(size, &evicted);
-    if (!ring)
-        ring = ring_map(size);
+    while (ft_rt.ring_bytes + size > funtrace_root.budget && evicted)
+        evict_oldest(&evicted);
+    void *ring = ft_ring_alloc(size);
     if (ring)
         ft_rt.ring_bytes += size;
     return ring;
@@ -132,9 +134,10 @@ static void ring_put(struct ft_thread *t)
     uint64_t size = t->ring_size;
     if (!ring)
         return;
+    uint64_t dirty = ft_ring_dirty(t);
     FT_STORE(t->ring, 0);
     ft_rt.ring_bytes -= size;
-    ring_unmap(ring, size);
+    ft_ring_free(ring, size, dirty);
 }
 
 /* ---- records ---------------------------------------------------------- */
@@ -158,10 +161,7 @@ static struct ft_thread *slot_get(void)
     uint32_t i, best = UINT32_MAX;
     int evicted;
     for (;;) {
-        for (i = 0; i < r->threads_used; i++)
-            if (th[i].state == FT_THR_EVICTED &&
-                (best == UINT32_MAX || th[i].exit_tsc < th[best].exit_tsc))
-                best = i;
+        best = q_pop(&q_evicted, FT_THR_EVICTED);
         if (best != UINT32_MAX) {
             /* a record retired by a resize belonged to a thread that lives
              * on in another record: reusing it loses nobody */
@@ -174,7 +174,7 @@ static struct ft_thread *slot_get(void)
         for (i = 0; i < r->threads_used; i++)
             if (th[i].state == FT_THR_IGNORED || th[i].state == FT_THR_FREE)
                 return &th[i];
-        evict_oldest(0, &evicted);
+        evict_oldest(&evicted);
         if (!evicted)
             return NULL;
     }
@@ -282,6 +282,7 @@ static void thread_exit(void *arg)
     FT_STORE(t->mask, 0);
     t->exit_tsc = ft_rdtsc();
     FT_STORE(t->state, (uint32_t)FT_THR_EXITED);
+    q_push(&q_exited, (uint32_t)(t - ft_threads()));
     ft_rt.pthreads[t - ft_threads()] = 0;
     ft_unlock();
     my_rec = NULL;
@@ -308,7 +309,7 @@ void ft_registry_init(void)
         p = mmap(NULL, cap * sizeof(struct ft_thread), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     }
-    ft_rt.pthreads = mmap(NULL, cap * sizeof(pthread_t), PROT_READ | PROT_WRITE,
+    ft_rt.pthreads = mmap(NULL, cap * (sizeof(pthread_t) + 2 * sizeof(uint32_t)), PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED || ft_rt.pthreads == MAP_FAILED) {
         ft_warn("cannot allocate the thread registry", NULL);
@@ -316,12 +317,30 @@ void ft_registry_init(void)
     }
     r->threads = (uint64_t)(uintptr_t)p;
     r->threads_cap = (uint32_t)cap;
+    q_exited.v = (uint32_t *)(ft_rt.pthreads + cap);
+    q_evicted.v = q_exited.v + cap;
+    q_exited.cap = q_evicted.cap = (uint32_t)cap;
     /* the hooks' validity check: a record pointer inside the registry,
      * its hot line too */
     ft_hot.reg_base = (uint64_t)(uintptr_t)p;
     ft_hot.reg_span = cap * sizeof(struct ft_thread) - 63;
     r->threads_used = 0;
     pthread_key_create(&ft_rt.exit_key, thread_exit);
+}
+
+/* Off every thread's path (the housekeeper, at generation boundaries):
+ * fault in the pages a new thread will touch first -- the next registry
+ * record and the first page of the next rings of the default size.  Under
+ * lock (the next record is not in use until the lock is released). */
+void ft_registry_prefault(void)
+{
+    struct ft_root *r = &funtrace_root;
+    struct ft_thread *th = ft_threads();
+    if (!th)
+        return;
+    if (r->threads_used < r->threads_cap)
+        FT_STORE(th[r->threads_used].state, FT_LOAD(th[r->threads_used].state));
+    ft_ring_prefault(r->default_buf_size, 16);
 }
 
 /* ---- pausing and masks ----------------------------------------------- */
@@ -446,12 +465,14 @@ void ft_registry_after_fork_child(void)
         return;
     for (i = 0; i < n; i++) {
         if (th[i].ring)
-            ring_unmap((void *)(uintptr_t)th[i].ring, th[i].ring_size);
+            ft_ring_free((void *)(uintptr_t)th[i].ring, th[i].ring_size, ft_ring_dirty(&th[i]));
         memset(&th[i], 0, sizeof th[i]);
         ft_rt.pthreads[i] = 0;
     }
     r->threads_used = 0;
     ft_rt.ring_bytes = 0;
+    q_exited.head = q_exited.n = 0;
+    q_evicted.head = q_evicted.n = 0;
     ft_rt.pause_depth = 0;
     ft_rt.name_refresh_next = 0;
     my_rec = NULL;
@@ -542,6 +563,7 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
     old->exit_tsc = ft_rdtsc();
     old->flags |= FT_THRF_RETIRED;
     FT_STORE(old->state, (uint32_t)FT_THR_EVICTED);
+    q_push(&q_evicted, (uint32_t)(old - ft_threads()));
     ring_put(old);
     if (!t || t->state != FT_THR_ALIVE) {
         ft_rt.pthreads[old - ft_threads()] = 0;
