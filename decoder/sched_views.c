@@ -182,7 +182,7 @@ void sched_text_waits(struct dec *d, const struct dthread *th, int64_t from, int
     if (!st) return;
     for (size_t i = 0; i < st->n; i++) {
         const struct sched_iv *v = &st->iv[i];
-        if (v->start < from || v->start >= to) continue;
+        if (v->start < from || v->start >= to || v->start >= d->end_ns) continue;
         int64_t dur = v->end - v->start;
         char what[300], wk[160], b[64];
         if (v->state == ST_BLOCKED) {

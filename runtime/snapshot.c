@@ -288,7 +288,7 @@ static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uin
     if (paused)
         ft_resume_all();
     if (rc == 0)
-        rc = ft_sched_rt_write(&sched, w, &st, min_tsc, ft_rdtsc());
+        rc = ft_sched_rt_write(&sched, w, &st, min_tsc, si.taken_tsc);
     else
         ft_sched_rt_release(&sched);
     if (rc == 0)

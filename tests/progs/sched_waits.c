@@ -1,7 +1,10 @@
 /* sched_waits.c -- scheduling states for the sched tests (test_sched.py):
  *   thread "waiter": ROUNDS x wait_for_token() -> read() on a pipe (blocked
  *                    until the waker writes: a few ms each time)
- *   thread "waker":  ROUNDS x { do_work() (spins ~3 ms); hand_over() -> write() }
+ *   thread "waker":  ROUNDS x { waits until the waiter sleeps (its /proc state is S:
+ *                    blocked in read); do_work() (spins ~3 ms); hand_over() -> write() }
+ *   so every round the waiter blocks >= 3 ms and is woken by the waker, however
+ *   loaded the machine is
  * then, by argv[1]:
  *   snapshot  funtrace_pause_and_write_current_snapshot() (./funtrace.raw), exit 0
  *   crash     crash_here() -> SIGSEGV (a core)
@@ -22,7 +25,7 @@ static int fds[2];
 static volatile int waiter_tid, waker_tid;
 volatile unsigned long sink;
 
-static double now_ms(void)
+NOFUNTRACE static double now_ms(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -39,6 +42,20 @@ NI void do_work(void)
 {
     double t0 = now_ms();
     while (now_ms() - t0 < 3.0) sink++;
+}
+
+/* the waiter's state letter in /proc/self/task/TID/stat */
+NOFUNTRACE static char task_state(int tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f) abort();
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : '?';
 }
 
 NI void hand_over(void)
@@ -61,6 +78,7 @@ NI void *waker(void *a)
     waker_tid = gettid();
     pthread_setname_np(pthread_self(), "waker");
     for (int i = 0; i < ROUNDS; i++) {
+        while (!waiter_tid || task_state(waiter_tid) != 'S') usleep(100);
         do_work();
         hand_over();
     }
