@@ -15,6 +15,7 @@
  * FLAGS with irq-info).  Commands may hold any byte but are at most 15 bytes
  * long, so every field is found from the right of its neighbours.
  */
+#define _GNU_SOURCE /* memmem */
 #include "funtrace_sched.h"
 
 #include <errno.h>
@@ -311,15 +312,18 @@ static int parse_line(const char *s, const char *e, struct ft_raw_sched_event *e
     };
     const char *m = NULL, *f = NULL;
     uint8_t kind = 0;
-    /* "TSC: sched_xxx: "; the marks are longer than a command can be */
-    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
-        const char *c = ffind(s, e, marks[i].mark);
-        if (c && (!m || c < m)) {
-            m = c;
-            kind = marks[i].kind;
-            f = c + strlen(marks[i].mark);
+    /* "TSC: sched_xxx: "; the marks are longer than a command can be, and a
+     * command before them cannot hold ": sched_" and one of the names */
+    for (const char *c = s; !m && (c = memmem(c, (size_t)(e - c), ": sched_", 8)) != NULL; c++)
+        for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+            size_t n = strlen(marks[i].mark);
+            if ((size_t)(e - c) >= n && !memcmp(c, marks[i].mark, n)) {
+                m = c;
+                kind = marks[i].kind;
+                f = c + n;
+                break;
+            }
         }
-    }
     if (!m) return 0;
     const char *colon = m;
     /* timestamp: digits before the colon */

@@ -42,7 +42,8 @@ static const char usage_text[] =
 "                  setup mounts tracefs on /sys/kernel/tracing if there is none)\n"
 "  --instance NAME instance name (default funtrace; readers find another name\n"
 "                  through FUNTRACE_SCHED=TRACEFS/instances/NAME)\n"
-"  --buffer-kb KB  ring buffer per CPU (default 4096): how much history is kept\n"
+"  --buffer-kb KB  ring buffer per CPU (default 2048): how much history is kept;\n"
+"                  every snapshot reads all of it (about 1 us per event held)\n"
 "  --group GROUP   let GROUP's members read the instance (traced programs that\n"
 "                  do not run as root); the tracefs mount point must let them in too\n"
 "  -h, --help      this text\n"
@@ -245,7 +246,7 @@ int main(int argc, char **argv)
         { "help", no_argument, 0, 'h' },          { 0, 0, 0, 0 },
     };
     const char *tfs_arg = NULL, *name = FT_SCHED_INSTANCE, *group = NULL;
-    long kb = 4096;
+    long kb = 2048;
     int ch;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "t:i:b:g:h", lo, NULL)) != -1) {
