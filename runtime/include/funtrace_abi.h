@@ -340,6 +340,8 @@ struct ft_root {
  *     THRDSTAT  struct ft_raw_thread
  *     TRACEBUF  struct ft_entry[n] oldest first            (FT_FMT_EXACT16)
  *      or TRACEW08 uint64_t words[n] oldest first          (FT_FMT_SAMPLED8)
+ *   SCHEDEVT  struct ft_raw_sched + struct ft_raw_sched_event[n]: scheduling
+ *             events of the process's threads (FORMAT.md 2.6; not every producer)
  *   FINSTACK  struct ft_raw_stack + pcs, one per thread of the source
  *             (cores: every thread; live: only with --stacks)
  *   ENDTRACE  empty                                       (original chunk)
