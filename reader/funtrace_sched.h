@@ -16,7 +16,7 @@
  * (struct ft_sched_filter) are kept.
  *
  * sched_capture.c and sched_chunk.c are async-signal-safe: no malloc, no
- * stdio, no locks; about 9 KiB of stack.  sched_host.c (host tools only)
+ * stdio, no locks; at most about 15 KiB of stack.  sched_host.c (host tools only)
  * allocates.
  */
 #ifndef FUNTRACE_SCHED_H

@@ -21,6 +21,7 @@ import pytest
 
 import rawfile
 from conftest import require_tools, run_program, run_tool, wait_for
+from test_oom import groups, watchers  # noqa: F401 (fixtures: cgroups and watchers cleaned up)
 
 ROUNDS = 5
 
@@ -307,3 +308,29 @@ def test_damaged_chunk_is_survived(tree, compiled, instance, tmp_path):
     assert t.returncode == 0, t.stderr
     assert f"holds {n} of its {n + 1000} scheduling events" in t.stderr
     assert "wait_for_token" in t.stdout
+
+
+@pytest.mark.root
+@pytest.mark.cgroup_v1
+def test_oomwatch_parked_process(tree, instance, tmp_path, groups, watchers, monkeypatch):
+    """funtrace-oomwatch reads a process parked at its v1 OOM limit: its raw has the process's
+    scheduling events, the last of them the main thread blocking in the page fault."""
+    _, inst = instance
+    monkeypatch.setenv("FUNTRACE_SCHED", str(inst))  # the watcher inherits it
+    hog = tree.example("oomhog")
+    g1, g2 = groups.make(v1_limit=64 * 1024 * 1024, oom_kill_disable=True)
+    out = tmp_path / "out"
+    w = watchers(["--cgroup", g1, "--cgroup", g2, "-o", out, "--once"])
+    w.wait_armed()
+    p = groups.start([hog], [g1, g2])
+    assert w.wait(60) == 0, w.log
+    raws = sorted(out.glob("*.raw"))
+    assert len(raws) == 1, w.log
+    raw = rawfile.parse(raws[0])
+    s = raw.sched
+    assert s is not None and s["status"] == 0, s
+    outs = [e for e in s["events"] if e["kind"] == "switch" and e["tid"] == p.pid]
+    assert outs and outs[-1]["state"] in "DS", outs[-1:]
+    t = run_tool([tree.tool("funtrace-decode"), raws[0], "--text"])
+    assert t.returncode == 0 and re.search(r"^  sched:      \d+ scheduling events", t.stdout, re.M)
+    p.kill()
