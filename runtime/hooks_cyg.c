@@ -4,7 +4,9 @@
  * cold path and the runtime's own events (catch).
  *
  * The mode is tested first (a predicted branch on a read-mostly byte), so
- * sampled mode never goes through a failed exact attempt; then the validity
+ * sampled mode never goes through a failed exact attempt; a mode other than
+ * exact is dispatched out of line: FT_MODE_OFF (tracing frozen) returns at
+ * once without touching TLS or the record, else sampled.  Then the validity
  * check (the record pointer lies in the registry and the record names
  * itself: FORMAT.md 1.4 "Hot path"), then:
  *   exact:   rec = ft_self; slot = rec->pos & rec->mask; if 0 -> nothing;
@@ -28,7 +30,8 @@ _Static_assert(offsetof(struct ft_thread, wrap) == FT_THR_OFF_WRAP, "hooks_pg.S 
 _Static_assert(offsetof(struct ft_thread, addr_hi) == FT_THR_OFF_ADDR_HI, "hooks_pg.S AHI");
 _Static_assert(offsetof(struct ft_thread, tsc_hi) == FT_THR_OFF_TSC_HI, "hooks_pg.S THI");
 _Static_assert(offsetof(struct ft_thread, self) == FT_THR_OFF_SELF, "hooks_pg.S SELF");
-_Static_assert(offsetof(struct ft_hot_settings, sampled_mode) == FT_HOT_OFF_SAMPLED_MODE, "hooks_pg.S ft_hot");
+_Static_assert(offsetof(struct ft_hot_settings, mode) == FT_HOT_OFF_MODE, "hooks_pg.S ft_hot");
+_Static_assert(FT_MODE_OFF == FT_HOT_MODE_OFF_BIT && FT_MODE_EXACT == 0, "hooks_pg.S mode values");
 _Static_assert(offsetof(struct ft_hot_settings, sample_k) == FT_HOT_OFF_SAMPLE_K, "hooks_pg.S ft_hot+8");
 _Static_assert(offsetof(struct ft_hot_settings, reg_base) == FT_HOT_OFF_REG_BASE, "hooks_pg.S ft_hot+16");
 _Static_assert(offsetof(struct ft_hot_settings, reg_span) == FT_HOT_OFF_REG_SPAN, "hooks_pg.S ft_hot+24");
@@ -130,7 +133,9 @@ static __attribute__((noinline)) void cold(struct ft_thread *t, uint64_t word)
 
 static inline __attribute__((always_inline)) void event(uint64_t word)
 {
-    if (__builtin_expect(ft_sampled_mode, 0)) {
+    if (__builtin_expect(ft_hook_mode != FT_MODE_EXACT, 0)) {
+        if (ft_hook_mode & FT_MODE_OFF)
+            return; /* frozen: touch nothing (TLS may be garbage meanwhile) */
         struct ft_thread *s = SELF_LOAD(ft_self_s);
         if (__builtin_expect(!rec_valid(s), 0)) {
             cold(s, word);
