@@ -312,3 +312,18 @@ def test_api_snapshots(compiled, tmp_path):
     assert ("api_enabled", "call") in seq
     ignored = [t for t in last.threads if t.name == "ignored"]
     assert len(ignored) == 1 and ignored[0].state == 4 and ignored[0].entries == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_garbage_state_is_not_traced_not_a_crash(compiled, tmp_path, mode, time):
+    """issue 11: the thread's record overwritten with patterns, and its TLS record
+    pointer aimed at unmapped memory, into the middle of a record, at a pattern and
+    at the registry's last bytes, while it calls traced functions: no crash, nothing
+    recorded meanwhile, and tracing resumes once the state is restored (FORMAT.md
+    1.4 "Hot path": the validity check)."""
+    prog = compiled("rt_garbage.c", mode)
+    r, raw = run_snapshot(prog, tmp_path, env={"FUNTRACE_TIME": time})
+    assert r.stdout == "survived\n"
+    seq = sequence(raw, main_thread(raw), Syms(prog), keep={"gb_before", "gb_during", "gb_after"})
+    assert seq == [("gb_before", "call"), ("gb_before", "ret"), ("gb_after", "call"), ("gb_after", "ret")], seq
