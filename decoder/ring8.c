@@ -12,7 +12,8 @@
  * or invalid entries (whose escapes may have been lost with them).
  *   TSC: the high half is constant until the next TSC_HI escape (the runtime
  *   writes one whenever it changes), so the run's last event lies before
- *   the first known time after it (U) and after the last known time before
+ *   the first known time after it and before the first generation boundary
+ *   recorded after it (U: the smaller), and after the last known time before
  *   it (L): the high half that puts it latest at or before U (else earliest
  *   at or after L, else nearest the thread's generation reference).
  *   Address: the candidate high half (the next and the previous escape's,
@@ -140,6 +141,28 @@ static uint32_t tsc_resolve(const struct run *u, int have_u, uint64_t U, int hav
         if (dd < bd) { bd = dd; best = c; }
     }
     return (uint32_t)best;
+}
+
+/* the start TSC of the oldest generation whose recorded ring position
+ * (THRDSTAT gen_pos, as an item index) is at or after item idx; 1 if any */
+static int gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t idx, uint64_t *S)
+{
+    const struct ftr_thread *rt = th->rt;
+    if (!rt->has_stat || !rt->st.ring_size || (rt->st.ring_size & (rt->st.ring_size - 1)))
+        return 0;
+    for (size_t gi = 0; gi < d->ngens; gi++) {
+        const struct dgen *g = &d->gens[gi];
+        if (g->synthetic || rt->st.gen_pos[g->gen % FT_GEN_SLOTS].gen != g->gen)
+            continue;
+        uint64_t rel = (rt->st.gen_pos[g->gen % FT_GEN_SLOTS].off - rt->st.first_off) & (rt->st.ring_size - 1);
+        if (rel % 8 || rel / 8 > rt->n || rel / 8 < idx)
+            continue;
+        /* the housekeeper reads the position a little after the boundary's
+         * time: events just before that position may be up to this late */
+        *S = g->start_tsc + (d->tsc_hz ? d->tsc_hz / 100 : 30000000);
+        return 1;
+    }
+    return 0;
 }
 
 static void note_invalid(struct dthread *th, uint64_t i)
@@ -281,6 +304,15 @@ static void prepare8(struct dec *d, struct dthread *th)
                     }
                     break;
                 }
+            }
+            /* a tighter upper bound: the start of the first generation
+             * whose recorded ring position lies after the run (its events
+             * are older than that boundary; a thread that slept across
+             * boundaries has them all recorded at one position) */
+            uint64_t S;
+            if (gen_bound_after(d, th, u->end, &S) && (!have_u || S < U)) {
+                have_u = 1;
+                U = S;
             }
             u->hi = tsc_resolve(u, have_u, U, u->have_l, u->L, ref);
         } else {

@@ -362,3 +362,23 @@ def test_e8_rings_used_in_place_give_the_same_bytes(unit_exe, scenario):
         assert r.returncode == 0, r.stderr.decode()
         outs.append(r.stdout)
     assert outs[0] == outs[1]
+
+
+def test_e8_decoder_restores_times_across_a_long_sleep(tree, unit, unit_exe, tmp_path):
+    """the oldest calls of a wrapped FT_FMT_EXACT8 ring lost their escapes; the thread
+    then slept 6 s (more than the 4.3 s a TSC low half covers at 1 GHz): the decoder
+    dates them with the generation boundaries recorded after them, not by assuming the
+    sleep was short"""
+    import dec_util
+    raw, _ = unit("e8_sleep")
+    [t] = raw.threads
+    assert t.flags & TSF["WRAPPED"] and t.items[0] & 3 != 3   # starts with calls of before the sleep
+    p = tmp_path / "s.raw"
+    p.write_bytes(subprocess.run([str(unit_exe), "e8_sleep"], capture_output=True, check=True).stdout)
+    r, tr = dec_util.decode(tree, p, "--no-symbols", json_out=tmp_path / "s.json")
+    assert r.returncode == 0, r.stderr
+    sl = sorted(tr.slices[100], key=lambda s: s.start)
+    gaps = [b.start - a.start for a, b in zip(sl, sl[1:])]
+    big = [g for g in gaps if g > 10**6]
+    assert len(big) == 1 and big[0] == 6 * 10**9 - 199 * 1000, big   # the 6 s sleep, once
+    assert sum(g == 1000 for g in gaps) >= len(gaps) - 2   # (a slice opening the ring may start late)

@@ -403,6 +403,34 @@ int main(int argc, char **argv)
         write_e8(t, 0x7f0000400030ull | FT_F_RET, 0x600000030ull);
         write_e8(t, 0x7f0000400040ull | FT_F_CATCH, 0x600000040ull);
         write_e8(t, 0x7f0000400050ull | FT_F_CALL_RET_ON_THROW, 0x600000050ull);
+    } else if (!strcmp(sc, "e8_sleep")) {
+        /* 200 calls in generation 0, a 6 s sleep (60 boundaries of 100 ms,
+         * each recording the same ring position and resetting the thread's
+         * high halves, as the housekeeper does), 120 calls after it: the
+         * ring wraps, so the calls before the sleep have lost their escapes
+         * and their TSC high half (1 GHz: it changes every 4.3 s) */
+        const uint64_t T0 = E8_TSC_BASE + 1000, HZ = 1000000000;
+        t = new_e8(100, 4096);
+        root->gen_current = 60;
+        for (uint64_t g = 0; g <= 60; g++) {
+            struct ft_gen *e = &gens[g % FT_GEN_SLOTS];
+            e->gen = g, e->flags = FT_GENF_VALID, e->start_tsc = T0 - 1000 + g * HZ / 10;
+            e->clk_tsc = e->start_tsc, e->clk_mono_ns = g * 100000000, e->tsc_hz = HZ;
+        }
+        t->gen_pos[0].gen = 0, t->gen_pos[0].pos = t->ring;
+        for (int k = 0; k < 200; k++) {
+            write_e8(t, 0x7f0000400100ull, T0 + 1000 * (uint64_t)k);
+            write_e8(t, 0x7f0000400180ull | FT_F_RET, T0 + 1000 * (uint64_t)k + 500);
+        }
+        for (uint64_t g = 1; g <= 60; g++) {
+            t->gen_pos[g % FT_GEN_SLOTS].gen = g, t->gen_pos[g % FT_GEN_SLOTS].pos = t->pos;
+            t->addr_hi = t->tsc_hi = FT_E8_HI_NONE;
+        }
+        for (int k = 0; k < 120; k++) {
+            write_e8(t, 0x7f0000400200ull, T0 + 6 * HZ + 1000 * (uint64_t)k);
+            write_e8(t, 0x7f0000400280ull | FT_F_RET, T0 + 6 * HZ + 1000 * (uint64_t)k + 500);
+        }
+        root->tsc_hz = HZ;
     } else if (!strcmp(sc, "e8_live_race")) {
         t = new_e8(100, 4096);
         events8(t, 1, 600);
