@@ -180,7 +180,7 @@ static int run(struct dec *d)
         dec_warn(d, "warning: the TSC frequency is unknown: times are TSC ticks shown as ns");
     d->sampled = t->has_header && t->hdr.time_mode == FT_TIME_SAMPLED;
     for (size_t i = 0; i < t->nthreads; i++)
-        if (t->threads[i].fmt == FT_FMT_SAMPLED8)
+        if (t->threads[i].fmt == FT_FMT_SAMPLED8 || t->threads[i].fmt == FT_FMT_SAMPLED4)
             d->sampled = 1;
 
     d->sym = sym_new(t, &o->sym, sym_warn, d);

@@ -25,15 +25,15 @@ struct stamps {
 
 static void stamps_load(struct dec *d, struct dthread *th, uint64_t ref, struct stamps *s)
 {
-    static uint64_t buf[8192];
+    static struct ev_sitem buf[8192];
     size_t cap = 0;
     s->done = 1;
     for (uint64_t i = 0; i < th->rt->n;) {
-        size_t got = ftr_read_entries(&d->src, th->rt, i, 8192, buf);
+        size_t got = ev_read_sampled(d, th, i, 8192, ref, buf);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
-            if (!FT_IS_TIME_WORD(buf[k]))
+            if (buf[k].kind != EVS_TIME && buf[k].kind != EVS_STAMPED)
                 continue;
             if (s->n == cap) {
                 cap = cap ? cap * 2 : 1024;
@@ -41,7 +41,7 @@ static void stamps_load(struct dec *d, struct dthread *th, uint64_t ref, struct 
                 s->tsc = xrealloc(s->tsc, cap * sizeof *s->tsc);
             }
             s->idx[s->n] = i + k;
-            s->tsc[s->n] = ev_restore_tsc(buf[k], ref);
+            s->tsc[s->n] = buf[k].tsc;
             s->n++;
         }
         i += got;
@@ -73,15 +73,15 @@ static uint64_t tsc_cut(struct dec *d, struct dthread *th, uint64_t S, struct st
     return n;
 }
 
-/* previous time word before i (sampled), within a window */
+/* previous time word / stamped return before i (sampled), within a window */
 static int prev_stamp(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref, uint64_t *tsc)
 {
-    uint64_t buf[512];
+    struct ev_sitem buf[512];
     uint64_t from = i > 512 ? i - 512 : 0;
-    size_t got = ftr_read_entries(&d->src, th->rt, from, i - from, buf);
+    size_t got = ev_read_sampled(d, th, from, i - from, ref, buf);
     for (size_t k = got; k > 0; k--)
-        if (FT_IS_TIME_WORD(buf[k - 1])) {
-            *tsc = ev_restore_tsc(buf[k - 1], ref);
+        if (buf[k - 1].kind == EVS_TIME || buf[k - 1].kind == EVS_STAMPED) {
+            *tsc = buf[k - 1].tsc;
             return 1;
         }
     return 0;
@@ -89,7 +89,7 @@ static int prev_stamp(struct dec *d, struct dthread *th, uint64_t i, uint64_t re
 
 static int first_tsc(struct dec *d, struct dthread *th, uint64_t ref, uint64_t *tsc)
 {
-    uint64_t buf[1024];
+    static struct ev_sitem buf[1024];
     for (uint64_t i = 0; i < th->rt->n && i < (1u << 22);) {
         if (ev_is_exact(th->rt->fmt)) {
             struct ft_entry e[64];
@@ -103,12 +103,12 @@ static int first_tsc(struct dec *d, struct dthread *th, uint64_t ref, uint64_t *
                 }
             i += got;
         } else {
-            size_t got = ftr_read_entries(&d->src, th->rt, i, 1024, buf);
+            size_t got = ev_read_sampled(d, th, i, 1024, ref, buf);
             if (!got)
                 return 0;
             for (size_t k = 0; k < got; k++)
-                if (FT_IS_TIME_WORD(buf[k])) {
-                    *tsc = ev_restore_tsc(buf[k], ref);
+                if (buf[k].kind == EVS_TIME || buf[k].kind == EVS_STAMPED) {
+                    *tsc = buf[k].tsc;
                     return 1;
                 }
             i += got;

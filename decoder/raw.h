@@ -53,7 +53,7 @@ struct ftr_thread {
     int has_id;             /* THREADID seen */
     int has_stat;           /* THRDSTAT seen */
     struct ft_raw_thread st;
-    uint32_t fmt;           /* FT_FMT_EXACT16 / SAMPLED8 / EXACT8; 0 = no ring chunk */
+    uint32_t fmt;           /* FT_FMT_EXACT16 / SAMPLED8 / EXACT8 / SAMPLED4; 0 = no ring chunk */
     uint64_t data_off;      /* file offset of entry 0 */
     uint64_t n;             /* entries (16 bytes) or words (8 bytes) */
     uint64_t rot;           /* item i is stored at (i + rot) % n: the original
@@ -121,6 +121,11 @@ const char *ftr_strerror(int code);
 /* Read ring items [i, i+n) of th (16-byte struct ft_entry, or 8-byte words
  * / FT_FMT_EXACT8 entries, depending on th->fmt), oldest first, into buf.  Returns the number of
  * items read.  Items whose word is 0 were never written: skip them. */
+/* bytes per ring item of a format */
+static inline size_t ftr_item_size(uint32_t fmt)
+{
+    return fmt == FT_FMT_EXACT16 ? 16 : fmt == FT_FMT_SAMPLED4 ? 4 : 8;
+}
 size_t ftr_read_entries(const struct ftr_src *src, const struct ftr_thread *th, uint64_t i,
                         uint64_t n, void *buf);
 

@@ -25,43 +25,12 @@
 #include <string.h>
 
 #include "decode.h"
+#include "ringesc.h"
 
-#define CK 4096u     /* items per checkpoint */
-#define BLK 8192u    /* items per read */
-#define NSAMPLE 64u  /* addresses kept to choose an unknown address high half */
-
-struct ck {
-    uint32_t ahi, thi;
-    uint8_t aknown, tknown, catch_next, pad;
-    uint64_t last_tsc;
-};
-
-/* a run of events whose address / TSC high half is not known from an
- * escape before them: [start, end) items */
-struct run {
-    uint64_t start, end;
-    int tsc;             /* 1: TSC run, 0: address run */
-    uint32_t hi;         /* resolved high half */
-    /* while scanning */
-    uint64_t lo_first, lo_last; /* TSC runs: low halves of the first/last event */
-    int have_l;          /* TSC runs: the last known time before the run (L) */
-    uint64_t L;
-    int have_prev;       /* address runs: the last known high half before it */
-    uint32_t prev;
-    uint32_t samples[NSAMPLE];
-    unsigned nsamples;
-};
-
-struct ring8 {
-    struct ck *ck;
-    size_t nck;
-    struct run *runs;    /* sorted by start within each kind */
-    size_t nruns, runcap;
-};
 
 static int is_event(uint64_t w) { return w && (w & FT_E8_TAG_MASK) != FT_E8_ESC; }
 
-static struct run *run_new(struct ring8 *r, uint64_t start, int tsc)
+struct run *rx_run_new(struct ring8 *r, uint64_t start, int tsc)
 {
     r->runs = xgrow(r->runs, &r->runcap, r->nruns + 1, sizeof *r->runs);
     struct run *u = &r->runs[r->nruns++];
@@ -92,7 +61,7 @@ static unsigned addr_score(const struct dec *d, const struct run *u, uint32_t hi
     return score;
 }
 
-static uint32_t addr_resolve(const struct dec *d, const struct run *u, int have_next, uint32_t next,
+uint32_t rx_addr_resolve(const struct dec *d, const struct run *u, int have_next, uint32_t next,
                              int have_prev, uint32_t prev)
 {
     uint32_t best = have_next ? next : have_prev ? prev : 0;
@@ -122,7 +91,7 @@ static uint32_t addr_resolve(const struct dec *d, const struct run *u, int have_
 
 /* the TSC high half of a run: its last event at or before U, else its first
  * at or after L, else nearest ref */
-static uint32_t tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l, uint64_t L, uint64_t ref)
+uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l, uint64_t L, uint64_t ref)
 {
     if (have_u) {
         uint64_t h = U >> 32;
@@ -145,7 +114,22 @@ static uint32_t tsc_resolve(const struct run *u, int have_u, uint64_t U, int hav
 
 /* the start TSC of the oldest generation whose recorded ring position
  * (THRDSTAT gen_pos, as an item index) is at or after item idx; 1 if any */
-static int gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t idx, uint64_t *S)
+static int is_boundary_escape(const struct dec *d, const struct ftr_thread *rt, uint64_t i)
+{
+    if (rt->fmt == FT_FMT_SAMPLED4) {
+        uint32_t w;
+        if (ftr_read_entries(&d->src, rt, i, 1, &w) != 1)
+            return 0;
+        return (w & 7u) == 3u && (FT_S4_ESC_TYPE(w) == FT_S4_ADDR_HI || FT_S4_ESC_TYPE(w) == FT_S4_TSC_HI);
+    }
+    uint64_t w;
+    if (ftr_read_entries(&d->src, rt, i, 1, &w) != 1)
+        return 0;
+    return (w & FT_E8_TAG_MASK) == FT_E8_ESC &&
+           (FT_E8_ESC_TYPE(w) == FT_E8_ADDR_HI || FT_E8_ESC_TYPE(w) == FT_E8_TSC_HI);
+}
+
+int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t idx, uint64_t *S)
 {
     const struct ftr_thread *rt = th->rt;
     if (!rt->has_stat || !rt->st.ring_size || (rt->st.ring_size & (rt->st.ring_size - 1)))
@@ -155,7 +139,13 @@ static int gen_bound_after(const struct dec *d, const struct dthread *th, uint64
         if (g->synthetic || rt->st.gen_pos[g->gen % FT_GEN_SLOTS].gen != g->gen)
             continue;
         uint64_t rel = (rt->st.gen_pos[g->gen % FT_GEN_SLOTS].off - rt->st.first_off) & (rt->st.ring_size - 1);
-        if (rel % 8 || rel / 8 > rt->n || rel / 8 < idx)
+        size_t isz = ftr_item_size(rt->fmt);
+        if (rel % isz || rel / isz > rt->n || rel / isz < idx)
+            continue;
+        /* a position of a wrapped ring may be a lap old (any item); one
+         * still in the window is the ring's end or an escape (the runtime
+         * makes the first event after a boundary carry them) */
+        if (rel / isz < rt->n && !is_boundary_escape(d, rt, rel / isz))
             continue;
         /* the housekeeper reads the position a little after the boundary's
          * time: events just before that position may be up to this late */
@@ -165,7 +155,7 @@ static int gen_bound_after(const struct dec *d, const struct dthread *th, uint64
     return 0;
 }
 
-static void note_invalid(struct dthread *th, uint64_t i)
+void rx_note_invalid(struct dthread *th, uint64_t i)
 {
     if (!th->ninvalid)
         th->invalid_first = i;
@@ -175,7 +165,7 @@ static void note_invalid(struct dthread *th, uint64_t i)
 
 /* the lower bound of the ring's oldest event: the snapshot's time filter, or
  * the thread's start */
-static uint64_t ring_lower(const struct dec *d, const struct dthread *th, int *have)
+uint64_t rx_ring_lower(const struct dec *d, const struct dthread *th, int *have)
 {
     uint64_t l = 0;
     if (th->rt->has_stat && th->rt->st.start_tsc && !(th->rt->st.flags & FT_TSF_WRAPPED))
@@ -201,7 +191,7 @@ static void prepare8(struct dec *d, struct dthread *th)
     int have_prev_ahi = 0;
     uint32_t prev_ahi = 0;
     int lower_have;
-    uint64_t lower = ring_lower(d, th, &lower_have);
+    uint64_t lower = rx_ring_lower(d, th, &lower_have);
 
     for (uint64_t i = 0; i < rt->n;) {
         size_t got = ftr_read_entries(&d->src, rt, i, BLK, buf);
@@ -212,7 +202,7 @@ static void prepare8(struct dec *d, struct dthread *th)
             if (idx % CK == 0)
                 r->ck[idx / CK] = s;
             if (!w) { /* zeroed inside the window: the state may have changed unseen */
-                note_invalid(th, idx);
+                rx_note_invalid(th, idx);
                 if (s.aknown) { have_prev_ahi = 1; prev_ahi = s.ahi; }
                 s.aknown = s.tknown = 0;
                 s.catch_next = 0;
@@ -232,14 +222,14 @@ static void prepare8(struct dec *d, struct dthread *th)
                 } else if (ty == FT_E8_CATCH && !(w & 0xFFFFFF00u)) {
                     s.catch_next = 1;
                 } else {
-                    note_invalid(th, idx);
+                    rx_note_invalid(th, idx);
                 }
                 continue;
             }
             uint32_t lo = (uint32_t)(w >> 32);
             if (!s.tknown) {
                 if (tr == SIZE_MAX) {
-                    struct run *u = run_new(r, idx, 1);
+                    struct run *u = rx_run_new(r, idx, 1);
                     u->lo_first = lo;
                     u->have_l = have_known;
                     u->L = last_known;
@@ -258,7 +248,7 @@ static void prepare8(struct dec *d, struct dthread *th)
             }
             if (!s.aknown) {
                 if (ar == SIZE_MAX) {
-                    struct run *u = run_new(r, idx, 0);
+                    struct run *u = rx_run_new(r, idx, 0);
                     u->have_prev = have_prev_ahi;
                     u->prev = prev_ahi;
                     ar = (size_t)(u - r->runs);
@@ -310,11 +300,11 @@ static void prepare8(struct dec *d, struct dthread *th)
              * are older than that boundary; a thread that slept across
              * boundaries has them all recorded at one position) */
             uint64_t S;
-            if (gen_bound_after(d, th, u->end, &S) && (!have_u || S < U)) {
+            if (rx_gen_bound_after(d, th, u->end, &S) && (!have_u || S < U)) {
                 have_u = 1;
                 U = S;
             }
-            u->hi = tsc_resolve(u, have_u, U, u->have_l, u->L, ref);
+            u->hi = rx_tsc_resolve(u, have_u, U, u->have_l, u->L, ref);
         } else {
             /* the next ADDR_HI escape after the run */
             int have_n = 0;
@@ -329,14 +319,14 @@ static void prepare8(struct dec *d, struct dthread *th)
                     break;
                 }
             }
-            u->hi = addr_resolve(d, u, have_n, nx, u->have_prev, u->prev);
+            u->hi = rx_addr_resolve(d, u, have_n, nx, u->have_prev, u->prev);
         }
     }
 }
 
 /* the resolved high half of item idx in a run of the given kind (runs of one
  * kind are disjoint and in index order) */
-static int run_hi(const struct ring8 *r, uint64_t idx, int tsc, uint32_t *hi)
+int rx_run_hi(const struct ring8 *r, uint64_t idx, int tsc, uint32_t *hi)
 {
     size_t lo = 0, hi_i = r->nruns;
     /* runs are appended in index order (both kinds interleaved): binary
@@ -400,9 +390,9 @@ size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, 
             } else {
                 uint32_t ahi = s.ahi, thi = s.thi;
                 if (!s.aknown)
-                    run_hi(r, idx, 0, &ahi);
+                    rx_run_hi(r, idx, 0, &ahi);
                 if (!s.tknown)
-                    run_hi(r, idx, 1, &thi);
+                    rx_run_hi(r, idx, 1, &thi);
                 uint64_t tag = w & FT_E8_TAG_MASK;
                 e.word = ((uint64_t)ahi << 32) | (w & FT_E8_ADDR_LO_MASK);
                 if (tag == FT_E8_RET)
@@ -448,6 +438,10 @@ void ev_prepare(struct dec *d, struct dthread *th)
         invalid_when(d, th);
         return;
     }
+    if (rt->fmt == FT_FMT_SAMPLED4) {
+        rx_prepare4(d, th);
+        return;
+    }
     /* the original funtrace dumps its whole ring, never-written slots and
      * all: zeros there are not damage */
     if (!rt->has_stat)
@@ -462,7 +456,7 @@ void ev_prepare(struct dec *d, struct dthread *th)
             uint64_t w;
             memcpy(&w, buf + k * isz, 8);
             if (!w)
-                note_invalid(th, i + k);
+                rx_note_invalid(th, i + k);
         }
         i += got;
     }

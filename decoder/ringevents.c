@@ -49,10 +49,10 @@ int ev_tsc_at(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref_tsc, u
         *tsc = e.tsc;
         return 1;
     }
-    uint64_t w;
-    if (ftr_read_entries(&d->src, rt, i, 1, &w) != 1 || !FT_IS_TIME_WORD(w))
+    struct ev_sitem e;
+    if (ev_read_sampled(d, th, i, 1, ref_tsc, &e) != 1 || (e.kind != EVS_TIME && e.kind != EVS_STAMPED))
         return 0;
-    *tsc = ev_restore_tsc(w, ref_tsc);
+    *tsc = e.tsc;
     return 1;
 }
 
@@ -121,29 +121,33 @@ typedef int (*word_fn)(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_
 static int scan_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref, word_fn cb,
                         void *ctx)
 {
-    static uint64_t *buf;
+    static struct ev_sitem *buf;
     if (!buf)
         buf = xmalloc(BLK * sizeof *buf);
     uint64_t st = 0;
-    int stamp = lo > 0 && ev_tsc_at(d, th, lo - 1, ref, &st);
+    /* FT_FMT_SAMPLED8: a time word right before lo stamps the first event */
+    int stamp = th->rt->fmt == FT_FMT_SAMPLED8 && lo > 0 && ev_tsc_at(d, th, lo - 1, ref, &st);
     for (uint64_t i = lo; i < hi;) {
         uint64_t want = hi - i < BLK ? hi - i : BLK;
-        size_t got = ftr_read_entries(&d->src, th->rt, i, want, buf);
+        size_t got = ev_read_sampled(d, th, i, want, ref, buf);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
-            uint64_t w = buf[k];
-            if (FT_IS_TIME_WORD(w)) {
+            const struct ev_sitem *e = &buf[k];
+            if (e->kind == EVS_TIME) {
                 stamp = 1;
-                st = ev_restore_tsc(w, ref);
+                st = e->tsc;
                 continue;
             }
-            if (w) {
-                int rc = cb(ctx, w, i + k, stamp, st);
-                if (rc)
-                    return rc;
-            }
-            stamp = 0;
+            int rc = 0;
+            if (e->kind == EVS_STAMPED)
+                rc = cb(ctx, e->word, i + k, 1, e->tsc);
+            else if (e->kind == EVS_EVENT)
+                rc = cb(ctx, e->word, i + k, stamp, st);
+            if (rc)
+                return rc;
+            if (e->kind != EVS_NONE || th->rt->fmt == FT_FMT_SAMPLED8)
+                stamp = 0;
         }
         i += got;
     }
@@ -213,7 +217,7 @@ void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_
         hi = th->rt->n;
     if (lo >= hi)
         return;
-    if (th->rt->fmt == FT_FMT_SAMPLED8)
+    if (!ev_is_exact(th->rt->fmt))
         run_sampled(d, th, lo, hi, ref_tsc, carry, fn, ctx);
     else
         run_exact(d, th, lo, hi, fn, ctx);

@@ -130,7 +130,7 @@ void summary_print(struct dec *d, struct outbuf *o)
         text_escape(name, sizeof name, rt->name);
         ob_printf(o, "  tid %-8llu %-16s %-8s %-7s %10llu events  span %-12s flags ", (unsigned long long)rt->tid,
                   name, rt->has_stat ? state_name(rt->st.state) : "?",
-                  rt->fmt == FT_FMT_SAMPLED8 ? "sampled" : rt->fmt ? "exact" : "none",
+                  (rt->fmt == FT_FMT_SAMPLED8 || rt->fmt == FT_FMT_SAMPLED4) ? "sampled" : rt->fmt ? "exact" : "none",
                   (unsigned long long)th->nevents, b1);
         tsf(o, rt->has_stat ? rt->st.flags : 0);
         if (rt->truncated)

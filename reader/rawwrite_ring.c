@@ -126,7 +126,8 @@ static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 static int ring_geometry(const uint64_t ring, uint64_t size, uint32_t fmt, uint64_t pos,
                          struct plan *pl, unsigned *esz)
 {
-    *esz = fmt == FT_FMT_EXACT16 ? 16 : (fmt == FT_FMT_SAMPLED8 || fmt == FT_FMT_EXACT8) ? 8 : 0;
+    *esz = fmt == FT_FMT_EXACT16 ? 16 : (fmt == FT_FMT_SAMPLED8 || fmt == FT_FMT_EXACT8) ? 8
+         : fmt == FT_FMT_SAMPLED4 ? 4 : 0;
     pl->fmt = fmt;
     pl->pos_off = pos - ring;
     if (ring == 0 || size == 0) { pl->tsf |= FT_TSF_RING_MISSING; return 0; }
@@ -178,6 +179,33 @@ static int ring_stream_spans(struct rview *v, const struct plan *pl)
 static int after_limit(const struct plan *pl, const uint8_t *s)
 {
     return pl->tsc_limit && u64at(s) != 0 && u64at(s + 8) > pl->tsc_limit;
+}
+
+/* a slot's first word: the whole 4-byte item of an FT_FMT_SAMPLED4 ring */
+static uint64_t slotw(const struct rview *v, const uint8_t *s)
+{
+    uint32_t w;
+    if (v->esz != 4) return u64at(s);
+    memcpy(&w, s, 4);
+    return w;
+}
+
+/* ---- FT_FMT_SAMPLED4 (FORMAT.md 1.4, 2.3) ---- */
+
+static int s4_tsc_hi(uint64_t w) { return (w & 7u) == 3u && FT_S4_ESC_TYPE(w) == FT_S4_TSC_HI; }
+/* the full TSC of a stamped return w under the TSC_HI payload hi, the bits
+ * above 58 taken from top */
+static uint64_t s4_time(uint64_t top, uint32_t hi, uint64_t w)
+{
+    return (top & ~((1ull << (32 + FT_S4_PAYLOAD_BITS)) - 1)) | ((uint64_t)hi << 32) | (w & ~7ull & 0xFFFFFFFFull);
+}
+
+/* the TSC_HI payload that puts the stamp with low half lo at or before R */
+static uint32_t s4_hi_before(uint64_t R, int have_lo, uint64_t lo)
+{
+    uint64_t h = (R >> 32) & FT_S4_HI_MASK;
+    if (have_lo && s4_time(R, (uint32_t)h, lo) > R) h = (h - 1) & FT_S4_HI_MASK;
+    return (uint32_t)h;
 }
 
 /* ---- FT_FMT_EXACT8 (FORMAT.md 1.4, 2.3) ---- */
@@ -234,6 +262,7 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
     const uint64_t n = v->size / v->esz, p = pl->pos_off / v->esz;
     const int exact = v->esz == 16;
     const int e8 = pl->fmt == FT_FMT_EXACT8;
+    const int s4 = pl->fmt == FT_FMT_SAMPLED4;
     int miss, a_ok = 0, n_ok = 0;
     uint64_t a_w = 0, a_t = 0, n_t = 0;
 
@@ -250,23 +279,23 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         const uint8_t *s = rv_slot(v, pl->pos_off, &miss);
         if (!miss) {
             a_ok = 1;
-            a_w = u64at(s);
+            a_w = slotw(v, s);
             if (exact) { a_t = u64at(s + 8); memcpy(pl->unc, s, 16); }
         }
     }
     {
         const uint8_t *s = rv_slot(v, ((p + n - 1) % n) * v->esz, &miss);
-        if (!miss && u64at(s) != 0) { n_ok = 1; if (exact) n_t = u64at(s + 8); }
+        if (!miss && slotw(v, s) != 0) { n_ok = 1; if (exact) n_t = u64at(s + 8); }
     }
     /* F: a written slot after pos (to the end of the ring), past the live
      * drop zone and, in sampled mode, past the word the writer may have in
      * flight after pos */
     int F = 0;
     {
-        uint64_t i = p + 1 + (live_k ? live_k : 0) + ((exact || e8) ? 0 : 1);
+        uint64_t i = p + 1 + (live_k ? live_k : 0) + ((exact || e8 || s4) ? 0 : 1);
         for (; i < n && !F; i++) {
             const uint8_t *s = rv_slot(v, i * v->esz, &miss);
-            if (!miss && u64at(s) != 0) F = 1;
+            if (!miss && slotw(v, s) != 0) F = 1;
         }
     }
     int wrapped, e8_unc = 0;
@@ -282,6 +311,8 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         wrapped = F || (p + 1 >= n && !e8_unc);
     } else if (e8)
         wrapped = F;
+    else if (s4)
+        wrapped = F || (a_ok && a_w && p + 1 >= n);
     else if (exact)
         wrapped = F || (a_ok && a_w && a_t && n_ok && a_t <= n_t);
     else
@@ -329,10 +360,44 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
     uint64_t i = 0;
     for (; i < len; i++) {
         const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
-        if (!miss && u64at(s) != 0) break;
+        if (!miss && slotw(v, s) != 0) break;
     }
     /* time filter: leading entries older than min_tsc */
-    if (min_tsc) {
+    if (min_tsc && s4) {
+        /* from the first stamped return at or after min_tsc (stamps dated
+         * with the TSC_HI escapes met on the way; before the first one, the
+         * high half that puts the last stamp before it at or before that
+         * one's time, else before now) */
+        uint64_t lo_last = 0, R = 0;
+        int have_last = 0;
+        for (uint64_t j = i; j < len && !R; j++) {
+            const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
+            if (miss) continue;
+            uint64_t w = slotw(v, s);
+            if (s4_tsc_hi(w)) {
+                for (uint64_t m = j + 1; m < len && m < j + 8 && !R; m++) {
+                    const uint8_t *s2 = rv_slot(v, SLOT_AT(v, start, m), &miss);
+                    if (!miss && FT_S4_IS_STAMP(slotw(v, s2)))
+                        R = s4_time(rw_rdtsc(), (uint32_t)(w >> 5) & FT_S4_HI_MASK, slotw(v, s2));
+                }
+                break;
+            }
+            if (FT_S4_IS_STAMP(w)) { lo_last = w; have_last = 1; }
+        }
+        if (!R) R = rw_rdtsc();
+        uint32_t hi = s4_hi_before(R, have_last, lo_last);
+        uint64_t j = i, skipped = 0;
+        for (; j < len; j++) {
+            const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
+            if (miss) continue;
+            uint64_t w = slotw(v, s);
+            if (s4_tsc_hi(w)) hi = (uint32_t)(w >> 5) & FT_S4_HI_MASK;
+            if (FT_S4_IS_STAMP(w) && s4_time(R, hi, w) >= min_tsc) break;
+            if (w) skipped++;
+        }
+        pl->n_dropped += skipped;
+        i = j;
+    } else if (min_tsc) {
         if (e8) {
             /* events before the walk's first TSC_HI escape share one high
              * half: the one that puts the last of them at or before the first
@@ -403,11 +468,17 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         uint64_t cut = i, prev = 0;
         int have = 0;
         struct e8_clock kk = {0, 0};
+        int s4_known = 0;
+        uint32_t s4_hi = 0;
         for (uint64_t j = i; j < len; j++) {
             const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
             if (miss) continue;
-            uint64_t w = u64at(s), t;
-            if (e8) {
+            uint64_t w = slotw(v, s), t;
+            if (s4) {
+                if (s4_tsc_hi(w)) { s4_known = 1; s4_hi = (uint32_t)(w >> 5) & FT_S4_HI_MASK; }
+                if (!FT_S4_IS_STAMP(w)) continue;
+                t = ((uint64_t)s4_hi << 32) | (w & ~7ull);
+            } else if (e8) {
                 int ev;
                 t = e8_clock_step(&kk, w, &ev);
                 if (!ev) continue;
@@ -420,14 +491,16 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
             }
             /* FT_FMT_EXACT8 before the first TSC_HI escape: low halves, which
              * step back when they wrap (2^32 ticks) */
-            if (have && t < prev && !(e8 && !kk.known && prev - t > 0x80000000u)) cut = j;
+            if (have && t < prev && !(e8 && !kk.known && prev - t > 0x80000000u) &&
+                !(s4 && !s4_known && prev - t > 0x80000000u))
+                cut = j;
             prev = t;
             have = 1;
         }
         if (cut != i) {
             for (; i < cut; i++) {
                 const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
-                if (!miss && u64at(s)) pl->n_dropped++;
+                if (!miss && slotw(v, s)) pl->n_dropped++;
             }
             pl->tsf |= FT_TSF_COPY_RACED;
         }
@@ -691,7 +764,8 @@ int ft_rw_emit_thread(struct rw *c, struct trec *t, struct rview *v)
         rt.first_off = rt.pos_off;
     }
     const char *tm = rt.fmt == FT_FMT_SAMPLED8 ? FT_CHUNK_TRACEW08
-                   : rt.fmt == FT_FMT_EXACT8  ? FT_CHUNK_TRACEE08 : FT_CHUNK_TRACEBUF;
+                   : rt.fmt == FT_FMT_EXACT8  ? FT_CHUNK_TRACEE08
+                   : rt.fmt == FT_FMT_SAMPLED4 ? FT_CHUNK_TRACES04 : FT_CHUNK_TRACEBUF;
     if (ft_raw_chunk(c->w, FT_CHUNK_THREADID, &ti, sizeof ti, c->st)) return -1;
     if (ft_raw_chunk(c->w, FT_CHUNK_THREADSTAT, &rt, sizeof rt, c->st)) return -1;
     if (ft_rw_chunk_hdr(c, tm, ring_ok ? pl.n_entries * esz : 0)) return -1;

@@ -57,9 +57,9 @@ static void record_positions(uint64_t g)
         FT_STORE(t->gen_pos[slot].gen, FT_GEN_NONE);
         FT_STORE(t->gen_pos[slot].pos, FT_LOAD(t->pos));
         FT_STORE(t->gen_pos[slot].gen, g);
-        if (t->fmt == FT_FMT_SAMPLED8)
-            FT_STORE(t->countdown, 1); /* the next event carries a time word */
-        if (t->fmt == FT_FMT_EXACT8) { /* the next event carries both escapes */
+        if (t->fmt == FT_FMT_SAMPLED8 || t->fmt == FT_FMT_SAMPLED4)
+            FT_STORE(t->countdown, 1); /* the next return is stamped */
+        if (t->fmt == FT_FMT_EXACT8 || t->fmt == FT_FMT_SAMPLED4) { /* the next event carries the escapes */
             FT_STORE(t->tsc_hi, FT_E8_HI_NONE);
             FT_STORE(t->addr_hi, FT_E8_HI_NONE);
         }

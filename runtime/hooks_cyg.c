@@ -13,8 +13,8 @@
  *            [escape entries when the address's or the TSC's high half
  *            changed]; store the 8-byte entry; rec->pos = (slot + 8) & mask.
  *   sampled: rec = ft_self_s; slot = rec->pos & rec->mask; if 0 -> nothing;
- *            every sample_k-th event a time word first; store word;
- *            rec->pos = (slot + 8) & mask (FORMAT.md 1.4).
+ *            a 4-byte item per event (every sample_k-th event, if a return,
+ *            a stamped return); rec->pos = (slot + 4) & mask (FORMAT.md 1.4).
  * The mask is read once per event (a pauser may store 0 at any time).
  * These are ordinary C functions for their callers: they keep what the ABI
  * says a callee keeps, nothing more.
@@ -89,18 +89,56 @@ static inline __attribute__((always_inline)) void write_exact(struct ft_thread *
     put_exact(t, slot, mask, (tsc << 32) | (addr & FT_E8_ADDR_LO_MASK) | tag);
 }
 
+/* store one 4-byte sampled-mode item at slot and commit it; the next slot */
+static inline __attribute__((always_inline)) uint64_t put_s4(struct ft_thread *t, uint64_t slot, uint64_t mask,
+                                                             uint32_t item)
+{
+    *(uint32_t *)(uintptr_t)slot = item;
+    ft_barrier();
+    slot = (slot + 4) & mask;
+    t->pos = slot;
+    return slot;
+}
+
+/* FT_FMT_SAMPLED4 (FORMAT.md 1.4): every event counts down; a leaf return
+ * when the count is due is a stamped return (no address), else an item with
+ * the address (an ADDR_HI escape first when its high half changed) */
 static inline __attribute__((always_inline)) void write_sampled(struct ft_thread *t, uint64_t slot,
                                                                 uint64_t mask, uint64_t word)
 {
-    if (__builtin_expect((int64_t)--t->countdown <= 0, 0)) {
-        *(uint64_t *)(uintptr_t)slot = FT_TIME_WORD_TAG | ft_rdtsc();
-        slot = (slot + 8) & mask;
+    int due = (int64_t)--t->countdown <= 0;
+    /* a stamp is due: only a leaf return (the previous item is a call) is
+     * stamped (the decoder takes its address from that call) */
+    uint64_t ring = t->wrap & (t->wrap + 1);
+    uint64_t prev = slot - 4 >= ring ? slot - 4 : t->wrap - 3;
+    uint32_t pw;
+    if (__builtin_expect(due && (word & FT_F_CATCH) == FT_F_RET && (pw = *(const uint32_t *)(uintptr_t)prev) != 0 &&
+                             !(pw & 1u), 0)) {
+        uint64_t tsc = ft_rdtsc();
+        uint32_t thi = (uint32_t)(tsc >> 32);
+        if (thi != t->tsc_hi) {
+            t->tsc_hi = thi;
+            ft_barrier();
+            slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_TSC_HI, thi & FT_S4_HI_MASK));
+        }
+        put_s4(t, slot, mask, FT_S4_STAMP(tsc));
         t->countdown = ft_sample_k;
+        return;
     }
-    ft_barrier();
-    *(uint64_t *)(uintptr_t)slot = word;
-    ft_barrier();
-    t->pos = (slot + 8) & mask;
+    uint64_t addr = word & FT_ADDR_MASK;
+    uint32_t ahi = (uint32_t)(addr >> 32), tag;
+    if (__builtin_expect(ahi != t->addr_hi, 0)) {
+        t->addr_hi = ahi;
+        ft_barrier();
+        slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_ADDR_HI, ahi & FT_S4_HI_MASK));
+    }
+    if (__builtin_expect((word & FT_F_CATCH) == FT_F_CATCH, 0)) {
+        slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_CATCH, 0));
+        tag = 0;
+    } else {
+        tag = (word & FT_F_RET) ? 1 : (word & FT_F_CALL_RET_ON_THROW) ? 2 : 0;
+    }
+    put_s4(t, slot, mask, ((uint32_t)addr & ~3u) | tag);
 }
 
 /* write one event for t in its format (cold path and C hooks) */
@@ -109,7 +147,7 @@ void ft_write_event(struct ft_thread *t, uint64_t word)
     uint64_t mask = t->mask, slot = t->pos & mask;
     if (!slot)
         return;
-    if (t->fmt == FT_FMT_SAMPLED8)
+    if (t->fmt == FT_FMT_SAMPLED4)
         write_sampled(t, slot, mask, word);
     else
         write_exact(t, slot, mask, word);

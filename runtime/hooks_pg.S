@@ -167,50 +167,104 @@
     testb $FT_HOT_MODE_OFF_BIT, ft_hot+FT_HOT_OFF_MODE(%rip)
     jz 9f
     ret                             /* frozen: record nothing */
-9:  /* ---- sampled mode: 8-byte words, a time word every ft_sample_k events ---- */
+9:  /* ---- sampled mode: 4-byte items (FT_FMT_SAMPLED4) ---- */
     PUSH %r11
     PUSH %rax
     PUSH %rcx                       /* CFA = rsp + 32 */
     movq %fs:ft_self_s@tpoff, %rcx  /* the thread's record */
-    CHECK %rcx, %rax, 7f, 8f
+    CHECK %rcx, %rax, 17f, 18f
     movq POS(%rcx), %r11
     andq MASK(%rcx), %r11           /* slot; 0 => paused / disabled / exited */
-    jz 8f
-    decq COUNTDOWN(%rcx)
-    jle 6f
-5:  /* the event word at r11 */
-    movq RA_SAMPLED(%rsp), %rax
+    jz 18f
+    decq COUNTDOWN(%rcx)            /* every event counts */
   .if \isret
-    btsq $63, %rax
+    jle 16f                         /* a return when a stamp is due: a stamped return */
   .endif
-    movq %rax, (%r11)               /* event word */
-    addq $8, %r11
+    movl RA_SAMPLED+4(%rsp), %eax   /* address bits 63..32 */
+    cmpl %eax, AHI(%rcx)
+    jne 14f                         /* changed: an ADDR_HI escape first */
+15:
+    movl RA_SAMPLED(%rsp), %eax     /* address bits 31..0 */
+    andl $-4, %eax                  /* tag 0: call */
+  .if \isret
+    incl %eax                       /* tag 1: return */
+  .endif
+    movl %eax, (%r11)               /* the item (one store) */
+    addq $4, %r11
     andq WRAP(%rcx), %r11
     movq %r11, POS(%rcx)            /* commit pos */
-8:
+18:
     POP %rcx
     POP %rax
     POP %r11                        /* CFA = rsp + 8 */
     ret
-6:  /* a time word first */
+14: /* ADDR_HI escape (FT_S4_ESCAPE(FT_S4_ADDR_HI, bits 58..32)), committed on its own */
     .cfi_def_cfa_offset 32
-    PUSH %rdx
-    rdtsc
-    shlq $32, %rdx
-    orq %rdx, %rax
-    movabsq $0xE000000000000000, %rdx   /* FT_TIME_WORD_TAG */
-    orq %rdx, %rax
-    movq %rax, (%r11)               /* time word */
-    addq $8, %r11
+    movl %eax, AHI(%rcx)
+    andl $0x7FFFFFF, %eax
+    shll $5, %eax
+    orl $3, %eax
+    movl %eax, (%r11)
+    addq $4, %r11
     andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)
+    jmp 15b
+16: /* a stamp is due: a stamped return (TSC bits 31..3 | 7, no address) if
+     * the previous item is this function's call (a leaf return: the decoder
+     * takes the address from there), else a plain return now and the stamp
+     * at the next leaf return (countdown stays <= 0) */
+    PUSH %rdx
+    movq WRAP(%rcx), %rax
+    leaq 1(%rax), %rdx
+    andq %rax, %rdx                 /* ring = wrap & (wrap + 1) (aligned to 2 * size) */
+    leaq -4(%r11), %rax             /* the previous slot, wrapped */
+    cmpq %rdx, %rax
+    jae 12f
+    movq WRAP(%rcx), %rax
+    subq $3, %rax
+12:
+    movl (%rax), %eax
+    testl %eax, %eax
+    jz 10f
+    testl $1, %eax                  /* tags 0 and 2 (calls) have bit 0 clear */
+    jnz 10f
+    rdtsc
+    cmpl %edx, THI(%rcx)
+    jne 13f                         /* changed: a TSC_HI escape first */
+11:
+    andl $-8, %eax
+    orl $7, %eax
+    movl %eax, (%r11)
+    addq $4, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)
     movq ft_hot+FT_HOT_OFF_SAMPLE_K(%rip), %rax /* ft_hot.sample_k */
     movq %rax, COUNTDOWN(%rcx)
     POP %rdx
-    jmp 5b
-7:  /* sampled, not a registry record: dummy_init (cold path), else nothing */
+    jmp 18b
+13: /* TSC_HI escape (FT_S4_ESCAPE(FT_S4_TSC_HI, bits 58..32)); eax (low half) is kept */
+    .cfi_def_cfa_offset 40
+    movl %edx, THI(%rcx)
+    andl $0x7FFFFFF, %edx
+    shll $5, %edx
+    orl $11, %edx
+    movl %edx, (%r11)
+    addq $4, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)
+    jmp 11b
+10: /* not a leaf return: a plain return */
+    .cfi_def_cfa_offset 40
+    POP %rdx
+    movl RA_SAMPLED+4(%rsp), %eax
+    cmpl %eax, AHI(%rcx)
+    jne 14b
+    jmp 15b
+17: /* sampled, not a registry record: dummy_init (cold path), else nothing */
+    .cfi_def_cfa_offset 32
     leaq ft_thread_dummy_init(%rip), %r11
     cmpq %r11, %rcx
-    jne 8b
+    jne 18b
     PUSH %rdx
     movq RA_SAMPLED+8(%rsp), %rax
   .if \isret
@@ -218,7 +272,7 @@
   .endif
     call ft_asm_slow
     POP %rdx
-    jmp 8b
+    jmp 18b
     .cfi_endproc
     .size \name, .-\name
 .endm

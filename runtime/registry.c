@@ -208,9 +208,9 @@ static struct ft_thread *record_create(uint64_t size, uint32_t state)
     FT_STORE(t->state, (uint32_t)FT_THR_FREE);
     FT_STORE(t->mask, 0);
     t->seq++;
-    t->countdown = 1; /* sampled: the first event carries a time word */
+    t->countdown = 1; /* sampled: the first return is stamped */
     t->tid = (uint32_t)ft_gettid();
-    t->fmt = ft_sampled_mode ? FT_FMT_SAMPLED8 : FT_FMT_EXACT8;
+    t->fmt = ft_sampled_mode ? FT_FMT_SAMPLED4 : FT_FMT_EXACT8;
     t->addr_hi = FT_E8_HI_NONE; /* the first event carries both escapes */
     t->tsc_hi = FT_E8_HI_NONE;
     t->self = (uint64_t)(uintptr_t)t;

@@ -146,6 +146,58 @@ def expand_e8(items, code=(), lower=0, ref=0):
     return out
 
 
+S4_ADDR_HI, S4_TSC_HI, S4_CATCH = 0, 1, 2
+
+
+def s4_escape(typ, payload):
+    return ((payload << 5) | (typ << 3) | 3) & 0xFFFFFFFF
+
+
+def expand_s4(items, code=(), ref=0):
+    """FT_FMT_SAMPLED4 items (FORMAT.md 1.4) -> [(word, tsc or None)] of the events:
+    a stamped return (a leaf return) gets its time and the address of the call item
+    before it (one without that call, the window's first item, is left out); high
+    halves from the escapes (before the first ADDR_HI: as expand_e8; TSC bits above
+    58 and before the first TSC_HI: from ref).  Zero items and escapes skipped."""
+    first_ahi = next((w >> 5 for w in items if w & 7 == 3 and (w >> 3) & 3 == S4_ADDR_HI), None)
+    if first_ahi is None:
+        los = [w & ~3 for w in items[:256] if w and w & 3 != 3]
+        cands = {h for s, e in code for h in range(s >> 32, ((e - 1) >> 32) + 1)} or {0}
+        first_ahi = max(sorted(cands), key=lambda h: sum(any(s <= (h << 32 | lo) < e for s, e in code)
+                                                         for lo in los))
+    top = (ref >> 32) & ~((1 << 27) - 1)
+    ahi, thi, catch, last_call, out = None, None, False, None, []
+    for w in items:
+        if not w:
+            last_call = None
+            continue
+        if w & 7 == 7:                          # a stamped (leaf) return
+            h = thi if thi is not None else ref >> 32
+            if last_call is not None:
+                out.append((last_call | F_RET, (h << 32) | (w & ~7)))
+            catch, last_call = False, None
+            continue
+        if w & 3 == 3:
+            typ, pl = (w >> 3) & 3, w >> 5
+            if typ == S4_ADDR_HI:
+                ahi = pl
+            elif typ == S4_TSC_HI:
+                thi = top | pl
+            elif typ == S4_CATCH:
+                catch = True
+            continue
+        a = ((first_ahi if ahi is None else ahi) << 32) | (w & ~3)
+        tag = w & 3
+        if tag == 1:
+            out.append((a | F_RET, None))
+            last_call = None
+        else:
+            out.append((a | (F_CALL_RET_ON_THROW if tag == 2 else F_CATCH if catch else 0), None))
+            last_call = a
+        catch = False
+    return out
+
+
 @dataclass
 class Stack:
     tid: int
@@ -252,6 +304,9 @@ def parse(data) -> Raw:
         elif magic == "TRACEE08":
             n = len(p) // 8
             cur.items = list(struct.unpack(f"<{n}Q", p))
+        elif magic == "TRACES04":
+            n = len(p) // 4
+            cur.items = list(struct.unpack(f"<{n}I", p))
         elif magic == "TRACEW08":
             n = len(p) // 8
             cur.entries = [(w, None) for w in struct.unpack(f"<{n}Q", p)]
@@ -272,6 +327,8 @@ def parse(data) -> Raw:
             if not t.flags & TSF["WRAPPED"]:
                 lower = max(lower, t.start_tsc)
             t.entries = expand_e8(t.items, code, lower, ref)
+        if t.fmt == 4 and t.items:
+            t.entries = expand_s4(t.items, code, ref)
     return raw
 
 

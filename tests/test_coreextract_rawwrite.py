@@ -382,3 +382,41 @@ def test_e8_decoder_restores_times_across_a_long_sleep(tree, unit, unit_exe, tmp
     big = [g for g in gaps if g > 10**6]
     assert len(big) == 1 and big[0] == 6 * 10**9 - 199 * 1000, big   # the 6 s sleep, once
     assert sum(g == 1000 for g in gaps) >= len(gaps) - 2   # (a slice opening the ring may start late)
+
+
+# ---- FT_FMT_SAMPLED4 rings: 4-byte items, stamped leaf returns ----
+# ce_rawunit's pairs4: pair k = call 0x7f0000400000 + 16k and its return, every
+# 4th return stamped with TSC 5 << 32 | 1000k; escapes before the first of each
+S4A, S4T = rawfile.s4_escape(0, 0x7f00), rawfile.s4_escape(1, 5)
+
+
+def s4_pair(k):
+    ret = ((1000 * k) & ~7) | 7 if k % 4 == 0 else (0x400000 + 16 * k) | 1
+    return [0x400000 + 16 * k] + ([S4T] if k == 4 else []) + [ret]
+
+
+def test_s4_first_lap(unit):
+    raw, _ = unit("s4_firstlap")
+    [t] = raw.threads
+    assert t.fmt == 4 and [m for m, _ in raw.chunks].count("TRACES04") == 1
+    items = [S4A] + [i for k in range(1, 11) for i in s4_pair(k)]
+    assert t.items == items and t.flags == 0 and t.pos_off == 4 * len(items)
+    F = rawfile
+    assert t.entries == [e for k in range(1, 11) for e in
+                         ((0x7f0000400000 + 16 * k, None),
+                          (0x7f0000400000 + 16 * k | F.F_RET, (5 << 32) | (1000 * k) if k % 4 == 0 else None))]
+
+
+def test_s4_wrapped(unit):
+    raw, _ = unit("s4_wrapped")     # 1 + 700 * 2 + 1 items in 1024 slots
+    [t] = raw.threads
+    n = 1 + 700 * 2 + 1
+    assert t.flags == TSF["WRAPPED"] and t.n_entries == 1023 and t.pos_off == 4 * (n - 1024)
+    assert t.items[-2:] == s4_pair(700)
+
+
+def test_s4_time_filter(unit):
+    raw, _ = unit("s4_min_tsc")     # stamps at pairs 4 (4000) and 8 (8000): from the one >= 6000
+    [t] = raw.threads
+    assert raw.header["flags"] == TIME_FILTERED
+    assert t.items[0] == ((8000 & ~7) | 7) and t.items[1:] == s4_pair(9) + s4_pair(10)

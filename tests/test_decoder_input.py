@@ -304,7 +304,7 @@ def test_partial_input_without_events(tree, san_decoder, good_raw, compiled, tmp
     nthr = sum(m == "THRDSTAT" for m, _ in chunks)
     kept = [(m, header_fields(pl, flags=struct.unpack_from("<I", pl, 12)[0] | 1, nthreads=0, nthreads_lost=nthr)
              if m == "FTHEADER" else pl)
-            for m, pl in chunks if m not in ("THREADID", "THRDSTAT", "TRACEBUF", "TRACEW08", "TRACEE08")]
+            for m, pl in chunks if m not in ("THREADID", "THRDSTAT", "TRACEBUF", "TRACEW08", "TRACEE08", "TRACES04")]
     p = tmp_path / "lost.raw"
     p.write_bytes(rebuild(kept))
     r, j = both(tree, san_decoder, p, "--summary", "--text", tmp_path=tmp_path, expect=3)

@@ -119,10 +119,42 @@ struct ft_entry {
 #define FT_E8_ESCAPE(type, payload) (((uint64_t)(payload) << 32) | ((uint64_t)(type) << 2) | FT_E8_ESC)
 #define FT_E8_HI_NONE 0xFFFFFFFFu /* addr_hi/tsc_hi of a thread record: "unknown, escape next" */
 
+/* Sampled mode, ring format 4 (FT_FMT_SAMPLED4, written by this runtime):
+ * one 4-byte item per event, one aligned 4-byte store each, never zero once
+ * written (FORMAT.md 1.4):
+ *   bits 1..0   tag: 0 call, 1 return, 2 call whose return will be logged
+ *               even if unwound, 3 special
+ *   call/return (tag 0..2): bits 31..2 = address bits 31..2; bits 63..32
+ *               those of the thread's last ADDR_HI escape
+ *   special, bit 2 = 1: a STAMPED RETURN: bits 31..3 = TSC bits 31..3 (the
+ *               time of this return); TSC bits 63..32 are those of the
+ *               thread's last TSC_HI escape.  Only a leaf return is stamped:
+ *               the item before it (escapes aside) is its function's call,
+ *               which gives its address
+ *   special, bit 2 = 0: escape, bits 4..3 = type, bits 31..5 = payload:
+ *     FT_S4_ADDR_HI  payload = address bits 58..32 of the following events
+ *     FT_S4_TSC_HI   payload = TSC bits 58..32 of the following stamps
+ *     FT_S4_CATCH    the next call item (tag 0) is a catch
+ * Once sample_k events have passed since the last stamp (and after every
+ * generation boundary), the next leaf return is a stamped return. */
+#define FT_S4_TAG_MASK 3u
+#define FT_S4_SPECIAL 3u
+#define FT_S4_STAMP_BIT 4u
+#define FT_S4_IS_STAMP(i) (((i) & 7u) == 7u)
+#define FT_S4_ESC_TYPE(i) (((i) >> 3) & 3u)
+#define FT_S4_ADDR_HI 0u
+#define FT_S4_TSC_HI 1u
+#define FT_S4_CATCH 2u
+#define FT_S4_PAYLOAD_BITS 27
+#define FT_S4_ESCAPE(type, payload) ((uint32_t)(((uint32_t)(payload) << 5) | ((uint32_t)(type) << 3) | 3u))
+#define FT_S4_STAMP(tsc) ((uint32_t)(((uint32_t)(tsc) & ~7u) | 7u))
+#define FT_S4_HI_MASK ((1u << FT_S4_PAYLOAD_BITS) - 1)
+
 enum ft_entry_format {
     FT_FMT_EXACT16 = 1,  /* struct ft_entry ring (previous runtimes, the original funtrace) */
     FT_FMT_SAMPLED8 = 2, /* uint64_t word ring with time words */
     FT_FMT_EXACT8 = 3,   /* uint64_t entry ring with escapes (see above) */
+    FT_FMT_SAMPLED4 = 4, /* uint32_t item ring with stamped returns (see above) */
 };
 
 /* ---- thread record ------------------------------------------------------ */
@@ -377,6 +409,7 @@ struct ft_root {
  *     TRACEBUF  struct ft_entry[n] oldest first            (FT_FMT_EXACT16)
  *      or TRACEW08 uint64_t words[n] oldest first          (FT_FMT_SAMPLED8)
  *      or TRACEE08 uint64_t entries[n] oldest first        (FT_FMT_EXACT8)
+ *      or TRACES04 uint32_t items[n] oldest first          (FT_FMT_SAMPLED4)
  *   SCHEDEVT  struct ft_raw_sched + struct ft_raw_sched_event[n]: scheduling
  *             events of the process's threads (FORMAT.md 2.6; not every producer)
  *   FINSTACK  struct ft_raw_stack + pcs, one per thread of the source
@@ -401,6 +434,7 @@ struct ft_root {
 #define FT_CHUNK_TRACEBUF "TRACEBUF"
 #define FT_CHUNK_TRACEW08 "TRACEW08"
 #define FT_CHUNK_TRACEE08 "TRACEE08" /* FT_FMT_EXACT8 entries (raw version 2) */
+#define FT_CHUNK_TRACES04 "TRACES04" /* FT_FMT_SAMPLED4 items (raw version 2) */
 #define FT_CHUNK_STACK "FINSTACK"
 #define FT_CHUNK_END "ENDTRACE"
 #define FT_CHUNK_PROCMAPS "PROCMAPS" /* /proc/PID/maps text (FORMAT.md 2.2) */

@@ -275,6 +275,29 @@ static struct ft_thread *new_e8(uint32_t tid, uint64_t size)
     return t;
 }
 
+static void write_u32(struct ft_thread *t, uint32_t w)
+{
+    uint64_t slot = t->pos & t->mask;
+    *(uint32_t *)(uintptr_t)slot = w;
+    t->pos = (slot + 4) & t->mask;
+}
+
+/* FT_FMT_SAMPLED4 pairs k = 1..n: call 0x7f0000400000 + 16k, then its return,
+ * stamped (TSC 5 << 32 | 1000k) every 4th pair; the escapes first */
+static void pairs4(struct ft_thread *t, int from, int to)
+{
+    for (int k = from; k <= to; k++) {
+        if (t->addr_hi != 0x7f00) { t->addr_hi = 0x7f00; write_u32(t, FT_S4_ESCAPE(FT_S4_ADDR_HI, 0x7f00)); }
+        write_u32(t, (uint32_t)(0x400000 + 16 * k));
+        if (k % 4 == 0) {
+            if (t->tsc_hi != 5) { t->tsc_hi = 5; write_u32(t, FT_S4_ESCAPE(FT_S4_TSC_HI, 5)); }
+            write_u32(t, FT_S4_STAMP(1000u * (uint32_t)k));
+        } else {
+            write_u32(t, (uint32_t)(0x400000 + 16 * k) | 1u);
+        }
+    }
+}
+
 static uint64_t *slot_at(struct ft_thread *t, uint64_t i)
 {
     return (uint64_t *)(uintptr_t)(t->ring + i * (t->fmt == FT_FMT_EXACT16 ? 16 : 8));
@@ -431,6 +454,11 @@ int main(int argc, char **argv)
             write_e8(t, 0x7f0000400280ull | FT_F_RET, T0 + 6 * HZ + 1000 * (uint64_t)k + 500);
         }
         root->tsc_hz = HZ;
+    } else if (!strcmp(sc, "s4_firstlap") || !strcmp(sc, "s4_wrapped") || !strcmp(sc, "s4_min_tsc")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_SAMPLED4, 4096); /* 1024 items */
+        t->addr_hi = t->tsc_hi = FT_E8_HI_NONE;
+        pairs4(t, 1, !strcmp(sc, "s4_wrapped") ? 700 : 10);
+        if (!strcmp(sc, "s4_min_tsc")) si.min_tsc = (5ull << 32) + 6000;
     } else if (!strcmp(sc, "e8_live_race")) {
         t = new_e8(100, 4096);
         events8(t, 1, 600);

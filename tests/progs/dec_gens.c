@@ -3,7 +3,7 @@
  * Threads (names set with prctl):
  *   "sleeper": sleeper_main -> outer -> { inner -> leaf x2; napper (usleep 3 ms) }
  *              forever: every generation boundary falls inside outer (mostly in napper)
- *   "busy":    a 4 KiB ring (256 entries) that wraps many times per generation:
+ *   "busy":    a 2 KiB ring (256 exact entries) that wraps many times per generation:
  *              busy_main -> busy_outer -> { busy_step -> leaf x50; napper (1 ms) }
  *   main:      main -> main_wait (usleep argv[1] ms, default 120) -> crash_here (SIGSEGV)
  * Run with FUNTRACE_GEN_MS=10 to get ~12 generations.
@@ -50,7 +50,7 @@ NI void *busy_main(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "busy", 0, 0, 0);
-    funtrace_set_thread_log_buf_size(12);
+    funtrace_set_thread_log_buf_size(11);
     busy_outer();
     return 0;
 }
