@@ -100,20 +100,23 @@ static inline __attribute__((always_inline)) uint64_t put_s4(struct ft_thread *t
     return slot;
 }
 
-/* FT_FMT_SAMPLED4 (FORMAT.md 1.4): every event counts down; a leaf return
- * when the count is due is a stamped return (no address), else an item with
- * the address (an ADDR_HI escape first when its high half changed) */
-static inline __attribute__((always_inline)) void write_sampled(struct ft_thread *t, uint64_t slot,
-                                                                uint64_t mask, uint64_t word)
+/* the item before slot is a call (tag 0 or 2): a return at slot is a leaf's */
+static __attribute__((noinline)) int leaf_return(const struct ft_thread *t, uint64_t slot)
 {
-    int due = (int64_t)--t->countdown <= 0;
+    uint64_t ring = t->wrap & (t->wrap + 1); /* aligned to 2 * size */
+    uint64_t prev = slot - 4 >= ring ? slot - 4 : t->wrap - 3;
+    uint32_t pw = *(const uint32_t *)(uintptr_t)prev;
+    return pw && !(pw & 1u);
+}
+
+/* FT_FMT_SAMPLED4, the rare cases: a stamp due, an address high half that
+ * changed, a catch (out of line: the common path keeps its registers) */
+static __attribute__((noinline)) void sampled_slow(struct ft_thread *t, uint64_t slot, uint64_t mask, uint64_t word,
+                                                   int due)
+{
     /* a stamp is due: only a leaf return (the previous item is a call) is
      * stamped (the decoder takes its address from that call) */
-    uint64_t ring = t->wrap & (t->wrap + 1);
-    uint64_t prev = slot - 4 >= ring ? slot - 4 : t->wrap - 3;
-    uint32_t pw;
-    if (__builtin_expect(due && (word & FT_F_CATCH) == FT_F_RET && (pw = *(const uint32_t *)(uintptr_t)prev) != 0 &&
-                             !(pw & 1u), 0)) {
+    if (due && (word & FT_F_CATCH) == FT_F_RET && leaf_return(t, slot)) {
         uint64_t tsc = ft_rdtsc();
         uint32_t thi = (uint32_t)(tsc >> 32);
         if (thi != t->tsc_hi) {
@@ -127,18 +130,36 @@ static inline __attribute__((always_inline)) void write_sampled(struct ft_thread
     }
     uint64_t addr = word & FT_ADDR_MASK;
     uint32_t ahi = (uint32_t)(addr >> 32), tag;
-    if (__builtin_expect(ahi != t->addr_hi, 0)) {
+    if (ahi != t->addr_hi) {
         t->addr_hi = ahi;
         ft_barrier();
         slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_ADDR_HI, ahi & FT_S4_HI_MASK));
     }
-    if (__builtin_expect((word & FT_F_CATCH) == FT_F_CATCH, 0)) {
+    if ((word & FT_F_CATCH) == FT_F_CATCH) {
         slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_CATCH, 0));
         tag = 0;
     } else {
         tag = (word & FT_F_RET) ? 1 : (word & FT_F_CALL_RET_ON_THROW) ? 2 : 0;
     }
     put_s4(t, slot, mask, ((uint32_t)addr & ~3u) | tag);
+}
+
+/* FT_FMT_SAMPLED4 (FORMAT.md 1.4): every event counts down; a leaf return
+ * when the count is due is a stamped return (no address), else an item with
+ * the address (an ADDR_HI escape first when its high half changed) */
+static inline __attribute__((always_inline)) void write_sampled(struct ft_thread *t, uint64_t slot,
+                                                                uint64_t mask, uint64_t word)
+{
+    int due = (int64_t)--t->countdown <= 0;
+    uint64_t addr = word & FT_ADDR_MASK;
+    if (__builtin_expect(due || (uint32_t)(addr >> 32) != t->addr_hi || (word & FT_F_CATCH) == FT_F_CATCH, 0)) {
+        sampled_slow(t, slot, mask, word, due);
+        return;
+    }
+    uint32_t tag = (word & FT_F_RET) ? 1 : (word & FT_F_CALL_RET_ON_THROW) ? 2 : 0;
+    *(uint32_t *)(uintptr_t)slot = ((uint32_t)addr & ~3u) | tag;
+    ft_barrier();
+    t->pos = (slot + 4) & mask;
 }
 
 /* write one event for t in its format (cold path and C hooks) */
@@ -199,7 +220,7 @@ static inline __attribute__((always_inline)) void event(uint64_t word)
 /* Under -finstrument-functions the address is the function's start; the
  * 8-byte entry keeps it 4-byte granular, so it is rounded UP to stay inside
  * the function (an instrumented function is longer than 3 bytes). */
-#define CYG_ADDR(fn) (((uint64_t)(uintptr_t)(fn) + 3) & ~3ULL)
+#define CYG_ADDR(fn) (((uint64_t)(uintptr_t)(fn) + 3) & FT_ADDR_MASK & ~3ULL)
 
 FT_EXPORT void __cyg_profile_func_enter(void *fn, void *call_site)
 {
