@@ -38,6 +38,7 @@ all: all-targets
 
 -include reader/build.mk
 -include runtime/build.mk
+-include wrapper/build.mk
 -include coreextract/build.mk
 -include oomwatch/build.mk
 -include decoder/build.mk

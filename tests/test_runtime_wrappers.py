@@ -36,7 +36,10 @@ def check_program(prog, tmp_path):
     r = run_program([prog], tmp_path / "run", want_core=False)
     assert r.returncode == 0 and r.stdout == "ok\n", r.stderr
     raw = only_snapshot(r.dir / "funtrace.raw")
-    assert sequence(raw, main_thread(raw), Syms(prog), keep={"here", "other"}) == EXPECTED
+    syms = Syms(prog)
+    # the compiler's clones (LTO: here.constprop.0, other.lto_priv.0) are the function
+    syms.funcs = [(a, e, n.split(".")[0]) for a, e, n in syms.funcs]
+    assert sequence(raw, main_thread(raw), syms, keep={"here", "other"}) == EXPECTED
     assert not (r.dir / "gmon.out").exists()
 
 
@@ -162,3 +165,84 @@ def test_installed_wrappers(tree, tmp_path):
     src = project(tmp_path)
     sh([str(prefix / "bin" / "funtrace-gcc"), "-O1", "-o", "prog", "main.c", "other.c"], src)
     check_program(src / "prog", tmp_path)
+
+
+# --------------------------------------------------------------------------
+# LTO (issue 11.1): the code generated at link time is instrumented too
+# --------------------------------------------------------------------------
+
+LTO_CASES = [
+    # (wrapper, FUNTRACE_INSTR, compile flags, how: "link" | "archive")
+    ("funtrace-gcc", "pg", ["-flto"], "link"),
+    ("funtrace-gcc", "pg", ["-flto=auto"], "link"),
+    ("funtrace-gcc", "pg", ["-flto", "-fuse-linker-plugin"], "link"),
+    ("funtrace-gcc", "pg", ["-flto", "-ffat-lto-objects"], "link"),
+    ("funtrace-gcc", "pg", ["-flto=auto"], "archive"),
+    ("funtrace-gcc", "finstr", ["-flto"], "link"),
+    ("funtrace-gcc", "finstr", ["-flto=auto"], "archive"),
+    ("funtrace-clang", "finstr", ["-flto"], "link"),
+    ("funtrace-clang", "finstr", ["-flto=thin"], "link"),
+    ("funtrace-clang", "finstr", ["-flto=thin"], "archive"),
+]
+
+
+@pytest.mark.parametrize("wrapper,instr,flags,how", LTO_CASES,
+                         ids=[f"{w[9:]}-{i}-{'_'.join(f)}-{h}" for w, i, f, h in LTO_CASES])
+def test_lto(tree, tmp_path, wrapper, instr, flags, how):
+    """Separate compile and link under LTO (the repro of issue 11: 0 calls to
+    __fentry__ before): every function is traced, with no warning."""
+    if "clang" in wrapper and shutil.which("clang") is None:
+        pytest.skip("clang is not installed")
+    src = project(tmp_path)
+    cc = str(tree.tool(wrapper))
+    env = {"FUNTRACE_INSTR": instr}
+    for f in ("main.c", "other.c"):
+        r = sh([cc, "-O2", *flags, "-c", f], src, env)
+        assert r.stderr == ""
+    inputs = ["main.o", "other.o"]
+    if how == "archive":
+        ar = "llvm-ar-14" if "clang" in wrapper else "gcc-ar"
+        if shutil.which(ar) is None:
+            ar = "llvm-ar"
+        sh([ar, "rcs", "libother.a", "other.o"], src)
+        inputs = ["main.o", "libother.a"]
+    r = sh([cc, "-O2", *flags, "-o", "prog", *inputs], src, env)
+    assert r.stderr == "", r.stderr
+    undef = sh(["nm", "-u", "main.o"], src).stdout
+    assert "__fentry__" not in undef  # an LTO object: the code is generated at link time
+    check_program(src / "prog", tmp_path)
+
+
+def test_lto_objects_without_wrapper_warn(tree, tmp_path):
+    """LTO objects compiled with the plain compiler and linked with the wrapper:
+    nothing is instrumented, and the link says so in one line (exit 0)."""
+    src = project(tmp_path)
+    for f in ("main.c", "other.c"):
+        sh(["gcc", "-O2", "-flto", f"-I{tree.build / 'include'}", "-c", f], src)
+    r = sh([str(tree.tool("funtrace-gcc")), "-O2", "-flto", "-o", "prog", "main.o", "other.o"], src)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "prog: no function is instrumented" in lines[0] and "LTO" in lines[0]
+    assert lines[0].startswith("funtrace-gcc: warning: ")
+    r = sh([str(tree.tool("funtrace-gcc")), "-O2", "-flto", "-o", "prog", "main.o", "other.o"], src,
+           {"FUNTRACE_CHECK": "0"})
+    assert r.stderr == ""
+
+
+def test_few_instrumented_warn(tree, tmp_path):
+    """Only a tiny fraction instrumented (one wrapper-compiled file among 40
+    plain-gcc functions): one warning line with the counts."""
+    src = project(tmp_path)
+    (src / "many.c").write_text("".join(
+        f"__attribute__((noinline)) int f{i}(int x) {{ return x * {i} + {i}; }}\n" for i in range(40))
+        + "int (*keep[])(int) = {" + ",".join(f"f{i}" for i in range(40)) + "};\n")
+    sh(["gcc", "-O2", "-c", "many.c"], src)
+    sh(["gcc", "-O2", "-c", "other.c"], src)
+    r = sh([str(tree.tool("funtrace-gcc")), "-O2", "-o", "prog", "main.c", "other.o", "many.o"], src)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and "only 2 of 43 functions are instrumented" in lines[0], r.stderr
+    # every file through the wrapper: silent
+    for f in ("many.c", "other.c"):
+        sh([str(tree.tool("funtrace-gcc")), "-O2", "-c", f], src)
+    r = sh([str(tree.tool("funtrace-gcc")), "-O2", "-o", "prog", "main.c", "other.o", "many.o"], src)
+    assert r.stderr == ""
