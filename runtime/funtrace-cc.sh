@@ -37,8 +37,14 @@
 #   -funtrace-trace-headers    finstr mode: do not exclude headers
 # The real compiler: $FUNTRACE_CC / $FUNTRACE_CXX / $FUNTRACE_CLANG /
 # $FUNTRACE_CLANGXX, else gcc / g++ / clang / clang++ from PATH.
+# FUNTRACE_FLAGS: more of these -funtrace-* flags (words), for build systems
+# whose compiler flags are hard to reach.
 # FUNTRACE_CHECK=0 skips the check of linked executables.
 set -u
+if [ -n "${FUNTRACE_FLAGS:-}" ]; then
+    # shellcheck disable=SC2086
+    set -- $FUNTRACE_FLAGS "$@"
+fi
 self=$(readlink -f -- "$0")
 prefix=$(dirname -- "$(dirname -- "$self")")
 lib="$prefix/lib"
