@@ -18,13 +18,15 @@
 #               configuration is never touched: -o Dir::Etc::SourceList=...)
 #   src/PKG/    what `apt-get source PKG` unpacked (Debian patches applied)
 #   build/PROGRAM-VARIANT-KEY/   a copy of the source, configured and built.
-# KEY hashes this script, the wrapper and the asm filter (whatever changes
-# compiled code: a change rebuilds); the runtime archive's hash is kept in the
+# KEY hashes RECIPE (below: bump it when the build commands change), the
+# wrapper and the asm filter (whatever changes compiled code: a change
+# rebuilds, and older builds of the same program and variant are removed); the runtime archive's hash is kept in the
 # build directory and a different one only relinks (the executables are
 # removed and make runs again).  $FUNTRACE_BUILD is funtrace's build tree
 # (default: the repository's build/).  Output of the builds: build.log in the
 # build directory; on failure its tail and one line naming the step.
 set -euo pipefail
+RECIPE=1
 prog=${1:?usage: build.sh PROGRAM VARIANT}
 variant=${2:?usage: build.sh PROGRAM VARIANT}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -105,7 +107,7 @@ case "$variant" in
     *) fail "unknown variant (traced, plain, count, excl)" ;;
 esac
 h() { sha256sum "$@" 2>/dev/null | cut -c1-16; }
-keysrc="$(h "$0") $prog $base $(basename "$srcdir")"
+keysrc="$RECIPE $prog $base $(basename "$srcdir")"
 if [ "$cc" != gcc ]; then
     keysrc+=" $(h "$ft/bin/funtrace-gcc") $(h "$ft/bin/funtrace-asmfilter")"
     [ $variant = excl ] && keysrc+=" $(h "$REALPROGS_EXCLUDE")"
@@ -134,7 +136,8 @@ run_make() {
     esac >> "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; fail "$what failed (log: $dir/build.log)"; }
 }
 build_from_scratch() {
-    rm -rf "$dir" "$dir.tmp"
+    rm -rf "$cache/build/$prog-$variant-"*
+    [ $variant = traced ] && rm -rf "$cache/build/$prog-count-"*
     cp -a "$srcdir" "$dir.tmp"
     mv "$dir.tmp" "$dir"
     : > "$dir/build.log"
