@@ -40,6 +40,7 @@ all: all-targets
 -include reader/build.mk
 -include runtime/build.mk
 -include wrapper/build.mk
+-include funcount/build.mk
 -include coreextract/build.mk
 -include oomwatch/build.mk
 -include decoder/build.mk
