@@ -8,6 +8,7 @@
 #   make clean           remove build/ (and build-san/)
 #   make install PREFIX=/usr/local
 #   make test            run the pytest suite (same command as README)
+#   make test-realprogs  the real-programs tier (third-party programs, cached builds)
 BUILD    ?= $(if $(SAN),build-san,build)
 PREFIX   ?= /usr/local
 CC       ?= gcc
@@ -33,11 +34,13 @@ SHARE := $(BUILD)/share/funtrace
 ALL_TARGETS :=
 INSTALL_STEPS :=
 
-.PHONY: all clean install test
+.PHONY: all clean install test test-realprogs
 all: all-targets
 
 -include reader/build.mk
 -include runtime/build.mk
+-include wrapper/build.mk
+-include funcount/build.mk
 -include coreextract/build.mk
 -include oomwatch/build.mk
 -include sched/build.mk
@@ -61,5 +64,10 @@ install: all
 
 test: all
 	/usr/bin/python3 -m pytest tests
+
+# the real-programs tier (tests/realprogs: redis, unbound, memcached from their
+# Debian source packages; builds cached in /var/cache/funtrace-realprogs)
+test-realprogs: all
+	FUNTRACE_REALPROGS=1 /usr/bin/python3 -m pytest tests/realprogs
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -24,6 +24,7 @@ PACKAGES=(
     zstd lz4 xz-utils elfutils              # command-line tools used by the tests
     debuginfod libdebuginfod1               # the decoder fetches debug info through libdebuginfod; the tests run a local server
     python3-pytest                          # the test suite
+    dpkg-dev libevent-dev libssl-dev libexpat1-dev bison flex  # the real-programs tier: apt-get source, memcached, unbound
 )
 
 BUILD_JOBS=${FUNTRACE_JOBS:-2}
