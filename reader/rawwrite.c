@@ -638,6 +638,7 @@ int ft_raw_emit(const struct ft_reader *rdr, uint64_t root_addr, const struct ft
     if (stats) {
         stats->header_flags = h.flags;
         stats->nthreads_lost = lost;
+        stats->pid = h.pid;
     }
 
     if (ft_raw_chunk(w, FT_CHUNK_FUNTRACE, &tsc_hz, 8, stats)) return -1;
@@ -672,4 +673,35 @@ int ft_raw_emit(const struct ft_reader *rdr, uint64_t root_addr, const struct ft
             return -1;
     }
     return 0;
+}
+
+/* ---- a stopped process's "now" in TSC ticks -------------------------------- */
+
+uint64_t ft_raw_estimate_tsc(const struct ft_reader *rdr, uint64_t root_addr, uint64_t now_mono_ns)
+{
+    struct rw cc;
+    struct rw *c = &cc;
+    memset(c, 0, sizeof *c);
+    if (root_load(c, rdr, root_addr) != 0) return 0;
+    uint64_t gens = rootf(c, FT_F_ROOT_GENS), cap = rootf(c, FT_F_ROOT_GENS_CAP);
+    if (!gens || cap > FT_GEN_SLOTS) return 0;
+    uint8_t b[RW_STRUCT_MAX];
+    size_t sz = c->sizes[FT_S_GEN];
+    int have = 0;
+    uint64_t best_gen = 0, clk_tsc = 0, mono = 0, hz = 0;
+    for (uint32_t i = 0; i < cap; i++) {
+        if (!ft_rw_rd_full(c->rd, gens + (uint64_t)i * sz, b, sz)) continue;
+        if (!(ft_rw_fget(c, b, sz, FT_F_GEN_FLAGS) & FT_GENF_VALID)) continue;
+        uint64_t g = ft_rw_fget(c, b, sz, FT_F_GEN_GEN);
+        if (have && g < best_gen) continue;
+        have = 1;
+        best_gen = g;
+        clk_tsc = ft_rw_fget(c, b, sz, FT_F_GEN_CLK_TSC);
+        mono = ft_rw_fget(c, b, sz, FT_F_GEN_CLK_MONO_NS);
+        hz = ft_rw_fget(c, b, sz, FT_F_GEN_TSC_HZ);
+    }
+    if (!hz) hz = rootf(c, FT_F_ROOT_TSC_HZ);
+    if (!have || !hz || !clk_tsc) return 0;
+    __int128 t = (__int128)clk_tsc + ((__int128)now_mono_ns - (__int128)mono) * (__int128)hz / 1000000000;
+    return t < 0 ? 0 : (uint64_t)t;
 }
