@@ -97,7 +97,7 @@ class Target:
     def _read(self, _ctx, addr, buf, n):
         """the library's read function: all n bytes through gdb, or 0"""
         try:
-            C.memmove(buf, self.inf.read_memory(addr, n).tobytes(), n)
+            C.memmove(buf, (C.c_char * n).from_buffer(self.inf.read_memory(addr, n)), n)
             return n
         except KeyboardInterrupt:
             self.interrupted = True

@@ -14,7 +14,7 @@ RD_OBJS := $(patsubst reader/%.c,$(OBJ)/reader/%.o,$(RD_SRCS))
 # the part of the reader the runtime links (async-signal-safe, no libc I/O)
 RD_RAW_OBJS := $(OBJ)/reader/rawwrite.o $(OBJ)/reader/rawwrite_ring.o
 RD_CFLAGS := $(CSTD) $(WARN) $(OPT) -g $(SANFLAGS) -fPIC -fvisibility=hidden -fno-stack-protector \
-             -fno-instrument-functions -Iruntime/include -Ireader -MMD -MP $(UNW_CFLAGS)
+             -fno-instrument-functions -Iruntime/include -Ireader -MMD -MP $(UNW_CFLAGS) $(FILE_PREFIX_MAP)
 RD_LIB := $(LIB)/libfuntrace_reader.a
 RD_SO := $(LIB)/libfuntrace_reader.so
 RD_API_HEADER := $(BUILD)/include/funtrace_reader.h
@@ -23,7 +23,9 @@ RD_LDLIBS := -lelf $(UNW_LIBS)
 
 ALL_TARGETS += $(RD_LIB) $(RD_SO) $(RD_API_HEADER)
 SAN_TARGETS += $(RD_LIB)
-INSTALL_STEPS += install -m 644 $(RD_SO) $(DESTDIR)$(PREFIX)/lib/libfuntrace_reader.so; \
+# the .so is replaced atomically: a gdb may be loading it meanwhile
+INSTALL_STEPS += install -m 644 $(RD_SO) $(DESTDIR)$(PREFIX)/lib/.libfuntrace_reader.so.tmp && \
+	mv -f $(DESTDIR)$(PREFIX)/lib/.libfuntrace_reader.so.tmp $(DESTDIR)$(PREFIX)/lib/libfuntrace_reader.so; \
 	install -m 644 $(RD_API_HEADER) $(DESTDIR)$(PREFIX)/include/;
 
 $(OBJ)/reader/%.o: reader/%.c

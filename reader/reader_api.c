@@ -405,6 +405,11 @@ static int emit(struct ftr *h, struct ce_fdout *o)
         si.taken_tsc = rdtsc();
         si.get_scratch = adapter_scratch;
         si.scratch_ctx = h;
+    } else if (h->core_ok) {
+        /* a core's rings: in place, from the core file mapped by ftr_core_file
+         * (the bytes the read function would give, without copying them) */
+        si.map = core_map;
+        si.map_ctx = &h->core;
     } else {
         si.map = adapter_map;
         si.map_ctx = h;

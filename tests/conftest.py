@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Every `make install` the tests run (also through ./setup.sh) puts gdb's loader
+# into this directory, not into gdb's system-wide gdbinit directory: only
+# tests/test_gdb_install.py installs that one, on purpose (gdb/build.mk).
+os.environ.setdefault("GDB_INIT_DIR", os.path.join(tempfile.gettempdir(), f"funtrace-tests-gdbinit-{os.getpid()}"))
 BUILD = ROOT / "build"
 BIN = BUILD / "bin"
 LIB = BUILD / "lib"

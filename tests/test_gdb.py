@@ -448,6 +448,57 @@ def file_offset(core, addr):
     raise AssertionError(f"0x{addr:x} is not in the core")
 
 
+def prstatus_tid_offsets(core):
+    """File offsets of the pr_pid field of every NT_PRSTATUS note, in note order."""
+    phoff, phnum = int.from_bytes(core[32:40], "little"), int.from_bytes(core[56:58], "little")
+    out = []
+    for i in range(phnum):
+        p_type, _f, off, _va, _pa, filesz = struct.unpack_from("<IIQQQQ", core, phoff + 56 * i)
+        p = off
+        while p_type == 4 and p + 12 <= off + filesz:
+            namesz, descsz, ntype = struct.unpack_from("<III", core, p)
+            desc = p + 12 + ((namesz + 3) & ~3)
+            if ntype == 1:
+                out.append(desc + 32)
+            p = desc + ((descsz + 3) & ~3)
+    return out
+
+
+def test_odd_thread_ids(ext, crash_core, crash_saved, tmp_path):
+    """A core whose thread ids are negative or huge -- in its NT_PRSTATUS notes (the
+    crashing thread's too, so SIGINFO's) and in the registry's records: gdb writes
+    the same chunks as coreextract, except the stacks, and no internal error."""
+    raw = rawfile.parse(crash_saved[1])
+    data = bytearray(crash_core.core.read_bytes())
+    notes = prstatus_tid_offsets(data)
+    odd = [-2, 0x7FFFFFFF, -0x7FFFFFF0]  # int32 pr_pid
+    for off, tid in zip(notes, odd):
+        struct.pack_into("<i", data, off, tid)
+    # registry records: tid is a u32
+    _size, root_f = rawfile.abi_struct("ROOT")
+    tsize, thr_f = rawfile.abi_struct("THREAD")
+    root = raw.header["root_addr"]
+    threads = int.from_bytes(data[file_offset(data, root + root_f["threads"][0]):][:8], "little")
+    huge = [0xFFFFFFFE, 0x80000000]
+    for i, tid in enumerate(huge):
+        struct.pack_into("<I", data, file_offset(data, threads + i * tsize + thr_f["tid"][0]), tid)
+    core = tmp_path / "core"
+    core.write_bytes(data)
+    out, ce = tmp_path / "gdb.raw", tmp_path / "ce.raw"
+    g = run_gdb(f"funtrace save {out}", target=[crash_core.args[0], core])
+    assert g.returncode == 0, g.stderr[-3000:]
+    c = subprocess.run([ext.tool("coreextract"), "-o", ce, core, crash_core.args[0]], capture_output=True,
+                       text=True, timeout=120)
+    assert c.returncode == 0, c.stderr
+    assert_same_chunks(out, ce)
+    got = rawfile.parse(out)
+    assert got.siginfo["tid"] == 0xFFFFFFFE, "the crashing thread's pr_pid -2, as a u32"
+    assert [t.tid for t in got.threads[:2]] == huge
+    assert {0xFFFFFFFE, 0x7FFFFFFF} <= {s.tid for s in got.stacks}
+    tail = command_output("funtrace tail 2", [crash_core.args[0], core], tmp_path)
+    assert tail == decode("--text", "-n", 2, out)
+
+
 def test_core_without_executable_finds_the_root_by_scanning(crash_core, crash_saved, tmp_path):
     out = tmp_path / "scan.raw"
     g = run_gdb(f"funtrace save {out}", target=["-c", crash_core.core])
