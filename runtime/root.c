@@ -174,7 +174,7 @@ static void read_settings(void)
         else if (strcmp(s, "exact"))
             ft_warn("FUNTRACE_TIME must be exact or sampled; using exact", s);
     }
-    ft_sampled_mode = r->time_mode == FT_TIME_SAMPLED;
+    ft_hook_mode = r->time_mode == FT_TIME_SAMPLED ? FT_MODE_SAMPLED : FT_MODE_EXACT;
     r->enabled = 1;
 }
 
