@@ -239,8 +239,17 @@ def extract(path):
         check(L.ftr_find_root(h, root_symbol(L)))
         # gdb repeats its warnings about the core's register notes as we switch
         # threads; they were shown when the core was loaded: keep them out of ours
-        gdb._funtrace_stacks = lambda: add_stacks(L, h, t)
+        failed = []
+
+        def stacks():
+            try:
+                add_stacks(L, h, t)
+            except BaseException as e:  # re-raised below, not swallowed with the output
+                failed.append(e)
+        gdb._funtrace_stacks = stacks
         gdb.execute("python gdb._funtrace_stacks()", False, True)
+        if failed:
+            raise failed[0]
         rc = L.ftr_write(h, os.fsencode(path))
         report = text(L.ftr_report(h))
         check(0 if report else rc)
