@@ -19,7 +19,7 @@ import pytest
 
 import rawfile
 from conftest import (BIN, BUILD, ROOT, compile_prog, elf_symbols, functions_in_trace, load_bias, require_tools,
-                      run_program)
+                      run_program, wait_for)
 
 GDB_EXT = BUILD / "share" / "funtrace" / "gdb" / "funtrace.py"
 DECODE = BIN / "funtrace-decode"
@@ -118,6 +118,20 @@ def call_name(line):
     m = re.match(r"^\s+-?[\d.]+ \w+\s+(?:open|-?[\d.]+ \w+)\s+(?:\[depth \d+\] )?(\S+)", line)
     assert m, line
     return m.group(1)
+
+
+def wait_parked(pid, threads=2):
+    """Until `threads` threads of gdb_wait (pid) sit in pause() (syscall 34) in
+    gdb_park: its "ready" comes before main's call of gdb_park is recorded."""
+    def parked():
+        n = 0
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                n += (task / "syscall").read_text().split()[0] == "34"
+            except (OSError, IndexError):
+                pass
+        return n >= threads
+    wait_for(parked, timeout=20, what=f"pid {pid} to park in pause()")
 
 
 def chunks_by_magic(path):
@@ -641,6 +655,7 @@ def test_attach_to_a_running_process(ext, compiled, spawn, tmp_path):
     exe = compiled("gdb_wait.c")
     p = spawn([exe], name="attached")
     assert p.stdout.readline().strip() == b"ready"
+    wait_parked(p.pid)
     out = tmp_path / "attached.raw"
     tail = tmp_path / "tail.txt"
     g = run_gdb(f"funtrace save {out}", capture("funtrace tail 3", tail), "detach", target=["-p", p.pid])

@@ -14,7 +14,8 @@ import pytest
 
 import rawfile
 from conftest import BIN, require_tools
-from test_gdb import assert_same_chunks, capture, decode, run_gdb, section_of, text_sections, call_name
+from test_gdb import (assert_same_chunks, call_name, capture, decode, run_gdb, section_of, text_sections,
+                      wait_parked)
 
 SIGSEGV = 11
 pytestmark = pytest.mark.skipif(subprocess.run(["sh", "-c", "command -v gdbserver"]).returncode != 0,
@@ -49,6 +50,7 @@ def test_remote_attached_live_process(tree, compiled, spawn, gdbserver, tmp_path
     exe = compiled("gdb_wait.c")
     p = spawn([exe], name="target")
     assert p.stdout.readline().strip() == b"ready"
+    wait_parked(p.pid)
     port = gdbserver("--attach", p.pid)
     out, tail = tmp_path / "remote.raw", tmp_path / "tail.txt"
     g = run_gdb(f"target remote 127.0.0.1:{port}", f"funtrace save {out}", capture("funtrace tail 3", tail),

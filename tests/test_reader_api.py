@@ -11,6 +11,7 @@ import pytest
 
 import rawfile
 from conftest import BIN, BUILD, require_tools
+from test_gdb import wait_parked
 
 READ_FN = C.CFUNCTYPE(C.c_size_t, C.c_void_p, C.c_uint64, C.c_void_p, C.c_size_t)
 SAME_LIVE = ("CMD LINE", "MAPPINGS", "MODULES ", "THREADID", "TRACEBUF")
@@ -83,6 +84,7 @@ def parked(compiled, spawn):
     """gdb_wait, parked in gdb_park (its rings no longer move)."""
     p = spawn([compiled("gdb_wait.c")], name="parked")
     assert p.stdout.readline().strip() == b"ready"
+    wait_parked(p.pid)
     return p
 
 
@@ -130,6 +132,7 @@ def test_stopped_kind_narrows_reads_that_fail_as_a_whole(lib, compiled, spawn, t
     missing."""
     parked = spawn([compiled("api_busy.c")], name="busy")
     assert parked.stdout.readline().strip() == b"ready"
+    wait_parked(parked.pid, threads=1)
     os.kill(parked.pid, signal.SIGSTOP)
     try:
         full = tmp_path / "full.raw"
