@@ -45,6 +45,7 @@ all: all-targets
 -include runtime/build.mk
 -include coreextract/build.mk
 -include oomwatch/build.mk
+-include sched/build.mk
 -include decoder/build.mk
 -include gdb/build.mk
 -include examples/build.mk

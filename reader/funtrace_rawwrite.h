@@ -69,6 +69,10 @@ struct ft_source_info {
      * is set. */
     const void *(*map)(void *map_ctx, uint64_t addr, size_t len);
     void *map_ctx;
+    /* appended: called with the tid of every thread record emitted (optional,
+     * may be NULL); the SCHEDEVT writer keeps the events of these threads */
+    void (*on_thread)(void *on_thread_ctx, uint32_t tid);
+    void *on_thread_ctx;
 };
 
 /* What was emitted. */

@@ -656,6 +656,7 @@ int ft_raw_emit(const struct ft_reader *rdr, uint64_t root_addr, const struct ft
     for (uint32_t i = 0; i < c->threads_used && done < nthreads; i++) {
         if (!ft_rw_trec_read(c, i, &t)) continue;
         if (!ft_rw_state_emitted(TF(&t, FT_F_THR_STATE))) continue;
+        if (si->on_thread) si->on_thread(si->on_thread_ctx, (uint32_t)TF(&t, FT_F_THR_TID));
         if (ft_rw_emit_thread(c, &t, &v)) return -1;
         done++;
     }

@@ -135,6 +135,7 @@ class Raw:
     procmaps: list = field(default_factory=list)  # PROCMAPS lines parsed like /proc/PID/maps
     procmaps_text: Optional[bytes] = None
     ended: bool = False
+    sched: Optional[dict] = None  # SCHEDEVT: header fields + "events" (FORMAT.md 2.6)
 
     def thread(self, tid) -> Thread:
         for t in self.threads:
@@ -222,4 +223,38 @@ def parse(data) -> Raw:
             raw.stacks.append(Stack(tid, unw, flags, regs, pcs))
         elif magic == "ENDTRACE":
             raw.ended = True
+        elif magic == "SCHEDEVT":
+            raw.sched = parse_sched(p)
     return raw
+
+
+def without_chunks(data: bytes, magics) -> bytes:
+    """data with the chunks named in magics left out (e.g. the pipe handler's SCHEDEVT)."""
+    out, off = [], 0
+    while off + 16 <= len(data):
+        length = struct.unpack_from("<Q", data, off + 8)[0]
+        if data[off:off + 8].decode("latin1") not in magics:
+            out.append(data[off:off + 16 + length])
+        off += 16 + length
+    return b"".join(out) + data[off:]
+
+
+SCHED_KINDS = {1: "switch", 2: "waking", 3: "wakeup_new"}
+
+
+def parse_sched(p: bytes) -> dict:
+    """The SCHEDEVT payload: struct ft_raw_sched + struct ft_raw_sched_event[nevents]."""
+    ver, status, flags, n, frm, to, oldest, dropped, pid, _ = struct.unpack_from("<IIIIQQQQQQ", p)
+    why = p[64:256].split(b"\0")[0].decode("utf-8", "replace")
+    evs = []
+    for k in range(n):
+        off = 256 + 64 * k
+        if off + 64 > len(p):
+            break
+        tsc, tid, other, tgid, cpu, kind, state, eflags = struct.unpack_from("<QIIIHBBB", p, off)
+        evs.append(dict(tsc=tsc, tid=tid, other=other, cur_tgid=tgid, cpu=cpu, kind=SCHED_KINDS.get(kind, kind),
+                        state=chr(state) if state else "", flags=eflags,
+                        comm=p[off + 32:off + 48].split(b"\0")[0].decode("latin1"),
+                        other_comm=p[off + 48:off + 64].split(b"\0")[0].decode("latin1")))
+    return dict(version=ver, status=status, flags=flags, nevents=n, from_tsc=frm, to_tsc=to, oldest_tsc=oldest,
+                ndropped=dropped, pid=pid, why=why, events=evs)

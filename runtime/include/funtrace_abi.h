@@ -416,6 +416,8 @@ struct ft_root {
  *     THRDSTAT  struct ft_raw_thread
  *     TRACEBUF  struct ft_entry[n] oldest first            (FT_FMT_EXACT16)
  *      or TRACEW08 uint64_t words[n] oldest first          (FT_FMT_SAMPLED8)
+ *   SCHEDEVT  struct ft_raw_sched + struct ft_raw_sched_event[n]: scheduling
+ *             events of the process's threads (FORMAT.md 2.6; not every producer)
  *   FINSTACK  struct ft_raw_stack + pcs, one per thread of the source
  *             (cores: every thread; live: only with --stacks)
  *   ENDTRACE  empty                                       (original chunk)
@@ -592,6 +594,65 @@ FT_STATIC_ASSERT(sizeof(struct ft_raw_threadid) == 32, "ft_raw_threadid");
 #define FT_X_OFFSET_ASSERT(ID, S, m) \
     FT_STATIC_ASSERT(FT_FIELD_OFFSET(S, m) < FT_OFF_ABSENT, "offset of FT_F_" #ID " fits in offsets[]");
 FT_ABI_FIELDS(FT_X_OFFSET_ASSERT)
+
+/* ---- SCHEDEVT: scheduling events of the process's threads (FORMAT.md 2.6) --
+ * Written after the thread chunks (before FINSTACK) by every producer that
+ * could look for them: struct ft_raw_sched, then nevents struct
+ * ft_raw_sched_event, oldest first.  status != FT_SCHED_OK: no events, `why`
+ * says in one line why there are none.  Timestamps are TSC ticks (the
+ * tracefs instance's trace_clock is x86-tsc), the clock of the rings. */
+#define FT_CHUNK_SCHED "SCHEDEVT"
+#define FT_SCHED_VERSION 1u
+enum ft_sched_status {
+    FT_SCHED_OK = 0,
+    FT_SCHED_OFF = 1,         /* disabled (FUNTRACE_SCHED=off) */
+    FT_SCHED_NO_TRACEFS = 2,  /* tracefs is not mounted */
+    FT_SCHED_NO_INSTANCE = 3, /* the instance does not exist (funtrace-sched setup not run) */
+    FT_SCHED_NO_ACCESS = 4,   /* permission denied */
+    FT_SCHED_BAD_SETUP = 5,   /* trace_clock is not x86-tsc, or the events are not enabled */
+    FT_SCHED_ERROR = 6,       /* read error, no memory for the capture */
+};
+#define FT_SCHEDF_DROPPED 0x1u     /* the capture buffer was full: the oldest events were left out */
+#define FT_SCHEDF_LOST 0x2u        /* the kernel reported lost events (reader overrun) */
+#define FT_SCHEDF_TRACING_OFF 0x4u /* the instance's tracing_on was 0 */
+struct ft_raw_sched {
+    uint32_t version;    /* FT_SCHED_VERSION */
+    uint32_t status;     /* enum ft_sched_status */
+    uint32_t flags;      /* FT_SCHEDF_* */
+    uint32_t nevents;    /* struct ft_raw_sched_event that follow */
+    uint64_t from_tsc;   /* window: events before it were not kept (0: none) */
+    uint64_t to_tsc;     /* events after it were not kept (0: none) */
+    uint64_t oldest_tsc; /* oldest event of ANY task in the kernel buffer: before it,
+                            thread states are unknown (0: the buffer was empty) */
+    uint64_t ndropped;   /* events of the process left out for lack of room */
+    uint64_t pid;        /* the process */
+    uint64_t reserved;
+    char why[192];       /* status != OK: one line saying why there are no events; else
+                            the instance read, NUL-terminated */
+};
+enum ft_sched_kind {
+    FT_SCHED_SWITCH = 1,     /* sched_switch: tid switched out, other switched in */
+    FT_SCHED_WAKING = 2,     /* sched_waking: tid woken by other (the current task) */
+    FT_SCHED_WAKEUP_NEW = 3, /* sched_wakeup_new: new task tid, created by other */
+};
+#define FT_SCHEDEV_PREEMPTED 0x1u /* switch: prev_state R+ (preempted) */
+#define FT_SCHEDEV_HARDIRQ 0x2u   /* recorded in a hard interrupt (waker = the interrupted task) */
+#define FT_SCHEDEV_SOFTIRQ 0x4u   /* recorded in a softirq */
+struct ft_raw_sched_event {
+    uint64_t tsc;
+    uint32_t tid;       /* switch: prev (switched out); waking, wakeup_new: the woken task */
+    uint32_t other;     /* switch: next (switched in); waking, wakeup_new: the current task */
+    uint32_t cur_tgid;  /* process of the current task (switch: prev; waking: the waker); 0 unknown */
+    uint16_t cpu;       /* CPU the event was recorded on */
+    uint8_t kind;       /* enum ft_sched_kind */
+    uint8_t state;      /* switch: first letter of prev_state (R S D T t X Z P I), else 0 */
+    uint8_t flags;      /* FT_SCHEDEV_* */
+    uint8_t reserved[7];
+    char comm[16];      /* of tid, NUL-padded */
+    char other_comm[16];/* of other */
+};
+FT_STATIC_ASSERT(sizeof(struct ft_raw_sched) == 256, "ft_raw_sched");
+FT_STATIC_ASSERT(sizeof(struct ft_raw_sched_event) == 64, "ft_raw_sched_event");
 
 #ifdef __cplusplus
 }
