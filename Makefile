@@ -17,6 +17,9 @@ OPT      ?= -O2
 WARN     := -Wall -Wextra
 CSTD     := -std=gnu11
 comma    := ,
+# objects linked into traced programs (the runtime, the reader's raw writer)
+# carry no path of this tree in their debug info
+FILE_PREFIX_MAP := -ffile-prefix-map=$(CURDIR)=.
 # the sanitizer flags: defined here once, used by every host tool and the reader
 SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer,)
 # flags for host tools (coreextract, decoder, oomwatch); the runtime sets its own
@@ -33,6 +36,8 @@ SHARE := $(BUILD)/share/funtrace
 
 ALL_TARGETS :=
 INSTALL_STEPS :=
+# run after INSTALL_STEPS: what makes gdb load the installed files (gdb/build.mk)
+INSTALL_LAST :=
 
 .PHONY: all clean install test test-realprogs
 all: all-targets
@@ -61,6 +66,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
 	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/funtrace/gdb
 	$(INSTALL_STEPS)
+	$(INSTALL_LAST)
 
 test: all
 	/usr/bin/python3 -m pytest tests
