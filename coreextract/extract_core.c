@@ -191,18 +191,12 @@ static int core_extract(const struct ce_core_opts *o, struct ft_sched_pending *s
     } else {
         ce_note("wrote %llu bytes: %u thread(s), %llu event(s), %u module(s), %u generation(s)",
                 (unsigned long long)st.bytes, st.nthreads, (unsigned long long)st.nevents, st.nmodules, st.ngens);
-        if (st.header_flags & FT_RAWF_PARTIAL) {
-            char what[512], cut[96] = "";
-            ce_missing_summary(&st, what, sizeof what);
-            if (truncated)
-                snprintf(cut, sizeof cut, ", core truncated at %llu of %llu bytes", (unsigned long long)c.size,
-                         (unsigned long long)c.expected_size);
-            fprintf(stderr, "%s: %s: trace incomplete%s: %s\n", ce_prog, name, cut, what);
+        char note[768];
+        if (ce_trace_note(&st, c.size, truncated ? c.expected_size : 0, note, sizeof note)) {
+            fprintf(stderr, "%s: %s: %s\n", ce_prog, name, note);
             rc = FT_EXIT_PARTIAL;
         } else {
-            if (truncated)
-                ce_warn("%s: the core is truncated (%llu of %llu bytes) but the trace is complete", name,
-                        (unsigned long long)c.size, (unsigned long long)c.expected_size);
+            if (note[0]) ce_warn("%s: %s", name, note);
             rc = FT_EXIT_OK;
         }
         ce_out_abort(&out); /* frees; the committed file stays */

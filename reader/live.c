@@ -81,33 +81,17 @@ static int read_maps(struct live *l, struct ft_emit_stats *st)
         set_problem(st, errno == ENOENT ? "no such process" : "cannot read %s: %s", path, strerror(errno));
         return -1;
     }
-    char *line = NULL;
-    size_t cap = 0;
-    size_t wcap = 0;
-    while (getline(&line, &cap, f) > 0) {
-        struct ce_maps_line ml;
-        if (maps_parse_line(line, &ml) != 0) continue;
-        const char *p = ml.path;
-        if (p[0] == '/') maps_add(&l->maps, ml.start, ml.end, ml.offset, ml.prot, p);
-        if (ml.prot & FT_MAPF_X) {
-            l->xr = ce_xrealloc(l->xr, (l->nxr + 1) * sizeof *l->xr);
-            l->xr[l->nxr].start = ml.start;
-            l->xr[l->nxr].end = ml.end;
-            l->nxr++;
-        }
-        if ((ml.prot & (FT_MAPF_R | FT_MAPF_W)) == (FT_MAPF_R | FT_MAPF_W) && strcmp(p, "[vvar]") != 0 &&
-            strcmp(p, "[vsyscall]") != 0) {
-            if (l->nwr == wcap) {
-                wcap = wcap ? wcap * 2 : 64;
-                l->wr = ce_xrealloc(l->wr, wcap * sizeof *l->wr);
-            }
-            l->wr[l->nwr].start = ml.start;
-            l->wr[l->nwr].end = ml.end;
-            l->nwr++;
-        }
-    }
-    free(line);
+    struct ce_buf text = { 0 };
+    size_t got;
+    do {
+        ce_buf_reserve(&text, 65536);
+        got = fread(text.p + text.len, 1, text.cap - text.len - 1, f);
+        text.len += got;
+    } while (got > 0);
     fclose(f);
+    text.p[text.len] = 0;
+    maps_parse_text(&l->maps, (char *)text.p, &l->wr, &l->nwr, &l->xr, &l->nxr);
+    ce_buf_free(&text);
     return 0;
 }
 

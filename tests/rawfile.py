@@ -2,10 +2,48 @@
 
 Only for assertions in the test suite: the product's reader is the decoder (C).
 """
+import functools
+import json
+import os
 import struct
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=None)
+def abi() -> dict:
+    """The in-memory ABI as funtrace_abi.h declares it (its field table and
+    structs), from tests/progs/abi_json.c: {"structs": {NAME: {id, size}},
+    "fields": [{id, name, struct, member, offset, width}], "raw_sizes": {...}}."""
+    with tempfile.TemporaryDirectory(prefix="ft-abi-") as d:
+        exe = os.path.join(d, "abi_json")
+        subprocess.run(["gcc", "-std=gnu11", "-I", str(ROOT / "runtime" / "include"), "-o", exe,
+                        str(ROOT / "tests" / "progs" / "abi_json.c")], check=True, timeout=120)
+        out = subprocess.run([exe], check=True, capture_output=True, text=True, timeout=60).stdout
+    return json.loads(out)
+
+
+def abi_struct(name) -> tuple:
+    """(size, {member: (offset, width)}) of one in-memory structure (ROOT, THREAD, MODULE, GEN)."""
+    a = abi()
+    return a["structs"][name]["size"], {f["member"]: (f["offset"], f["width"])
+                                         for f in a["fields"] if f["struct"] == name}
+
+
+def unpack_record(b, name, off=0) -> dict:
+    """{member: int or bytes} of one record of an in-memory structure (8/4-byte
+    fields as integers, wider ones as bytes)."""
+    _size, fields = abi_struct(name)
+    out = {}
+    for m, (o, w) in fields.items():
+        raw = b[off + o:off + o + w]
+        out[m] = int.from_bytes(raw, "little") if w in (4, 8) else bytes(raw)
+    return out
 
 F_RET = 1 << 63
 F_RET_WITH_CALLER = 1 << 62
@@ -273,10 +311,9 @@ def parse(data) -> Raw:
                                          offset=int(f[2], 16), dev=f[3], inode=f[4],
                                          path=f[5] if len(f) > 5 else ""))
         elif magic == "GENERATN":
-            for i in range(0, len(p), 64):
-                g = struct.unpack_from("<8Q", p, i)
-                raw.gens.append(dict(zip(["gen", "flags", "start_tsc", "clk_tsc", "clk_mono_ns",
-                                          "clk_real_ns", "tsc_hz", "module_epoch"], g)))
+            size = abi_struct("GEN")[0]
+            for i in range(0, len(p) - size + 1, size):
+                raw.gens.append(unpack_record(p, "GEN", i))
         elif magic == "MODULES ":
             raw.modules.append(p)  # layout: struct ft_module[] (see funtrace_abi.h)
         elif magic == "THREADID":
