@@ -828,8 +828,12 @@ void replay_discover(struct dec *d, struct dthread *th)
         }
         qsort(th->abandoned, th->nabandoned, sizeof *th->abandoned, cmp_u64);
     }
-    /* final-stack frames open during the whole ring */
-    long w = -1;
+    /* final-stack frames open during the whole ring (not the runtime's hook
+     * frames, nor the frame whose call the hook was logging at the end) */
+    long w = -1, unl;
+    size_t usable = nS ? final_usable(d, th, &unl) : 0;
+    if (first_match > usable)
+        first_match = usable;
     for (size_t j = 0; j < first_match; j++) {
         uint32_t f = th->final_funcs[j];
         struct func *fn = sym_func(d->sym, f);
