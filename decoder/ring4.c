@@ -159,6 +159,11 @@ void rx_prepare4(struct dec *d, struct dthread *th)
                 have_n = 1;
                 U = S;
             }
+            /* an exited thread's events are older than its exit */
+            if (!have_n && th->rt->has_stat && th->rt->st.exit_tsc) {
+                have_n = 1;
+                U = th->rt->st.exit_tsc;
+            }
             u->hi = rx_tsc_resolve(u, have_n, U, u->have_l, u->L, ref);
         } else {
             u->hi = rx_addr_resolve(d, u, have_n, nx, u->have_prev, u->prev);

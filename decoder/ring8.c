@@ -142,10 +142,11 @@ int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t i
         size_t isz = ftr_item_size(rt->fmt);
         if (rel % isz || rel / isz > rt->n || rel / isz < idx)
             continue;
-        /* a position of a wrapped ring may be a lap old (any item); one
-         * still in the window is the ring's end or an escape (the runtime
-         * makes the first event after a boundary carry them) */
-        if (rel / isz < rt->n && !is_boundary_escape(d, rt, rel / isz))
+        /* a position of a wrapped ring may be laps old (any item, or the
+         * current end); one still in the window is an escape (the runtime
+         * makes the first event after a boundary carry them), or the end of
+         * a ring that has not wrapped */
+        if (rel / isz < rt->n ? !is_boundary_escape(d, rt, rel / isz) : (rt->st.flags & FT_TSF_WRAPPED) != 0)
             continue;
         /* the housekeeper reads the position a little after the boundary's
          * time: events just before that position may be up to this late */
@@ -303,6 +304,11 @@ static void prepare8(struct dec *d, struct dthread *th)
             if (rx_gen_bound_after(d, th, u->end, &S) && (!have_u || S < U)) {
                 have_u = 1;
                 U = S;
+            }
+            /* an exited thread's events are older than its exit */
+            if (!have_u && th->rt->has_stat && th->rt->st.exit_tsc) {
+                have_u = 1;
+                U = th->rt->st.exit_tsc;
             }
             u->hi = rx_tsc_resolve(u, have_u, U, u->have_l, u->L, ref);
         } else {
