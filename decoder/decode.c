@@ -5,7 +5,6 @@
 #include "decode.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
-int decode_main(struct dec_opts *o);
+#include "decstate.h"
+#include "gencuts.h"
+#include "replay.h"
+#include "tracefacts.h"
+#include "views.h"
+#include "viewtee.h"
+#include "xalloc.h"
 
 void dec_warn(struct dec *d, const char *fmt, ...)
 {
@@ -125,28 +130,70 @@ static int64_t local_midnight(int64_t wall_ns)
     return (int64_t)mktime(&tm) * 1000000000;
 }
 
-/* --summary and --text to stdout: 0 or EXIT_OUTPUT */
-static int print_views(struct dec *d)
+/* the views asked for: the ones written to files, and the ones printed on
+ * stdout (in this order: the summary, then the text view) */
+struct outputs {
+    struct view *json;
+    struct view *files[4];
+    size_t nfiles;
+    struct view *term[4];
+    size_t nterm;
+    struct view *text;
+};
+
+static void outputs_open(struct outputs *out, const struct dec_opts *o)
 {
-    if (!d->o.text && !d->o.summary)
-        return 0;
-    struct outbuf ob;
-    if (ob_open(&ob, 1, 1 << 16))
-        xalloc_die();
-    if (d->o.summary)
-        summary_print(d, &ob);
-    if (d->o.text) {
-        if (d->o.summary)
-            ob_char(&ob, '\n');
-        text_print(d, &ob);
+    memset(out, 0, sizeof *out);
+    if (o->json_path)
+        out->files[out->nfiles++] = out->json = json_view_new(o->json_path);
+    if (o->summary)
+        out->term[out->nterm++] = summary_view_new();
+    if (o->text)
+        out->term[out->nterm++] = out->text = text_view_new();
+}
+
+static void outputs_close(struct outputs *out)
+{
+    for (size_t i = 0; i < out->nfiles; i++)
+        out->files[i]->ops->destroy(out->files[i]);
+    for (size_t i = 0; i < out->nterm; i++)
+        out->term[i]->ops->destroy(out->term[i]);
+}
+
+/* replay every thread into a view of kind VIEW_PIECES or VIEW_CALLS */
+static void replay_all(struct dec *d, struct view *v)
+{
+    struct replay **rp = xcalloc(d->nth, sizeof *rp);
+    for (size_t i = 0; i < d->nth; i++)
+        rp[i] = replay_new(d, &d->th[i], v);
+    for (size_t gi = 0; gi < d->ngens; gi++)
+        for (size_t i = 0; i < d->nth; i++)
+            replay_gen(rp[i], gi);
+    for (size_t i = 0; i < d->nth; i++)
+        replay_free(rp[i]);
+    free(rp);
+}
+
+/* the views printed on stdout (the text view replays for itself): 0 or
+ * EXIT_OUTPUT */
+static int print_views(struct dec *d, struct outputs *out, int replay)
+{
+    int err = 0;
+    for (size_t i = 0; i < out->nterm; i++) {
+        struct view *v = out->term[i];
+        if (v->ops->begin && !err)
+            err = v->ops->begin(v, d);
+        if (v == out->text && replay && !err)
+            replay_all(d, v);
+        if (v->ops->end && !err)
+            err = v->ops->end(v, d);
     }
-    int err = ob_close(&ob);
     if (err)
         fprintf(stderr, "funtrace-decode: cannot write to stdout: %s\n", strerror(err));
     return err ? EXIT_OUTPUT : 0;
 }
 
-static int run(struct dec *d)
+static int run(struct dec *d, struct outputs *out)
 {
     struct dec_opts *o = &d->o;
     int fd = !strcmp(o->input, "-") ? 0 : open(o->input, O_RDONLY);
@@ -271,7 +318,7 @@ static int run(struct dec *d)
     }
     if (!d->total_events) {
         /* nothing to rebuild: say why, no JSON */
-        int vrc = print_views(d);
+        int vrc = print_views(d, out, 0);
         if (!ndamage) {
             fprintf(stderr, "funtrace-decode: %s: no trace events in the input (%zu threads)\n", o->input, d->nth);
             return vrc ? vrc : EXIT_NO_TRACE;
@@ -297,39 +344,33 @@ static int run(struct dec *d)
     if (o->wallclock && d->have_wall)
         d->ts_zero_ns = local_midnight(d->base_ns + d->wall_off) - d->wall_off;
 
-    if (o->text)
-        for (size_t i = 0; i < d->nth; i++)
-            d->th[i].ring = xcalloc((size_t)o->ncalls, sizeof(struct trec));
-
-    /* emission, generation by generation */
-    int jerr = o->json_path ? json_begin(d, o->json_path) : 0;
-    if (jerr) {
-        fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", o->json_path, strerror(jerr));
-        return EXIT_OUTPUT;
-    }
-    struct replay **rp = xcalloc(d->nth, sizeof *rp);
-    for (size_t i = 0; i < d->nth; i++)
-        rp[i] = replay_new(d, &d->th[i]);
-    for (size_t gi = 0; gi < d->ngens; gi++)
-        for (size_t i = 0; i < d->nth; i++)
-            replay_gen(rp[i], gi);
-    for (size_t i = 0; i < d->nth; i++)
-        replay_free(rp[i]);
-    free(rp);
+    /* the views written to files: emission, generation by generation */
     int out_rc = EXIT_OK;
-    if (o->json_path) {
-        if ((jerr = json_end(d)) != 0) {
-            fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", o->json_path, strerror(jerr));
-            out_rc = EXIT_OUTPUT;
-        } else if (!o->sym.quiet && strcmp(o->json_path, "-")) {
-            uint64_t ns = 0;
-            for (size_t i = 0; i < d->nth; i++)
-                ns += d->th[i].slices;
-            fprintf(stderr, "funtrace-decode: wrote %s: %zu threads, %llu slices\n", o->json_path, d->nth,
-                    (unsigned long long)ns);
+    for (size_t i = 0; i < out->nfiles; i++) {
+        struct view *v = out->files[i];
+        int err = v->ops->begin ? v->ops->begin(v, d) : 0;
+        if (err) {
+            fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", v->path, strerror(err));
+            return EXIT_OUTPUT;
         }
     }
-    if (print_views(d))
+    if (out->nfiles) {
+        struct view *tee = view_tee_new(VIEW_PIECES, out->files, out->nfiles);
+        replay_all(d, tee);
+        tee->ops->destroy(tee);
+    }
+    for (size_t i = 0; i < out->nfiles; i++) {
+        struct view *v = out->files[i];
+        int err = v->ops->end ? v->ops->end(v, d) : 0;
+        if (err) {
+            fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", v->path, strerror(err));
+            out_rc = EXIT_OUTPUT;
+        } else if (v == out->json && !o->sym.quiet && strcmp(v->path, "-")) {
+            fprintf(stderr, "funtrace-decode: wrote %s: %zu threads, %llu slices\n", v->path, d->nth,
+                    (unsigned long long)json_view_slices(v));
+        }
+    }
+    if (print_views(d, out, 1))
         out_rc = EXIT_OUTPUT;
     if (out_rc)
         return out_rc;
@@ -346,7 +387,10 @@ int decode_main(struct dec_opts *o)
     struct dec d;
     memset(&d, 0, sizeof d);
     d.o = *o;
-    int rc = run(&d);
+    struct outputs out;
+    outputs_open(&out, o);
+    int rc = run(&d, &out);
+    outputs_close(&out);
     /* release (keeps ASan's leak checker meaningful) */
     sym_free(d.sym);
     for (size_t i = 0; i < d.nth; i++) {
@@ -359,9 +403,6 @@ int decode_main(struct dec_opts *o)
         free(th->live);
         free(th->modcalls);
         free(th->final_funcs);
-        free(th->ring);
-        free(th->anc);
-        free(th->anc_seq);
     }
     free(d.th);
     free(d.gens);
@@ -370,11 +411,4 @@ int decode_main(struct dec_opts *o)
     if (d.src.fd > 2)
         close(d.src.fd);
     return rc;
-}
-
-int dec_signal_snapshot(const struct ftr_trace *t)
-{
-    int s = t->crash.signo;
-    return t->has_header && t->hdr.source == FT_SRC_SNAPSHOT && t->has_crash && s &&
-           s != SIGSEGV && s != SIGBUS && s != SIGFPE && s != SIGILL && s != SIGABRT;
 }

@@ -17,8 +17,6 @@
 #include "decode.h"
 #include "raw.h"
 
-int decode_main(struct dec_opts *o);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

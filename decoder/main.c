@@ -9,8 +9,7 @@
 #include <string.h>
 
 #include "decode.h"
-
-int decode_main(struct dec_opts *o);
+#include "xalloc.h"
 
 static const char usage[] =
     "usage: funtrace-decode [options] RAW        (RAW = - reads stdin)\n"

@@ -10,7 +10,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "decstate.h"
+#include "finalstack.h"
+#include "gencuts.h"
+#include "outbuf.h"
+#include "textfmt.h"
+#include "tracefacts.h"
+#include "views.h"
+#include "xalloc.h"
+
+/* per thread: the calls shown and the frames enclosing the first of them */
+struct tthread {
+    struct slice *calls; /* the last N calls, in call order */
+    size_t ncalls;
+    uint64_t total;      /* calls in the generations shown */
+    struct slice *anc;   /* anc[k]: the enclosing frame at depth k, outermost first */
+    size_t nanc;
+};
+
+struct text_view {
+    struct view v;
+    struct tthread *th; /* [d->nth] */
+    size_t nth;
+};
 
 static const char *src_kind(const struct dec *d)
 {
@@ -28,13 +50,6 @@ static const char *base_name(const char *p)
 {
     const char *b = strrchr(p, '/');
     return b ? b + 1 : p;
-}
-
-static const char *thread_mark(const struct dec *d, const struct ftr_thread *rt)
-{
-    if (rt->tid != d->crash_tid)
-        return "";
-    return dec_signal_snapshot(&d->t) ? " [signaled]" : " [crashed]";
 }
 
 static void header(struct dec *d, struct outbuf *o)
@@ -115,7 +130,7 @@ static void header(struct dec *d, struct outbuf *o)
 #define MAX_INDENT 40
 
 /* one call line: start, duration, indented name, marks */
-static void call_line(struct dec *d, const struct trec *t, int enclosing, struct outbuf *o)
+static void call_line(struct dec *d, const struct slice *t, int enclosing, struct outbuf *o)
 {
     char b1[64], b2[64];
     struct func *fn = sym_func(d->sym, t->func);
@@ -164,7 +179,7 @@ static void call_line(struct dec *d, const struct trec *t, int enclosing, struct
 /* the frames enclosing the first call shown (anc[0..n)), outermost first;
  * deep stacks keep the outermost and innermost ones, and say which
  * functions the frames left out of the middle run */
-static void enclosing(struct dec *d, const struct trec *anc, size_t n, struct outbuf *o)
+static void enclosing(struct dec *d, const struct slice *anc, size_t n, struct outbuf *o)
 {
     size_t lo = n, hi = n;
     if (n > ANC_OUTER + ANC_INNER) {
@@ -200,82 +215,72 @@ static void enclosing(struct dec *d, const struct trec *anc, size_t n, struct ou
         call_line(d, &anc[i], 1, o);
 }
 
-/* A recursion in a final stack: the frames from k on that repeat a cycle of
- * *period (1..4) frames (a run at one address, a mutual recursion a -> b ->
- * a ...).  Returns the end of the repeating part (k + *period at least); the
- * longest wins, ties go to the shortest period. */
-static uint32_t cycle(const uint64_t *pcs, uint32_t n, uint32_t k, uint32_t *period)
-{
-    uint32_t best = k + 1;
-    *period = 1;
-    for (uint32_t p = 1; p <= 4 && k + p <= n; p++) {
-        uint32_t e = k + p;
-        while (e < n && pcs[e] == pcs[e - p])
-            e++;
-        if (e - k >= 3 * p && e > best) {
-            best = e;
-            *period = p;
-        }
-    }
-    return best;
-}
-
-static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
+static void one_thread(struct dec *d, struct dthread *th, const struct tthread *tt, struct outbuf *o)
 {
     const struct ftr_thread *rt = th->rt;
     ob_printf(o, "\nthread %llu \"", (unsigned long long)rt->tid);
     ob_text(o, rt->name);
-    ob_printf(o, "\"%s -- %llu events", thread_mark(d, rt), (unsigned long long)th->nevents);
+    ob_printf(o, "\"%s -- %llu events", dec_thread_mark(d, rt->tid), (unsigned long long)th->nevents);
     if (th->lost_older && th->nevents)
         ob_printf(o, " (older ones %s)", dec_lost_why(th));
-    uint64_t N = (uint64_t)d->o.ncalls;
-    uint64_t from = th->ring_seq > N ? th->ring_seq - N : 0;
-    if (th->ring_seq == 0) {
+    if (tt->ncalls == 0) {
         ob_str(o, "; no calls in the generations shown\n");
     } else {
-        ob_printf(o, "; last %llu calls", (unsigned long long)(th->ring_seq - from));
-        if (th->nanc)
-            ob_printf(o, " (and the %zu enclosing the first)", th->nanc);
+        ob_printf(o, "; last %zu calls", tt->ncalls);
+        if (tt->nanc)
+            ob_printf(o, " (and the %zu enclosing the first)", tt->nanc);
         ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
-        enclosing(d, th->anc, th->nanc, o);
-        for (uint64_t s = from; s < th->ring_seq; s++)
-            call_line(d, &th->ring[s % N], 0, o);
+        enclosing(d, tt->anc, tt->nanc, o);
+        for (size_t k = 0; k < tt->ncalls; k++)
+            call_line(d, &tt->calls[k], 0, o);
     }
-    if (rt->stack >= 0) {
-        const struct ftr_stack *fs = &d->t.stacks[rt->stack];
-        static const char *unw[] = {"?", "libunwind", "gdb", "ptrace"};
-        ob_printf(o, "  final stack (%s, %u frames%s):\n", fs->h.unwinder < 4 ? unw[fs->h.unwinder] : "?",
-                  fs->npcs, fs->h.flags & FT_STKF_TRUNCATED ? ", truncated" : "");
-        int space = d->gens[d->ngens - 1].space;
-        for (uint32_t k = 0; k < fs->npcs; k++) {
-            uint32_t p, e = cycle(fs->pcs, fs->npcs, k, &p);
-            ob_printf(o, "    #%-3u 0x%016llx  ", k, (unsigned long long)fs->pcs[k]);
-            sym_describe_pc(d->sym, space, fs->pcs[k], k > 0, o, "                              ");
-            if (p == 1 && e - k > 2) {
-                ob_printf(o, "    ... #%u..#%u: %u more frames at the same address ...\n", k + 1, e - 1, e - k - 1);
-                k = e - 1;
-            } else if (p > 1 && e - k >= 3 * p) {
-                for (uint32_t j = k + 1; j < k + p; j++) { /* the first cycle in full */
-                    ob_printf(o, "    #%-3u 0x%016llx  ", j, (unsigned long long)fs->pcs[j]);
-                    sym_describe_pc(d->sym, space, fs->pcs[j], 1, o, "                              ");
-                }
-                ob_printf(o, "    ... #%u..#%u: %u more frames repeating ", k + p, e - 1, e - k - p);
-                for (uint32_t j = k; j < k + p; j++) {
-                    uint64_t pc = fs->pcs[j];
-                    if (j > k)
-                        ob_str(o, " <- ");
-                    ob_text(o, sym_func(d->sym, sym_lookup(d->sym, space, j && pc ? pc - 1 : pc))->name);
-                }
-                ob_str(o, " ...\n");
-                k = e - 1;
-            }
-        }
+    if (rt->stack >= 0)
+        final_stack_print(d, &d->t.stacks[rt->stack], o);
+}
+
+/* one thread's calls (VIEW_CALLS: the whole thread, in call order): keep
+ * the last N and the frames enclosing the first of them */
+static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)
+{
+    struct text_view *T = (struct text_view *)v;
+    struct tthread *tt = &T->th[th->index];
+    (void)gi;
+    size_t N = (size_t)d->o.ncalls, from = n > N ? n - N : 0;
+    tt->total = n;
+    tt->ncalls = n - from;
+    tt->calls = xrealloc(tt->calls, tt->ncalls * sizeof *tt->calls);
+    memcpy(tt->calls, s + from, tt->ncalls * sizeof *tt->calls);
+    /* in call order the frame enclosing a call at depth k is the last call
+     * before it at depth k - 1 */
+    size_t need = from ? s[from].depth : 0;
+    tt->nanc = need;
+    tt->anc = xrealloc(tt->anc, (need ? need : 1) * sizeof *tt->anc);
+    for (size_t j = from; j > 0 && need > 0; j--)
+        if (s[j - 1].depth == need - 1)
+            tt->anc[--need] = s[j - 1];
+    if (need) { /* a saturated depth (> 65535 frames): show what was found */
+        memmove(tt->anc, tt->anc + need, (tt->nanc - need) * sizeof *tt->anc);
+        tt->nanc -= need;
     }
 }
 
-void text_print(struct dec *d, struct outbuf *o)
+static int t_begin(struct view *v, struct dec *d)
 {
+    struct text_view *T = (struct text_view *)v;
+    T->nth = d->nth;
+    T->th = xcalloc(d->nth, sizeof *T->th);
+    return 0;
+}
+
+static int t_end(struct view *v, struct dec *d)
+{
+    struct text_view *T = (struct text_view *)v;
+    struct outbuf ob, *o = &ob;
+    if (ob_open(o, 1, 1 << 16))
+        xalloc_die();
+    if (d->o.summary) /* after the summary */
+        ob_char(o, '\n');
     header(d, o);
     size_t shown = 0, skipped = 0;
     for (int pass = 0; pass < 2; pass++)
@@ -290,11 +295,35 @@ void text_print(struct dec *d, struct outbuf *o)
             }
             if (d->o.max_threads_text && shown >= (size_t)d->o.max_threads_text) {
                 ob_printf(o, "\n(%zu more threads not shown; see --threads)\n", d->nth - shown);
-                return;
+                return ob_close(o);
             }
-            one_thread(d, th, o);
+            one_thread(d, th, &T->th[i], o);
             shown++;
         }
     if (skipped)
         ob_printf(o, "\n(%zu ignored threads without events not shown)\n", skipped);
+    return ob_close(o);
+}
+
+static void t_destroy(struct view *v)
+{
+    struct text_view *T = (struct text_view *)v;
+    for (size_t i = 0; i < T->nth; i++) {
+        free(T->th[i].calls);
+        free(T->th[i].anc);
+    }
+    free(T->th);
+    free(T);
+}
+
+static const struct view_ops text_ops = {
+    .begin = t_begin, .slices = t_slices, .end = t_end, .destroy = t_destroy,
+};
+
+struct view *text_view_new(void)
+{
+    struct text_view *T = xcalloc(1, sizeof *T);
+    T->v.ops = &text_ops;
+    T->v.kind = VIEW_CALLS;
+    return &T->v;
 }

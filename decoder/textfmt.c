@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "decode.h"
+#include "textfmt.h"
 
 void fmt_dur(char *buf, size_t n, int64_t ns)
 {

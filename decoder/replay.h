@@ -1,0 +1,28 @@
+/*
+ * replay.h -- rebuilding a thread's call stack from its events (replay.c;
+ * the rules are there and in the README).
+ *
+ * Discovery replays a thread's ring without output and fills in what the
+ * emission replay needs: the frames open at the ring start (th->pre), the
+ * frames the final stack proves abandoned or live, and the counters.
+ * Emission then replays it generation by generation and hands its slices
+ * and instants to a view (view.h): VIEW_PIECES clipped per generation in
+ * own ns, VIEW_CALLS whole calls in measured times.
+ */
+#ifndef FT_DECODER_REPLAY_H
+#define FT_DECODER_REPLAY_H
+
+#include <stddef.h>
+#include "decstate.h"
+#include "view.h"
+
+void replay_discover(struct dec *d, struct dthread *th);
+
+struct replay;
+/* an emission replay of th into out (out->kind: VIEW_PIECES or VIEW_CALLS) */
+struct replay *replay_new(struct dec *d, struct dthread *th, struct view *out);
+/* replay generation gi (call for gi = 0 .. d->ngens - 1 in order) */
+void replay_gen(struct replay *r, size_t gi);
+void replay_free(struct replay *r);
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * views.h -- the views the decoder can write (each implements view.h).
+ */
+#ifndef FT_DECODER_VIEWS_H
+#define FT_DECODER_VIEWS_H
+
+#include <stdint.h>
+#include "view.h"
+
+/* Chrome Trace Event JSON (json.c): written to PATH.tmp.PID and renamed to
+ * PATH when complete ("-": stdout) */
+struct view *json_view_new(const char *path);
+uint64_t json_view_slices(const struct view *v); /* slices written */
+
+/* --text, the terminal view (text.c, finalstack.c): stdout */
+struct view *text_view_new(void);
+
+/* --summary (summary.c): stdout */
+struct view *summary_view_new(void);
+
+#endif
