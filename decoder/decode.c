@@ -16,6 +16,7 @@
 #include "decstate.h"
 #include "gencuts.h"
 #include "replay.h"
+#include "textwindow.h"
 #include "tracefacts.h"
 #include "views.h"
 #include "viewtee.h"
@@ -184,7 +185,7 @@ static int print_views(struct dec *d, struct outputs *out, int replay)
         if (v->ops->begin && !err)
             err = v->ops->begin(v, d);
         if (v == out->text && replay && !err)
-            replay_all(d, v);
+            tw_replay(d, v, v, !(out->nfiles || d->o.summary));
         if (v->ops->end && !err)
             err = v->ops->end(v, d);
     }
@@ -250,6 +251,9 @@ static int run(struct dec *d, struct outputs *out)
         th->index = (int)i;
         th->crashed = th->rt->tid == d->crash_tid;
         cuts_compute(d, th);
+        /* only the text view: it reads the end of the rings (textwindow.c) */
+        if (!out->nfiles && !o->summary)
+            th->lo = tw_lo(th, text_view_wants(out->text, d, th) ? TW_BASE : TW_TINY);
         replay_discover(d, th);
         d->total_events += th->nevents;
     }
@@ -336,9 +340,13 @@ static int run(struct dec *d, struct outputs *out)
     d->base_ns = fg->start_ns;
     if (fg->synthetic) {
         d->base_ns = INT64_MAX;
-        for (size_t i = 0; i < d->nth; i++)
-            if (d->th[i].nevents && d->th[i].first_ns < d->base_ns)
-                d->base_ns = d->th[i].first_ns;
+        for (size_t i = 0; i < d->nth; i++) {
+            const struct dthread *th = &d->th[i];
+            /* a thread read from the end of its ring: its first event */
+            int64_t f = th->lo && th->has_first ? ft_clock_ns(&fg->clk, th->first_tsc) : th->first_ns;
+            if (th->nevents && f < d->base_ns)
+                d->base_ns = f;
+        }
     }
     d->ts_zero_ns = d->base_ns;
     if (o->wallclock && d->have_wall)

@@ -537,7 +537,8 @@ void replay_gen(struct replay *r, size_t gi)
                                                : "no events: this generation was overwritten in the ring",
                              &arg, 1);
     }
-    ev_run(d, th, th->cut[gi], th->cut[gi + 1], g->clk.ref_tsc, &r->carry, on_event, r);
+    uint64_t lo = th->cut[gi] > th->lo ? th->cut[gi] : th->lo, hi = th->cut[gi + 1] > lo ? th->cut[gi + 1] : lo;
+    ev_run(d, th, lo, hi, g->clk.ref_tsc, &r->carry, on_event, r);
     if (r->discovery)
         return;
     int last = gi + 1 == d->ngens || (r->started && th->end_ns <= g->end_ns);
@@ -561,6 +562,8 @@ void replay_gen(struct replay *r, size_t gi)
         /* VIEW_CALLS: the whole thread in one batch, once it is finished */
         if (last && r->nsl && r->out->ops->slices)
             r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
+        if (last && r->out->ops->thread_end)
+            r->out->ops->thread_end(r->out, d, th);
         return;
     }
     if (r->emitting && r->nsl) {
@@ -575,6 +578,8 @@ void replay_gen(struct replay *r, size_t gi)
         if (r->nsl && r->out->ops->slices)
             r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
     }
+    if (last && r->out->ops->thread_end)
+        r->out->ops->thread_end(r->out, d, th);
     if (r->slcap > 65536) { /* one thread's generation at a time in memory */
         free(r->sl);
         r->sl = NULL;
@@ -825,4 +830,23 @@ void replay_discover(struct dec *d, struct dthread *th)
     free(mf);
     free(Sm);
     replay_free(r);
+}
+
+void replay_forget(struct dthread *th, int owned)
+{
+    if (owned) {
+        free(th->pre);
+        free(th->abandoned);
+        free(th->live);
+        free(th->modcalls);
+        free(th->final_funcs);
+    }
+    th->pre = NULL;
+    th->abandoned = th->live = NULL;
+    th->modcalls = NULL;
+    th->final_funcs = NULL;
+    th->npre = th->npre_final = th->nabandoned = th->nlive = th->nmodcalls = th->nfinal = 0;
+    th->nevents = th->ncalls = th->nrets = th->ncatches = 0;
+    th->orphans = th->mismatches = th->unmatched_catches = th->out_of_order = th->unnamed = 0;
+    th->first_ns = th->last_ns = th->last_mns = 0;
 }

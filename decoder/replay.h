@@ -7,7 +7,10 @@
  * frames the final stack proves abandoned or live, and the counters.
  * Emission then replays it generation by generation and hands its slices
  * and instants to a view (view.h): VIEW_PIECES clipped per generation in
- * own ns, VIEW_CALLS whole calls in measured times.
+ * own ns, VIEW_CALLS whole calls in measured times.  Both replay the ring
+ * items from th->lo on (0: the whole ring; the text view reads only the end
+ * of a ring, see textwindow.c): the frames open at th->lo are found the same
+ * way as those open at the ring's start.
  */
 #ifndef FT_DECODER_REPLAY_H
 #define FT_DECODER_REPLAY_H
@@ -17,6 +20,9 @@
 #include "view.h"
 
 void replay_discover(struct dec *d, struct dthread *th);
+/* undo replay_discover (owned: free its arrays; else they belong to the
+ * thread th was copied from) */
+void replay_forget(struct dthread *th, int owned);
 
 struct replay;
 /* an emission replay of th into out (out->kind: VIEW_PIECES or VIEW_CALLS) */

@@ -26,6 +26,12 @@ struct tthread {
     uint64_t total;      /* calls in the generations shown */
     struct slice *anc;   /* anc[k]: the enclosing frame at depth k, outermost first */
     size_t nanc;
+    int got;             /* slices came since the last thread_end */
+    int replayed;        /* the thread was replayed for this view: */
+    uint64_t nevents;    /* events read */
+    uint64_t lo;         /* the first ring item read (textwindow.c) */
+    int no_outer;        /* read from the middle of its ring without a whole
+                            final stack: frames open since before are unknown */
 };
 
 struct text_view {
@@ -52,7 +58,19 @@ static const char *base_name(const char *p)
     return b ? b + 1 : p;
 }
 
-static void header(struct dec *d, struct outbuf *o)
+/* the events the text view read of thread i (its own replay if it did one) */
+static uint64_t events_read(const struct text_view *T, const struct dec *d, size_t i, int *partial)
+{
+    const struct tthread *tt = &T->th[i];
+    if (tt->replayed) {
+        *partial |= tt->lo > 0;
+        return tt->nevents;
+    }
+    *partial |= d->th[i].lo > 0;
+    return d->th[i].nevents;
+}
+
+static void header(const struct text_view *T, struct dec *d, struct outbuf *o)
 {
     char b1[96], b2[96];
     ob_str(o, "funtrace: `");
@@ -113,7 +131,12 @@ static void header(struct dec *d, struct outbuf *o)
         }
     int64_t span = d->total_events ? d->end_ns - d->base_ns : 0;
     fmt_dur(b2, sizeof b2, span < 0 ? 0 : span);
-    ob_printf(o, "  trace:      %zu threads, %llu events, ", d->nth, (unsigned long long)d->total_events);
+    uint64_t nev = 0;
+    int partial = 0;
+    for (size_t i = 0; i < d->nth; i++)
+        nev += events_read(T, d, i, &partial);
+    ob_printf(o, "  trace:      %zu threads, %llu events%s, ", d->nth, (unsigned long long)nev,
+              partial ? " read from the ends of the rings" : "");
     if (ne && !(d->ngens == 1 && d->gens[0].synthetic))
         ob_printf(o, "generations %llu..%llu, ", (unsigned long long)d->gens[first].gen + d->gens[first].synthetic,
                   (unsigned long long)d->gens[lastg].gen);
@@ -130,7 +153,7 @@ static void header(struct dec *d, struct outbuf *o)
 #define MAX_INDENT 40
 
 /* one call line: start, duration, indented name, marks */
-static void call_line(struct dec *d, const struct slice *t, int enclosing, struct outbuf *o)
+static void call_line(struct dec *d, const struct slice *t, int enclosing, int partial, struct outbuf *o)
 {
     char b1[64], b2[64];
     struct func *fn = sym_func(d->sym, t->func);
@@ -170,7 +193,7 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, struc
     if (t->flags & SL_UNWOUND)
         ob_str(o, "  [unwound by exception]");
     if (t->flags & SL_START_UNK)
-        ob_str(o, "  [started before the ring]");
+        ob_str(o, partial ? "  [started before the part read]" : "  [started before the ring]");
     if (enclosing)
         ob_str(o, "  [enclosing]");
     ob_char(o, '\n');
@@ -179,7 +202,7 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, struc
 /* the frames enclosing the first call shown (anc[0..n)), outermost first;
  * deep stacks keep the outermost and innermost ones, and say which
  * functions the frames left out of the middle run */
-static void enclosing(struct dec *d, const struct slice *anc, size_t n, struct outbuf *o)
+static void enclosing(struct dec *d, const struct slice *anc, size_t n, int partial, struct outbuf *o)
 {
     size_t lo = n, hi = n;
     if (n > ANC_OUTER + ANC_INNER) {
@@ -187,7 +210,7 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, struct o
         hi = n - ANC_INNER;
     }
     for (size_t i = 0; i < lo; i++)
-        call_line(d, &anc[i], 1, o);
+        call_line(d, &anc[i], 1, partial, o);
     size_t runs = 0;
     for (size_t i = lo; i < hi;) {
         size_t j = i + 1;
@@ -212,7 +235,7 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, struct o
         i = j;
     }
     for (size_t i = hi; i < n; i++)
-        call_line(d, &anc[i], 1, o);
+        call_line(d, &anc[i], 1, partial, o);
 }
 
 static void one_thread(struct dec *d, struct dthread *th, const struct tthread *tt, struct outbuf *o)
@@ -220,8 +243,12 @@ static void one_thread(struct dec *d, struct dthread *th, const struct tthread *
     const struct ftr_thread *rt = th->rt;
     ob_printf(o, "\nthread %llu \"", (unsigned long long)rt->tid);
     ob_text(o, rt->name);
-    ob_printf(o, "\"%s -- %llu events", dec_thread_mark(d, rt->tid), (unsigned long long)th->nevents);
-    if (th->lost_older && th->nevents)
+    ob_printf(o, "\"%s -- %llu events", dec_thread_mark(d, rt->tid), (unsigned long long)tt->nevents);
+    if (tt->lo)
+        ob_printf(o, " read from the end of its ring (the last %llu of %llu entries%s%s)",
+                  (unsigned long long)(rt->n - tt->lo), (unsigned long long)rt->n,
+                  th->lost_older ? "; older ones " : "", th->lost_older ? dec_lost_why(th) : "");
+    else if (th->lost_older && tt->nevents)
         ob_printf(o, " (older ones %s)", dec_lost_why(th));
     if (tt->ncalls == 0) {
         ob_str(o, "; no calls in the generations shown\n");
@@ -231,9 +258,12 @@ static void one_thread(struct dec *d, struct dthread *th, const struct tthread *
             ob_printf(o, " (and the %zu enclosing the first)", tt->nanc);
         ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
-        enclosing(d, tt->anc, tt->nanc, o);
+        enclosing(d, tt->anc, tt->nanc, tt->lo > 0, o);
         for (size_t k = 0; k < tt->ncalls; k++)
-            call_line(d, &tt->calls[k], 0, o);
+            call_line(d, &tt->calls[k], 0, tt->lo > 0, o);
+        if (tt->no_outer)
+            ob_str(o, "  (calls made before the part read that were still running are not shown: "
+                      "no whole final stack for this thread)\n");
     }
     if (rt->stack >= 0)
         final_stack_print(d, &d->t.stacks[rt->stack], o);
@@ -246,6 +276,7 @@ static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     struct text_view *T = (struct text_view *)v;
     struct tthread *tt = &T->th[th->index];
     (void)gi;
+    tt->got = 1;
     size_t N = (size_t)d->o.ncalls, from = n > N ? n - N : 0;
     tt->total = n;
     tt->ncalls = n - from;
@@ -265,6 +296,34 @@ static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     }
 }
 
+static void t_thread_end(struct view *v, struct dec *d, struct dthread *th)
+{
+    struct text_view *T = (struct text_view *)v;
+    struct tthread *tt = &T->th[th->index];
+    if (!tt->got)
+        tt->ncalls = tt->nanc = tt->total = 0;
+    tt->got = 0;
+    tt->replayed = 1;
+    tt->nevents = th->nevents;
+    tt->lo = th->lo;
+    const struct ftr_stack *fs = th->rt->stack >= 0 ? &d->t.stacks[th->rt->stack] : NULL;
+    tt->no_outer = th->lo > 0 && (!fs || (fs->h.flags & FT_STKF_TRUNCATED) || d->o.sym.no_symbols);
+}
+
+int text_view_wants(const struct view *v, const struct dec *d, const struct dthread *th)
+{
+    (void)v;
+    (void)d;
+    (void)th;
+    return 1;
+}
+
+size_t text_view_calls(const struct view *v, const struct dthread *th)
+{
+    const struct text_view *T = (const struct text_view *)v;
+    return T->th[th->index].ncalls;
+}
+
 static int t_begin(struct view *v, struct dec *d)
 {
     struct text_view *T = (struct text_view *)v;
@@ -281,7 +340,7 @@ static int t_end(struct view *v, struct dec *d)
         xalloc_die();
     if (d->o.summary) /* after the summary */
         ob_char(o, '\n');
-    header(d, o);
+    header(T, d, o);
     size_t shown = 0, skipped = 0;
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < d->nth; i++) {
@@ -317,7 +376,7 @@ static void t_destroy(struct view *v)
 }
 
 static const struct view_ops text_ops = {
-    .begin = t_begin, .slices = t_slices, .end = t_end, .destroy = t_destroy,
+    .begin = t_begin, .slices = t_slices, .thread_end = t_thread_end, .end = t_end, .destroy = t_destroy,
 };
 
 struct view *text_view_new(void)

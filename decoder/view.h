@@ -49,6 +49,9 @@ struct view_ops {
     /* a point in time on thread th's track (own ns) */
     void (*instant)(struct view *v, struct dec *d, struct dthread *th, int64_t ns, const char *name,
                     const struct view_arg *args, size_t nargs);
+    /* thread th is replayed: no more slices of it follow (th: the state
+     * its slices came from) */
+    void (*thread_end)(struct view *v, struct dec *d, struct dthread *th);
     /* after the replay: write everything out; 0, or an errno */
     int (*end)(struct view *v, struct dec *d);
     void (*destroy)(struct view *v);

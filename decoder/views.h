@@ -14,6 +14,12 @@ uint64_t json_view_slices(const struct view *v); /* slices written */
 
 /* --text, the terminal view (text.c, finalstack.c): stdout */
 struct view *text_view_new(void);
+struct dec;
+struct dthread;
+/* does the text view show thread th (--tid) */
+int text_view_wants(const struct view *v, const struct dec *d, const struct dthread *th);
+/* the calls it got for th (after the filters) */
+size_t text_view_calls(const struct view *v, const struct dthread *th);
 
 /* --summary (summary.c): stdout */
 struct view *summary_view_new(void);

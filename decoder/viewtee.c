@@ -30,6 +30,14 @@ static void tee_instant(struct view *v, struct dec *d, struct dthread *th, int64
             t->to[i]->ops->instant(t->to[i], d, th, ns, name, args, nargs);
 }
 
+static void tee_thread_end(struct view *v, struct dec *d, struct dthread *th)
+{
+    struct tee *t = (struct tee *)v;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->to[i]->ops->thread_end)
+            t->to[i]->ops->thread_end(t->to[i], d, th);
+}
+
 static void tee_destroy(struct view *v)
 {
     struct tee *t = (struct tee *)v;
@@ -37,7 +45,8 @@ static void tee_destroy(struct view *v)
     free(t);
 }
 
-static const struct view_ops tee_ops = {.slices = tee_slices, .instant = tee_instant, .destroy = tee_destroy};
+static const struct view_ops tee_ops = {.slices = tee_slices, .instant = tee_instant, .thread_end = tee_thread_end,
+                                     .destroy = tee_destroy};
 
 struct view *view_tee_new(int kind, struct view *const *v, size_t n)
 {
