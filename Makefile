@@ -36,6 +36,7 @@ INSTALL_STEPS :=
 .PHONY: all clean install test
 all: all-targets
 
+-include cli/build.mk
 -include reader/build.mk
 -include runtime/build.mk
 -include coreextract/build.mk

@@ -6,13 +6,13 @@
 #                                 stack replay (clang), run for FUZZ_TIME seconds
 #                                 (default 60) on decoder/fuzz/corpus (not in `all`)
 
-DEC_CFLAGS := $(TOOL_CFLAGS) -Idecoder
+DEC_CFLAGS := $(TOOL_CFLAGS) -Idecoder -Icli
 DEC_LDFLAGS := $(TOOL_LDFLAGS)
 DEC_LDLIBS := -ldw -lelf -ldl -lstdc++
 
 # raw.c + raw.h: the reusable raw reader
 DEC_LIB_SRCS := raw.c outbuf.c xalloc.c clock.c hmap.c demangle.c symtab.c gencuts.c ringevents.c replay.c json.c \
-                text.c finalstack.c summary.c tracefacts.c textfmt.c viewtee.c textwindow.c decode.c
+                text.c finalstack.c summary.c tracefacts.c textfmt.c viewtee.c textwindow.c timearg.c filter.c outputs.c decode.c
 DEC_LIB_OBJS := $(patsubst %.c,$(OBJ)/decoder/%.o,$(DEC_LIB_SRCS))
 DEC_BIN := $(BIN)/funtrace-decode
 
@@ -27,19 +27,19 @@ $(OBJ)/decoder/%.o: decoder/%.c
 	@mkdir -p $(@D)
 	$(CC) $(DEC_CFLAGS) -c -o $@ $<
 
-$(DEC_BIN): $(DEC_LIB_OBJS) $(OBJ)/decoder/main.o
+$(DEC_BIN): $(DEC_LIB_OBJS) $(OBJ)/decoder/main.o $(CLI_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(DEC_LDFLAGS) -o $@ $^ $(DEC_LDLIBS)
 
 # ---- fuzzing (clang libFuzzer + ASan/UBSan) --------------------------------
 DEC_FUZZ_BIN := $(BUILD)/fuzz/decoder-fuzz
 DEC_FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 \
-                  $(CSTD) -Iruntime/include -Idecoder
+                  $(CSTD) -Iruntime/include -Idecoder -Icli -DFT_VERSION='"$(FT_VERSION)"'
 FUZZ_TIME ?= 60
 
-$(DEC_FUZZ_BIN): decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(wildcard decoder/*.h)
+$(DEC_FUZZ_BIN): decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(CLI_SRCS) $(wildcard decoder/*.h cli/*.h)
 	@mkdir -p $(@D)
-	clang $(DEC_FUZZ_FLAGS) -o $@ decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(DEC_LDLIBS)
+	clang $(DEC_FUZZ_FLAGS) -o $@ decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(CLI_SRCS) $(DEC_LDLIBS)
 
 fuzz-decoder: $(DEC_FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/decoder-corpus $(BUILD)/fuzz/decoder-artifacts

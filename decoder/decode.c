@@ -16,10 +16,11 @@
 #include "decstate.h"
 #include "gencuts.h"
 #include "replay.h"
+#include "outputs.h"
+#include "textfmt.h"
 #include "textwindow.h"
 #include "tracefacts.h"
 #include "views.h"
-#include "viewtee.h"
 #include "xalloc.h"
 
 void dec_warn(struct dec *d, const char *fmt, ...)
@@ -121,79 +122,6 @@ static void build_gens(struct dec *d)
     free(v);
 }
 
-static int64_t local_midnight(int64_t wall_ns)
-{
-    time_t sec = (time_t)(wall_ns / 1000000000);
-    struct tm tm;
-    localtime_r(&sec, &tm);
-    tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-    tm.tm_isdst = -1;
-    return (int64_t)mktime(&tm) * 1000000000;
-}
-
-/* the views asked for: the ones written to files, and the ones printed on
- * stdout (in this order: the summary, then the text view) */
-struct outputs {
-    struct view *json;
-    struct view *files[4];
-    size_t nfiles;
-    struct view *term[4];
-    size_t nterm;
-    struct view *text;
-};
-
-static void outputs_open(struct outputs *out, const struct dec_opts *o)
-{
-    memset(out, 0, sizeof *out);
-    if (o->json_path)
-        out->files[out->nfiles++] = out->json = json_view_new(o->json_path);
-    if (o->summary)
-        out->term[out->nterm++] = summary_view_new();
-    if (o->text)
-        out->term[out->nterm++] = out->text = text_view_new();
-}
-
-static void outputs_close(struct outputs *out)
-{
-    for (size_t i = 0; i < out->nfiles; i++)
-        out->files[i]->ops->destroy(out->files[i]);
-    for (size_t i = 0; i < out->nterm; i++)
-        out->term[i]->ops->destroy(out->term[i]);
-}
-
-/* replay every thread into a view of kind VIEW_PIECES or VIEW_CALLS */
-static void replay_all(struct dec *d, struct view *v)
-{
-    struct replay **rp = xcalloc(d->nth, sizeof *rp);
-    for (size_t i = 0; i < d->nth; i++)
-        rp[i] = replay_new(d, &d->th[i], v);
-    for (size_t gi = 0; gi < d->ngens; gi++)
-        for (size_t i = 0; i < d->nth; i++)
-            replay_gen(rp[i], gi);
-    for (size_t i = 0; i < d->nth; i++)
-        replay_free(rp[i]);
-    free(rp);
-}
-
-/* the views printed on stdout (the text view replays for itself): 0 or
- * EXIT_OUTPUT */
-static int print_views(struct dec *d, struct outputs *out, int replay)
-{
-    int err = 0;
-    for (size_t i = 0; i < out->nterm; i++) {
-        struct view *v = out->term[i];
-        if (v->ops->begin && !err)
-            err = v->ops->begin(v, d);
-        if (v == out->text && replay && !err)
-            tw_replay(d, v, v, !(out->nfiles || d->o.summary));
-        if (v->ops->end && !err)
-            err = v->ops->end(v, d);
-    }
-    if (err)
-        fprintf(stderr, "funtrace-decode: cannot write to stdout: %s\n", strerror(err));
-    return err ? EXIT_OUTPUT : 0;
-}
-
 static int run(struct dec *d, struct outputs *out)
 {
     struct dec_opts *o = &d->o;
@@ -250,9 +178,14 @@ static int run(struct dec *d, struct outputs *out)
         th->rt = &t->threads[i];
         th->index = (int)i;
         th->crashed = th->rt->tid == d->crash_tid;
+    }
+    if (outputs_resolve_threads(out, d))
+        return EXIT_BAD_INPUT;
+    for (size_t i = 0; i < d->nth; i++) {
+        struct dthread *th = &d->th[i];
         cuts_compute(d, th);
         /* only the text view: it reads the end of the rings (textwindow.c) */
-        if (!out->nfiles && !o->summary)
+        if (!outputs_whole_rings(out))
             th->lo = tw_lo(th, text_view_wants(out->text, d, th) ? TW_BASE : TW_TINY);
         replay_discover(d, th);
         d->total_events += th->nevents;
@@ -322,7 +255,7 @@ static int run(struct dec *d, struct outputs *out)
     }
     if (!d->total_events) {
         /* nothing to rebuild: say why, no JSON */
-        int vrc = print_views(d, out, 0);
+        int vrc = outputs_print_empty(out, d);
         if (!ndamage) {
             fprintf(stderr, "funtrace-decode: %s: no trace events in the input (%zu threads)\n", o->input, d->nth);
             return vrc ? vrc : EXIT_NO_TRACE;
@@ -352,34 +285,9 @@ static int run(struct dec *d, struct outputs *out)
     if (o->wallclock && d->have_wall)
         d->ts_zero_ns = local_midnight(d->base_ns + d->wall_off) - d->wall_off;
 
-    /* the views written to files: emission, generation by generation */
-    int out_rc = EXIT_OK;
-    for (size_t i = 0; i < out->nfiles; i++) {
-        struct view *v = out->files[i];
-        int err = v->ops->begin ? v->ops->begin(v, d) : 0;
-        if (err) {
-            fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", v->path, strerror(err));
-            return EXIT_OUTPUT;
-        }
-    }
-    if (out->nfiles) {
-        struct view *tee = view_tee_new(VIEW_PIECES, out->files, out->nfiles);
-        replay_all(d, tee);
-        tee->ops->destroy(tee);
-    }
-    for (size_t i = 0; i < out->nfiles; i++) {
-        struct view *v = out->files[i];
-        int err = v->ops->end ? v->ops->end(v, d) : 0;
-        if (err) {
-            fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", v->path, strerror(err));
-            out_rc = EXIT_OUTPUT;
-        } else if (v == out->json && !o->sym.quiet && strcmp(v->path, "-")) {
-            fprintf(stderr, "funtrace-decode: wrote %s: %zu threads, %llu slices\n", v->path, d->nth,
-                    (unsigned long long)json_view_slices(v));
-        }
-    }
-    if (print_views(d, out, 1))
-        out_rc = EXIT_OUTPUT;
+    if (outputs_resolve_times(out, d))
+        return EXIT_BAD_INPUT;
+    int out_rc = outputs_write(out, d);
     if (out_rc)
         return out_rc;
 
@@ -396,8 +304,7 @@ int decode_main(struct dec_opts *o)
     memset(&d, 0, sizeof d);
     d.o = *o;
     struct outputs out;
-    outputs_open(&out, o);
-    int rc = run(&d, &out);
+    int rc = outputs_open(&out, o) ? EXIT_BAD_INPUT : run(&d, &out);
     outputs_close(&out);
     /* release (keeps ASan's leak checker meaningful) */
     sym_free(d.sym);

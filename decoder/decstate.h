@@ -40,6 +40,7 @@ struct dthread {
     int64_t first_ns, last_ns, end_ns; /* last_ns: the last event's own ns (see replay.c) */
     int64_t last_mns;    /* the last event's measured time */
     int crashed;
+    int shown;           /* selected by --tid (filter.c), 1 without it */
     uint64_t lo;         /* the first ring item replayed (0: all; the text view
                             reads the end of a ring: textwindow.c) */
     /* discovery results */

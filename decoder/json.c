@@ -179,6 +179,8 @@ static int j_begin(struct view *v, struct dec *d)
     J->prefix_len = xcalloc(d->nth, sizeof *J->prefix_len);
     for (size_t i = 0; i < d->nth; i++) {
         struct dthread *th = &d->th[i];
+        if (!th->shown)
+            continue;
         meta(J, d, "thread_name", th->rt->tid, "name", thread_label(d, th, buf, sizeof buf), 0, ",\n");
         meta(J, d, "thread_sort_index", th->rt->tid, "sort_index", NULL, th->rt->tid == d->crash_tid ? -1 : (long)i, ",\n");
         char *p;
@@ -235,6 +237,8 @@ static void flag_args(struct outbuf *o, unsigned f, int64_t ub)
         {SL_UNWOUND, "\"unwound_by_exception\":true"},
         {SL_START_UNK, "\"started_before_ring\":true"},
         {SL_UNMEASURED, "\"measured\":false"},
+        {SL_CUT_START, "\"clipped_by_since\":true"},
+        {SL_CUT_END, "\"clipped_by_until\":true"},
     };
     int first = 1;
     ob_str(o, ",\"args\":{");

@@ -76,7 +76,11 @@ struct frame {
     uint64_t addr;     /* the call's address */
     uint64_t call_idx; /* NONE: open at the ring start */
     int64_t slice;     /* index into the batch's slices, -1 */
+    uint32_t cell;     /* VIEW_PIECES: its index among the calls that span a
+                          generation boundary (NONE32: none) */
 };
+
+#define NONE32 UINT32_MAX
 
 struct replay {
     struct dec *d;
@@ -86,6 +90,13 @@ struct replay {
     int first_pass; /* the first discovery pass: collects th->modcalls */
     struct view *out; /* emission: where the slices go (NULL: discovery) */
     int calls;        /* out is a VIEW_CALLS view: whole calls, measured times */
+    /* the ends of the calls that span a generation boundary, in the order
+     * they are met: measured by a first replay without output
+     * (replay_measure), used by the second to give the pieces their whole
+     * call's duration */
+    int measuring;
+    int64_t *cells;
+    size_t ncells, cellcap, ncells_known;
     struct frame *stk;
     size_t n, cap;
     int64_t last_ns, prev_ns;
@@ -126,6 +137,7 @@ void replay_free(struct replay *r)
 {
     if (!r)
         return;
+    free(r->cells);
     free(r->stk);
     free(r->pre);
     free(r->sl);
@@ -159,6 +171,7 @@ static void open_out(struct replay *r, struct frame *fr)
     s->depth = depth;
     s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
     s->ub = 0;
+    s->cdur = -1;
     if (r->calls) {
         s->start = fr->mstart;
     } else {
@@ -189,6 +202,9 @@ static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t m
         unm |= SL_BOUND;
     int64_t ub = mhi - fr->mlo;
     struct slice *s = &r->sl[fr->slice];
+    if (r->measuring && fr->cell != NONE32)
+        r->cells[fr->cell] = end;
+    s->cdur = r->calls ? (mend > fr->mstart ? mend - fr->mstart : 0) : end - fr->start;
     if (r->calls)
         end = mend;
     s->end = end < s->start ? s->start : end;
@@ -214,6 +230,7 @@ static struct frame *push(struct replay *r, uint32_t func, uint64_t addr, uint32
     fr->addr = addr;
     fr->call_idx = idx;
     fr->slice = -1;
+    fr->cell = NONE32;
     open_out(r, fr);
     return fr;
 }
@@ -552,6 +569,15 @@ void replay_gen(struct replay *r, size_t gi)
             struct frame *fr = &r->stk[i];
             if (fr->slice >= 0) {
                 struct slice *s = &r->sl[fr->slice];
+                if (fr->cell == NONE32) { /* the call goes on in the next generation */
+                    if (r->measuring) {
+                        r->cells = xgrow(r->cells, &r->cellcap, r->ncells + 1, sizeof *r->cells);
+                        r->cells[r->ncells] = INT64_MIN;
+                    }
+                    fr->cell = (uint32_t)r->ncells++;
+                }
+                if (!r->measuring && fr->cell < r->ncells_known && r->cells[fr->cell] != INT64_MIN)
+                    s->cdur = r->cells[fr->cell] - fr->start;
                 s->end = gend < s->start ? s->start : gend;
                 s->flags = (uint16_t)((s->flags & ~SL_PENDING) | SL_TO_NEXT);
                 fr->slice = -1;
@@ -593,6 +619,23 @@ struct replay *replay_new(struct dec *d, struct dthread *th, struct view *out)
     r->out = out;
     r->calls = out->kind == VIEW_CALLS;
     return r;
+}
+
+static const struct view_ops null_ops;
+
+void replay_measure(struct replay *r)
+{
+    if (r->calls)
+        return; /* whole calls: their durations are known */
+    static struct view null_view = {.ops = &null_ops, .kind = VIEW_PIECES};
+    struct replay *m = replay_new(r->d, r->th, &null_view);
+    m->measuring = 1;
+    for (size_t gi = 0; gi < r->d->ngens; gi++)
+        replay_gen(m, gi);
+    r->cells = m->cells;
+    r->ncells_known = m->ncells;
+    m->cells = NULL;
+    replay_free(m);
 }
 
 /* ---- discovery --------------------------------------------------------- */

@@ -27,6 +27,10 @@ void replay_forget(struct dthread *th, int owned);
 struct replay;
 /* an emission replay of th into out (out->kind: VIEW_PIECES or VIEW_CALLS) */
 struct replay *replay_new(struct dec *d, struct dthread *th, struct view *out);
+/* VIEW_PIECES: replay the thread once without output first, so that every
+ * piece of a call that spans generations carries the whole call's duration
+ * (slice.cdur; else -1 on the pieces that go on in the next generation) */
+void replay_measure(struct replay *r);
 /* replay generation gi (call for gi = 0 .. d->ngens - 1 in order) */
 void replay_gen(struct replay *r, size_t gi);
 void replay_free(struct replay *r);

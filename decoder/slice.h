@@ -18,6 +18,8 @@
 #define SL_PENDING     0x080u /* end not known yet */
 #define SL_BOUND       0x100u /* sampled mode: an end point lies in a loose bracket:
                                  the duration is at most ub (ringevents.c) */
+#define SL_CUT_START   0x200u /* started before --since: clipped to it (filter.c) */
+#define SL_CUT_END     0x400u /* went on past --until: clipped to it (filter.c) */
 
 struct slice {
     uint32_t func;       /* symtab function id */
@@ -25,6 +27,10 @@ struct slice {
     uint16_t depth;      /* 0 = outermost frame (saturates at 65535) */
     int64_t start, end;  /* ns (see replay.h for which clock) */
     int64_t ub;          /* SL_BOUND: upper bound of the duration, ns */
+    int64_t cdur;        /* the whole call's duration (a piece's call, over every
+                            generation); -1: not known (a piece going on in the
+                            next generation, when the replay was not asked to
+                            measure its calls first: replay.h) */
 };
 
 #endif

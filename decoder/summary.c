@@ -131,6 +131,8 @@ static void summary_print(struct dec *d, struct outbuf *o)
     for (size_t i = 0; i < d->nth; i++) {
         const struct dthread *th = &d->th[i];
         const struct ftr_thread *rt = th->rt;
+        if (!th->shown)
+            continue;
         int64_t span = th->nevents ? th->last_ns - th->first_ns : 0;
         fmt_dur(b1, sizeof b1, span);
         char name[4 * FT_THREAD_NAME_LEN + 1];

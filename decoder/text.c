@@ -169,7 +169,7 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, int p
          * loose one: only an upper bound is known (ringevents.c) */
         int bound = (t->flags & SL_BOUND) != 0;
         fmt_dur(du, sizeof du, bound ? t->ub : t->end - t->start);
-        snprintf(b2, sizeof b2, "%s%s%s", t->flags & SL_START_UNK ? ">" : "",
+        snprintf(b2, sizeof b2, "%s%s%s", t->flags & (SL_START_UNK | SL_CUT_START | SL_CUT_END) ? ">" : "",
                  bound ? "<=" : t->flags & SL_UNMEASURED ? "~" : "", du);
     }
     int depth = t->depth;
@@ -194,6 +194,10 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, int p
         ob_str(o, "  [unwound by exception]");
     if (t->flags & SL_START_UNK)
         ob_str(o, partial ? "  [started before the part read]" : "  [started before the ring]");
+    if (t->flags & SL_CUT_START)
+        ob_str(o, "  [started before --since]");
+    if (t->flags & SL_CUT_END)
+        ob_str(o, "  [went on past --until]");
     if (enclosing)
         ob_str(o, "  [enclosing]");
     ob_char(o, '\n');
@@ -314,8 +318,7 @@ int text_view_wants(const struct view *v, const struct dec *d, const struct dthr
 {
     (void)v;
     (void)d;
-    (void)th;
-    return 1;
+    return th->shown;
 }
 
 size_t text_view_calls(const struct view *v, const struct dthread *th)
@@ -346,7 +349,7 @@ static int t_end(struct view *v, struct dec *d)
         for (size_t i = 0; i < d->nth; i++) {
             struct dthread *th = &d->th[i];
             int crashed = th->rt->tid == d->crash_tid;
-            if ((pass == 0) != crashed)
+            if ((pass == 0) != crashed || !th->shown)
                 continue;
             if (!th->nevents && th->rt->has_stat && th->rt->st.state == FT_THR_IGNORED) {
                 skipped++; /* e.g. the runtime's own housekeeping thread */
