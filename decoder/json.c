@@ -24,6 +24,7 @@
 
 #include "decstate.h"
 #include "outbuf.h"
+#include "outfile.h"
 #include "textfmt.h"
 #include "tracefacts.h"
 #include "views.h"
@@ -36,67 +37,8 @@ struct json_view {
     char **prefix; /* per thread: {"ph":"X","pid":P,"tid":T,"ts": */
     size_t *prefix_len;
     uint64_t nslices;
-    char *final;   /* the file asked for (symlinks resolved) */
-    char *tmp;     /* FINAL.tmp.PID being written, renamed on success; NULL:
-                      written in place (stdout, a device, a pipe) */
+    struct outfile file;
 };
-
-/* a half-written JSON is never left behind: not on a write error, not when
- * the decoder exits early (out of memory) or is interrupted */
-static volatile sig_atomic_t tmp_live;
-static const char *volatile tmp_path;
-
-static void drop_tmp(void)
-{
-    if (tmp_live) {
-        tmp_live = 0;
-        unlink(tmp_path);
-    }
-}
-
-static void on_fatal_signal(int sig)
-{
-    drop_tmp();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static int open_output(struct json_view *J, const char *path)
-{
-    if (!strcmp(path, "-"))
-        return dup(1);
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return open(path, O_WRONLY); /* /dev/null, a FIFO, a terminal */
-    J->final = NULL;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-        J->final = realpath(path, NULL); /* replace the file, not the link */
-    if (!J->final)
-        J->final = xstrdup(path);
-    if (asprintf(&J->tmp, "%s.tmp.%ld", J->final, (long)getpid()) < 0)
-        xalloc_die();
-    int fd = open(J->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        int e = errno;
-        free(J->tmp);
-        free(J->final);
-        J->tmp = J->final = NULL;
-        errno = e;
-        return -1;
-    }
-    static int hooked;
-    if (!hooked) {
-        hooked = 1;
-        atexit(drop_tmp);
-        static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-            if (signal(sigs[i], on_fatal_signal) == SIG_IGN)
-                signal(sigs[i], SIG_IGN);
-    }
-    tmp_path = J->tmp;
-    tmp_live = 1;
-    return fd;
-}
 
 static void meta(struct json_view *J, struct dec *d, const char *what, uint64_t tid, const char *key, const char *sval, long ival,
                  const char *tail)
@@ -165,10 +107,10 @@ static const char *thread_label(struct dec *d, struct dthread *th, char *buf, si
 static int j_begin(struct view *v, struct dec *d)
 {
     struct json_view *J = (struct json_view *)v;
-    int fd = open_output(J, v->path);
-    if (fd < 0)
-        return errno ? errno : EIO;
-    if (ob_open(&J->o, fd, 4u << 20))
+    int err = outfile_open(&J->file, v->path);
+    if (err)
+        return err;
+    if (ob_open(&J->o, J->file.fd, 4u << 20))
         xalloc_die();
     J->base = d->ts_zero_ns;
     struct outbuf *o = &J->o;
@@ -380,21 +322,7 @@ static int j_end(struct view *v, struct dec *d)
         free(J->prefix[i]);
     free(J->prefix);
     free(J->prefix_len);
-    int err = ob_close(o);
-    if (close(o->fd) != 0 && !err)
-        err = errno;
-    if (J->tmp) {
-        if (!err && rename(J->tmp, J->final) == 0)
-            tmp_live = 0;
-        else if (!err)
-            err = errno;
-        drop_tmp();
-        free(J->tmp);
-        J->tmp = NULL;
-    }
-    free(J->final);
-    J->final = NULL;
-    return err;
+    return outfile_close(&J->file, ob_close(o));
 }
 
 static void j_destroy(struct view *v)

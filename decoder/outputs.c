@@ -19,10 +19,14 @@ int outputs_open(struct outputs *out, const struct dec_opts *o)
         return -1;
     if (o->json_path)
         out->pieces[out->npieces++] = out->json = json_view_new(o->json_path);
+    if (o->flame_path)
+        out->pieces[out->npieces++] = flamegraph_view_new(o->flame_path);
     if (o->summary)
         out->term[out->nterm++] = summary_view_new();
     if (o->text)
         out->term[out->nterm++] = out->text = text_view_new();
+    if (o->report) /* a VIEW_PIECES view printed on stdout */
+        out->term[out->nterm++] = out->pieces[out->npieces++] = report_view_new();
     return 0;
 }
 

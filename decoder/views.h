@@ -24,4 +24,10 @@ size_t text_view_calls(const struct view *v, const struct dthread *th);
 /* --summary (summary.c): stdout */
 struct view *summary_view_new(void);
 
+/* --report (report.c): stdout */
+struct view *report_view_new(void);
+
+/* --flamegraph (flamegraph.c): folded stacks written like the JSON */
+struct view *flamegraph_view_new(const char *path);
+
 #endif
