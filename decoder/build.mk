@@ -6,14 +6,15 @@
 #                                 stack replay (clang), run for FUZZ_TIME seconds
 #                                 (default 60) on decoder/fuzz/corpus (not in `all`)
 
-DEC_CFLAGS := $(TOOL_CFLAGS) -Idecoder -Icli
+DEC_GEN := $(OBJ)/decoder/gen
+DEC_CFLAGS := $(TOOL_CFLAGS) -Idecoder -Icli -I$(DEC_GEN)
 DEC_LDFLAGS := $(TOOL_LDFLAGS)
-DEC_LDLIBS := -ldw -lelf -ldl -lstdc++
+DEC_LDLIBS := -ldw -lelf -ldl -lstdc++ -lprotobuf-c
 
 # raw.c + raw.h: the reusable raw reader
 DEC_LIB_SRCS := raw.c outbuf.c xalloc.c clock.c hmap.c demangle.c symtab.c gencuts.c ringevents.c replay.c json.c \
-                text.c finalstack.c summary.c tracefacts.c textfmt.c viewtee.c textwindow.c timearg.c filter.c outfile.c batchtree.c report.c flamegraph.c outputs.c decode.c
-DEC_LIB_OBJS := $(patsubst %.c,$(OBJ)/decoder/%.o,$(DEC_LIB_SRCS))
+                text.c finalstack.c summary.c tracefacts.c textfmt.c viewtee.c textwindow.c timearg.c filter.c outfile.c batchtree.c report.c flamegraph.c perfetto.c outputs.c decode.c
+DEC_LIB_OBJS := $(patsubst %.c,$(OBJ)/decoder/%.o,$(DEC_LIB_SRCS)) $(DEC_GEN)/perfetto_subset.pb-c.o
 DEC_BIN := $(BIN)/funtrace-decode
 
 ALL_TARGETS += $(DEC_BIN)
@@ -27,6 +28,14 @@ $(OBJ)/decoder/%.o: decoder/%.c
 	@mkdir -p $(@D)
 	$(CC) $(DEC_CFLAGS) -c -o $@ $<
 
+# --perfetto: the C code for perfetto_subset.proto, made by protoc-c (protobuf-c)
+$(DEC_GEN)/perfetto_subset.pb-c.c $(DEC_GEN)/perfetto_subset.pb-c.h: decoder/perfetto_subset.proto
+	@mkdir -p $(DEC_GEN)
+	protoc-c --proto_path=decoder --c_out=$(DEC_GEN) $<
+$(DEC_GEN)/perfetto_subset.pb-c.o: $(DEC_GEN)/perfetto_subset.pb-c.c
+	$(CC) $(DEC_CFLAGS) -c -o $@ $<
+$(OBJ)/decoder/perfetto.o: $(DEC_GEN)/perfetto_subset.pb-c.h
+
 $(DEC_BIN): $(DEC_LIB_OBJS) $(OBJ)/decoder/main.o $(CLI_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(DEC_LDFLAGS) -o $@ $^ $(DEC_LDLIBS)
@@ -37,9 +46,11 @@ DEC_FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all 
                   $(CSTD) -Iruntime/include -Idecoder -Icli -DFT_VERSION='"$(FT_VERSION)"'
 FUZZ_TIME ?= 60
 
-$(DEC_FUZZ_BIN): decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(CLI_SRCS) $(wildcard decoder/*.h cli/*.h)
+$(DEC_FUZZ_BIN): decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(CLI_SRCS) $(wildcard decoder/*.h cli/*.h) \
+                 $(DEC_GEN)/perfetto_subset.pb-c.c
 	@mkdir -p $(@D)
-	clang $(DEC_FUZZ_FLAGS) -o $@ decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(CLI_SRCS) $(DEC_LDLIBS)
+	clang $(DEC_FUZZ_FLAGS) -I$(DEC_GEN) -o $@ decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) \
+	    $(DEC_GEN)/perfetto_subset.pb-c.c $(CLI_SRCS) $(DEC_LDLIBS)
 
 fuzz-decoder: $(DEC_FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/decoder-corpus $(BUILD)/fuzz/decoder-artifacts

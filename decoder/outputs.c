@@ -19,6 +19,8 @@ int outputs_open(struct outputs *out, const struct dec_opts *o)
         return -1;
     if (o->json_path)
         out->pieces[out->npieces++] = out->json = json_view_new(o->json_path);
+    if (o->perfetto_path)
+        out->pieces[out->npieces++] = perfetto_view_new(o->perfetto_path);
     if (o->flame_path)
         out->pieces[out->npieces++] = flamegraph_view_new(o->flame_path);
     if (o->summary)

@@ -27,6 +27,9 @@ struct view *summary_view_new(void);
 /* --report (report.c): stdout */
 struct view *report_view_new(void);
 
+/* --perfetto (perfetto.c): native Perfetto protobuf written like the JSON */
+struct view *perfetto_view_new(const char *path);
+
 /* --flamegraph (flamegraph.c): folded stacks written like the JSON */
 struct view *flamegraph_view_new(const char *path);
 
