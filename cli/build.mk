@@ -5,6 +5,9 @@
 # the project version (one place: the programs' --version, funtrace.pc, the
 # wrappers and the man pages take it from here)
 FT_VERSION := 1.0.0
+# the FORMAT versions, from the ABI header (for the scripts and man pages)
+FT_ABI := $(shell sed -n 's/^\#define FT_ABI_VERSION \([0-9]*\)u.*/\1/p' runtime/include/funtrace_abi.h)
+FT_RAW := $(shell sed -n 's/^\#define FT_RAW_VERSION \([0-9]*\)u.*/\1/p' runtime/include/funtrace_abi.h)
 
 CLI_SRCS := $(wildcard cli/*.c)
 CLI_OBJS := $(patsubst cli/%.c,$(OBJ)/cli/%.o,$(CLI_SRCS))

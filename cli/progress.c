@@ -46,22 +46,26 @@ void progress_set(struct progress *p, uint64_t done)
     if (t < p->next_ms)
         return;
     p->next_ms = t + 100;
-    char a[32], b[32];
-    size_str(a, sizeof a, done);
     if (p->total) {
-        size_str(b, sizeof b, p->total);
         unsigned pct = (unsigned)(done >= p->total ? 100 : done * 100 / p->total);
-        fprintf(stderr, "\r%s: %s: %3u%% (%s of %s)\033[K", cli_prog(), p->what, pct, a, b);
+        fprintf(stderr, "\r%s: %s: %u%%\033[K", cli_prog(), p->what, pct);
     } else {
+        char a[32];
+        size_str(a, sizeof a, done);
         fprintf(stderr, "\r%s: %s: %s\033[K", cli_prog(), p->what, a);
     }
     p->shown = 1;
 }
 
-void progress_end(struct progress *p)
+void progress_clear(struct progress *p)
 {
     if (p->shown)
         fputs("\r\033[K", stderr);
     p->shown = 0;
+}
+
+void progress_end(struct progress *p)
+{
+    progress_clear(p);
     p->tty = 0;
 }

@@ -1,4 +1,5 @@
 /* main.c -- coreextract's command line */
+#include "cli.h"
 #include "extract_core.h"
 #include "live.h"
 #include "output.h"
@@ -35,6 +36,7 @@ static const char usage_text[] =
 "  -S, --no-stacks core mode: do not unwind the threads (no FINSTACK chunks)\n"
 "  -v, --verbose   say what was found and how (root by symbol or scan, counts)\n"
 "  -h, --help      this text\n"
+"  -V, --version   the version of funtrace and of its file formats\n"
 "\n"
 "Exit status:\n"
 "  0  trace extracted\n"
@@ -60,13 +62,14 @@ int main(int argc, char **argv)
         { "output", required_argument, 0, 'o' }, { "pid", required_argument, 0, 'p' },
         { "stacks", no_argument, 0, 's' },       { "no-stacks", no_argument, 0, 'S' },
         { "verbose", no_argument, 0, 'v' },      { "help", no_argument, 0, 'h' },
-        { 0, 0, 0, 0 },
+        { "version", no_argument, 0, 'V' },      { 0, 0, 0, 0 },
     };
     const char *out = NULL, *pid_s = NULL;
     int stacks = -1;
     int ch;
+    cli_init(ce_prog);
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "o:p:sSvh", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":o:p:sSvhV", lo, NULL)) != -1) {
         switch (ch) {
         case 'o': out = optarg; break;
         case 'p': pid_s = optarg; break;
@@ -74,11 +77,9 @@ int main(int argc, char **argv)
         case 'S': stacks = 0; break;
         case 'v': ce_verbose = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
+        case 'V': return cli_version();
         default:
-            if (optopt && strchr("op", optopt))
-                fprintf(stderr, "%s: option -%c needs an argument (try --help)\n", ce_prog, optopt);
-            else
-                fprintf(stderr, "%s: unknown option '%s' (try --help)\n", ce_prog, argv[optind - 1]);
+            cli_bad_option(ch, argv);
             return FT_EXIT_BADINPUT;
         }
     }
@@ -91,7 +92,7 @@ int main(int argc, char **argv)
             return FT_EXIT_BADINPUT;
         }
         if (nargs) {
-            fprintf(stderr, "%s: --pid takes no CORE argument (try --help)\n", ce_prog);
+            cli_usage_error("--pid takes no CORE argument");
             return FT_EXIT_BADINPUT;
         }
         char err[512];
@@ -123,7 +124,7 @@ int main(int argc, char **argv)
         return rc;
     }
     if (nargs < 1 || nargs > 2) {
-        fprintf(stderr, "%s: %s (try --help)\n", ce_prog, nargs < 1 ? "no CORE given" : "too many arguments");
+        cli_usage_error("%s", nargs < 1 ? "no CORE given" : "too many arguments");
         return FT_EXIT_BADINPUT;
     }
     struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0 };

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "decstate.h"
 #include "gencuts.h"
 #include "replay.h"
@@ -34,6 +35,7 @@ void dec_warn(struct dec *d, const char *fmt, ...)
     }
     va_list ap;
     va_start(ap, fmt);
+    progress_clear(&d->prog);
     fputs("funtrace-decode: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
@@ -122,6 +124,20 @@ static void build_gens(struct dec *d)
     free(v);
 }
 
+/* a core file given instead of a raw trace: say what to run first */
+static int core_hint(const char *input, const struct ftr_src *src)
+{
+    if (cli_input_kind(src->head, src->nhead) != CLI_IS_CORE)
+        return 0;
+    if (!strcmp(input, "-"))
+        fprintf(stderr, "funtrace-decode: stdin: this is a core file, not a raw trace: run coreextract CORE > "
+                        "trace.raw first\n");
+    else
+        fprintf(stderr, "funtrace-decode: %s: this is a core file, not a raw trace: run coreextract %s > "
+                        "trace.raw first\n", input, input);
+    return 1;
+}
+
 static int run(struct dec *d, struct outputs *out)
 {
     struct dec_opts *o = &d->o;
@@ -131,7 +147,10 @@ static int run(struct dec *d, struct outputs *out)
         fprintf(stderr, "funtrace-decode: cannot open %s: %s\n", o->input, strerror(errno));
         return EXIT_BAD_INPUT;
     }
-    if (ftr_src_fd(&d->src, fd, err, sizeof err)) {
+    int src_err = ftr_src_fd(&d->src, fd, err, sizeof err);
+    if (core_hint(o->input, &d->src))
+        return EXIT_BAD_INPUT;
+    if (src_err) {
         fprintf(stderr, "funtrace-decode: %s: %s\n", o->input, err);
         return EXIT_BAD_INPUT;
     }
@@ -181,6 +200,12 @@ static int run(struct dec *d, struct outputs *out)
     }
     if (outputs_resolve_threads(out, d))
         return EXIT_BAD_INPUT;
+    /* progress (on a terminal, past a second): every replay of the rings */
+    uint64_t items = 0; /* ring bytes */
+    for (size_t i = 0; i < d->nth; i++)
+        items += d->th[i].shown ? d->th[i].rt->n * (d->th[i].rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16) : 0;
+    int whole = outputs_whole_rings(out);
+    progress_begin(&d->prog, o->input, whole ? items * (uint64_t)(1 + outputs_replays(out)) : 0);
     for (size_t i = 0; i < d->nth; i++) {
         struct dthread *th = &d->th[i];
         cuts_compute(d, th);
@@ -257,7 +282,8 @@ static int run(struct dec *d, struct outputs *out)
         /* nothing to rebuild: say why, no JSON */
         int vrc = outputs_print_empty(out, d);
         if (!ndamage) {
-            fprintf(stderr, "funtrace-decode: %s: no trace events in the input (%zu threads)\n", o->input, d->nth);
+            progress_end(&d->prog);
+        fprintf(stderr, "funtrace-decode: %s: no trace events in the input (%zu threads)\n", o->input, d->nth);
             return vrc ? vrc : EXIT_NO_TRACE;
         }
         fprintf(stderr, "funtrace-decode: %s: no trace events could be recovered: ", o->input);

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include "clock.h"
+#include "progress.h"
 #include "opts.h"
 #include "raw.h"
 #include "symtab.h"
@@ -83,6 +84,7 @@ struct dec {
     int nwarn;
     int problems;        /* decoded with problems -> EXIT_PROBLEMS */
     uint64_t total_events;
+    struct progress prog; /* ring items replayed (replay.c), on a terminal */
 };
 
 /* a warning on stderr (at most 40; none with --quiet) */

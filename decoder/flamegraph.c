@@ -99,7 +99,7 @@ static void frame_name(struct dec *d, const struct node *nd, struct outbuf *o)
     } else if (nd->key & KEY_DEEPER) {
         name = "[deeper frames]";
     } else {
-        name = sym_func(d->sym, (uint32_t)nd->key)->name;
+        name = sym_func(d->sym, (uint32_t)nd->key)->uname;
     }
     for (const char *p = name; *p; p++)
         ob_char(o, *p == ';' ? ':' : (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p);

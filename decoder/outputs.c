@@ -50,6 +50,11 @@ int outputs_whole_rings(const struct outputs *out)
     return out->npieces > 0;
 }
 
+int outputs_replays(const struct outputs *out)
+{
+    return out->npieces ? 1 + filter_needs_call_durations(out->filter) : 0;
+}
+
 int outputs_resolve_threads(struct outputs *out, struct dec *d)
 {
     return filter_resolve_threads(out->filter, d);
@@ -134,6 +139,7 @@ int outputs_write(struct outputs *out, struct dec *d)
     }
     if (out->npieces)
         replay_pieces(out, d);
+    progress_end(&d->prog);
     int rc = EXIT_OK;
     for (size_t i = 0; i < out->npieces; i++) {
         struct view *v = out->pieces[i];
@@ -155,5 +161,6 @@ int outputs_write(struct outputs *out, struct dec *d)
 
 int outputs_print_empty(struct outputs *out, struct dec *d)
 {
+    progress_end(&d->prog);
     return print_term(out, d, 0);
 }

@@ -30,6 +30,8 @@ void outputs_close(struct outputs *out);
 /* do the views need whole-ring discoveries (else only the text view is
  * asked for: it reads the ends of the rings) */
 int outputs_whole_rings(const struct outputs *out);
+/* how many replays of the whole rings the views need after the discovery */
+int outputs_replays(const struct outputs *out);
 /* the filters' threads (th->shown) once d->th are set up, their times
  * once the trace's start and end are known: 0, or -1 after one line on
  * stderr */

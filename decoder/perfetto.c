@@ -266,7 +266,7 @@ static uint64_t intern(struct pview *P, struct pseq *q, struct dec *d, int kind,
         perfetto__protos__event_name__init(e);
         e->has_iid = 1;
         e->iid = iid;
-        e->name = fn->name;
+        e->name = fn->uname;
         P->interned.n_event_names = 1;
     } else {
         Perfetto__Protos__SourceLocation *l = &P->locs[0];

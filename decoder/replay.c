@@ -58,6 +58,7 @@
 #include "xalloc.h"
 
 #define NONE UINT64_MAX
+#define PROGRESS_CHUNK (1u << 20) /* ring items */
 #define FR_ROT 1u   /* bit-61 call */
 #define FR_PRE 2u   /* open at the ring start */
 #define FR_EXACT 4u /* start time measured */
@@ -555,7 +556,14 @@ void replay_gen(struct replay *r, size_t gi)
                              &arg, 1);
     }
     uint64_t lo = th->cut[gi] > th->lo ? th->cut[gi] : th->lo, hi = th->cut[gi + 1] > lo ? th->cut[gi + 1] : lo;
-    ev_run(d, th, lo, hi, g->clk.ref_tsc, &r->carry, on_event, r);
+    /* in chunks, for the progress line (the sampled-mode carry makes a range
+     * in pieces decode as it does whole) */
+    for (uint64_t a = lo; a < hi;) {
+        uint64_t b = hi - a > PROGRESS_CHUNK ? a + PROGRESS_CHUNK : hi;
+        ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, on_event, r);
+        progress_add(&d->prog, (b - a) * (th->rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16));
+        a = b;
+    }
     if (r->discovery)
         return;
     int last = gi + 1 == d->ngens || (r->started && th->end_ns <= g->end_ns);

@@ -32,6 +32,19 @@ case "$(basename -- "$0")" in
     *)         cc=${FUNTRACE_CC:-gcc}; kind=gcc ;;
 esac
 
+# --version: the compiler's own text (build systems parse it), then funtrace's
+# line; --funtrace-version: only funtrace's line
+ftver="$(basename -- "$0") (funtrace) @FT_VERSION@; FORMAT: ABI @FT_ABI@, raw @FT_RAW@"
+if [ $# = 1 ] && [ "$1" = --funtrace-version ]; then
+    echo "$ftver"
+    exit 0
+fi
+if [ $# = 1 ] && [ "$1" = --version ]; then
+    "$cc" --version || exit
+    echo "$ftver"
+    exit 0
+fi
+
 instr=${FUNTRACE_INSTR:-}
 if [ -z "$instr" ]; then
     if [ $kind = gcc ]; then instr=pg; else instr=finstr; fi
