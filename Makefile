@@ -45,6 +45,7 @@ all: all-targets
 -include gdb/build.mk
 -include examples/build.mk
 -include bench/build.mk
+-include man/build.mk
 
 .PHONY: all-targets
 # SAN=1 builds only the host tools: the runtime (linked into traced programs)

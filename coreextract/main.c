@@ -11,8 +11,8 @@
 #include <string.h>
 
 static const char usage_text[] =
-"usage: coreextract [options] CORE [EXE]\n"
-"       coreextract [options] --pid PID\n"
+"Usage: coreextract [options] CORE [EXE]\n"
+"  or:  coreextract [options] --pid PID\n"
 "\n"
 "Extract the funtrace trace (raw format, see FORMAT.md) from a core file of a\n"
 "program linked with the funtrace runtime, or from a live process, without gdb.\n"
@@ -33,7 +33,8 @@ static const char usage_text[] =
 "                  have been overwritten while a ring was copied are dropped\n"
 "  -s, --stacks    live mode: also record each thread's stack (stops each thread\n"
 "                  briefly with ptrace)\n"
-"  -S, --no-stacks core mode: do not unwind the threads (no FINSTACK chunks)\n"
+"  -S, --no-stacks\n"
+"                  core mode: do not unwind the threads (no FINSTACK chunks)\n"
 "  -v, --verbose   say what was found and how (root by symbol or scan, counts)\n"
 "  -h, --help      this text\n"
 "  -V, --version   the version of funtrace and of its file formats\n"

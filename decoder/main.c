@@ -13,67 +13,72 @@
 #include "xalloc.h"
 
 static const char usage[] =
-    "usage: funtrace-decode [options] RAW        (RAW = - reads stdin)\n"
+    "Usage: funtrace-decode [OPTION]... RAW        (RAW - reads stdin)\n"
     "\n"
     "Rebuilds per-thread call timelines from a funtrace raw file (made by\n"
     "coreextract, funtrace-oomwatch, gdb `funtrace save`, the runtime's\n"
     "snapshots, or the original funtrace's funtrace.raw).\n"
     "\n"
-    "views (any of them together; with none, --text):\n"
+    "Views (any of them together; with none, --text):\n"
     "  -t, --text               terminal view: header, the last N calls of each thread\n"
     "                           (crashing thread first), final stacks; reads only the\n"
     "                           end of each ring\n"
     "  -s, --summary            threads, events, generations, what is incomplete and why\n"
     "  -r, --report             per function: calls, total, self, max and average time,\n"
-    "                           source location; sorted by self time (--sort)\n"
+    "                           source location; sorted by self time (see --sort)\n"
     "  -j, --json FILE          Chrome Trace Event JSON for Perfetto UI / vizviewer\n"
     "  -p, --perfetto FILE      native Perfetto trace (protobuf): smaller and faster to\n"
     "                           load than the JSON\n"
     "  -f, --flamegraph FILE    folded stacks (\"a;b;c NS\", self time in ns) for\n"
     "                           flamegraph.pl, speedscope or Perfetto\n"
-    "  FILE - is stdout (then no other view may print); a FILE is written to\n"
-    "  FILE.tmp.PID and renamed to FILE once complete.\n"
     "  -n, --calls N            calls per thread in --text (default 30)\n"
     "      --threads N          threads shown by --text (default all)\n"
-    "      --sort KEY           --report order: self (default), total, calls, max, avg,\n"
-    "                           name\n"
-    "      --by-thread          --report: one table per thread; --flamegraph: each\n"
-    "                           stack starts with its thread\n"
+    "      --sort KEY           the order of --report: self (default), total, calls,\n"
+    "                           max, avg, name\n"
+    "      --by-thread          one table per thread in --report; each stack starts\n"
+    "                           with its thread in --flamegraph\n"
     "\n"
-    "filters (every view; they combine):\n"
+    "A FILE of - is stdout (then no other view may print); a FILE is written to\n"
+    "FILE.tmp.PID and renamed to FILE once complete.\n"
+    "\n"
+    "Filters (for every view; they combine):\n"
     "      --tid TID[,TID...]   only these threads\n"
     "  -F, --function REGEX     only calls of matching functions, with what they call\n"
     "                           (repeatable); depths count from the match\n"
-    "  -N, --not-function REGEX not the calls of matching functions, nor what they\n"
+    "  -N, --not-function REGEX\n"
+    "                           not the calls of matching functions, nor what they\n"
     "                           call (repeatable)\n"
     "      --since TIME         only what ran from TIME on (calls cut at TIME)\n"
     "      --until TIME         only what ran until TIME\n"
-    "                           TIME: -DURATION before the end of the trace (-50ms),\n"
-    "                           +DURATION after the start of what is shown (+2s), or\n"
-    "                           local wall-clock time HH:MM:SS[.frac] or\n"
-    "                           'YYYY-MM-DD HH:MM:SS[.frac]'\n"
     "      --depth N            only calls less than N frames deep\n"
     "      --min-duration DUR   only calls that lasted DUR or more (DUR: 10us, 1.5ms,\n"
     "                           2s, 100ns)\n"
-    "  REGEX: POSIX extended, unanchored; it matches a function's name with or\n"
-    "  without its C++ parameter list ('^ns::f$' matches ns::f(int)).\n"
     "\n"
-    "what to decode:\n"
+    "TIME is -DURATION before the end of the trace (-50ms), +DURATION after the\n"
+    "start of what is shown (+2s), or a local wall-clock time HH:MM:SS[.frac] or\n"
+    "'YYYY-MM-DD HH:MM:SS[.frac]'.  REGEX is POSIX extended and unanchored; it\n"
+    "matches a function's name with or without its C++ parameter list ('^ns::f$'\n"
+    "matches ns::f(int)).\n"
+    "\n"
+    "What to decode:\n"
     "  -g, --generations K      only the last K generations (default: all the rings cover)\n"
     "      --sample N           the N-th trace of a file holding several (0 = first;\n"
     "                           default: the last)\n"
     "  -w, --wallclock          absolute wall-clock times (--text; JSON ts = us since\n"
     "                           local midnight) to line events up with logs\n"
     "\n"
-    "symbols and sources:\n"
-    "      --substitute-path FROM=TO   rewrite path prefixes of binaries and sources\n"
+    "Symbols and sources:\n"
+    "      --substitute-path FROM=TO\n"
+    "                           rewrite path prefixes of binaries and sources\n"
     "                           (repeatable; the first match wins)\n"
     "      --no-source          do not embed source files in the JSON (file_info)\n"
     "      --no-symbols         do not open binaries: names are module+0xOFFSET of the\n"
     "                           call; a -pg return closes the innermost open -pg call\n"
-    "  Binaries are looked up by their recorded path, then by build-id in\n"
-    "  /usr/lib/debug/.build-id, then through debuginfod when DEBUGINFOD_URLS is set.\n"
     "\n"
+    "Binaries are looked up by their recorded path, then by build-id in\n"
+    "/usr/lib/debug/.build-id, then through debuginfod when DEBUGINFOD_URLS is set.\n"
+    "\n"
+    "Other options:\n"
     "  -q, --quiet              no warnings\n"
     "  -h, --help               this text\n"
     "  -V, --version            the version of funtrace and of its file formats\n"
@@ -136,15 +141,17 @@ static int check_stdout(const struct dec_opts *o)
 {
     const char *files[] = {o->json_path, o->perfetto_path, o->flame_path};
     const char *names[] = {"--json", "--perfetto", "--flamegraph"};
-    int n = o->text + o->summary + o->report;
-    const char *who = NULL;
-    for (int i = 0; i < 3; i++)
-        if (files[i] && !strcmp(files[i], "-")) {
-            n++;
+    const char *who = NULL, *other = o->text ? "--text" : o->summary ? "--summary" : o->report ? "--report" : NULL;
+    for (int i = 0; i < 3; i++) {
+        if (!files[i] || strcmp(files[i], "-"))
+            continue;
+        if (who)
+            other = names[i];
+        else
             who = names[i];
-        }
-    if (who && n > 1) {
-        cli_usage_error("%s - and another view both write to stdout: give %s a file", who, who);
+    }
+    if (who && other) {
+        cli_usage_error("%s - and %s both write to stdout: give %s a file", who, other, who);
         return -1;
     }
     return 0;

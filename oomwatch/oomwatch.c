@@ -26,7 +26,7 @@
 #define DEFAULT_STOP_MS 3000
 
 static const char usage[] =
-    "usage: funtrace-oomwatch (--pid PID | --cgroup DIR [--cgroup DIR]) -o DIR [options]\n"
+    "Usage: funtrace-oomwatch (--pid PID | --cgroup DIR [--cgroup DIR]) -o DIR [options]\n"
     "\n"
     "Watch a process or a cgroup; when memory runs out, save the funtrace trace of\n"
     "every traced process in it (DIR/<prog>-<pid>-<time>.raw) before the OOM killer\n"
