@@ -75,7 +75,9 @@ static void header(const struct text_view *T, struct dec *d, struct outbuf *o)
     char b1[96], b2[96];
     ob_str(o, "funtrace: `");
     ob_text(o, d->t.cmdline[0] ? d->t.cmdline : "?");
-    ob_printf(o, "` (pid %llu), from a %s\n", (unsigned long long)d->pid, src_kind(d));
+    const char *kind = src_kind(d);
+    ob_printf(o, "` (pid %llu), from %s %s\n", (unsigned long long)d->pid, strchr("aeiou", kind[0]) ? "an" : "a",
+              kind);
     if (d->t.has_crash && d->t.crash.signo) {
         const struct ft_raw_crash *c = &d->t.crash;
         const char *tn = "";

@@ -103,3 +103,18 @@ def test_snapshot_without_final_stack_says_what_it_cannot_know(tree, big):
     # the whole decode knows main; the end of the ring alone cannot
     got = calls(r.stdout, "-- ")
     assert "main" not in [nm for _, nm, _, _ in got] and "run" in [nm for _, nm, _, _ in got], r.stdout
+
+
+def test_text_header_names_an_original_raw(tree, compiled, run_crash, tmp_path):
+    """issue 14: the header says what the raw came from, with the right article"""
+    import dec_oldraw
+    exe = compiled("dec_pattern.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["crash"])
+    old = tmp_path / "funtrace.raw"
+    old.write_bytes(dec_oldraw.to_original(raw.read_bytes()))
+    r = run_tool([tree.tool("funtrace-decode"), old, "--text"])
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^funtrace: `.*dec_pattern-pg crash` \(pid \d+\), from an original funtrace\.raw$",
+                     r.stdout, re.M), r.stdout[:300]
+    r = run_tool([tree.tool("funtrace-decode"), raw, "--text"])
+    assert re.search(r"\), from a core file$", r.stdout, re.M), r.stdout[:300]
