@@ -203,7 +203,8 @@ static int r_end(struct view *v, struct dec *d)
     ob_text(o, d->t.cmdline[0] ? d->t.cmdline : "?");
     ob_printf(o, "` (pid %llu)\n", (unsigned long long)d->pid);
     sort_dec = d;
-    qsort(R->rows, R->nrows, sizeof *R->rows, cmp_rows);
+    if (R->nrows)
+        qsort(R->rows, R->nrows, sizeof *R->rows, cmp_rows);
     if (!d->o.by_thread) {
         table(d, R->rows, R->nrows, o);
     } else {
