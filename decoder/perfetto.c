@@ -123,7 +123,8 @@ static void descriptor(struct pview *P, Perfetto__Protos__TrackDescriptor *td)
     put_packet(P, &P->global, &pkt);
 }
 
-static void global_instant(struct pview *P, uint64_t track, int64_t ns, const char *name, Annot **args, size_t nargs)
+static void instant(struct pview *P, struct pseq *q, uint64_t track, int64_t ns, const char *name, Annot **args,
+                    size_t nargs)
 {
     Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
     ev.has_type = 1;
@@ -137,7 +138,7 @@ static void global_instant(struct pview *P, uint64_t track, int64_t ns, const ch
     pkt.has_timestamp = 1;
     pkt.timestamp = ts(P, ns);
     pkt.track_event = &ev;
-    put_packet(P, &P->global, &pkt);
+    put_packet(P, q, &pkt);
 }
 
 static void arg_int(Annot *a, const char *name, int64_t v)
@@ -225,7 +226,7 @@ static int p_begin(struct view *v, struct dec *d)
         arg_int(&a[0], "gen", (int64_t)g->gen);
         arg_str(&a[1], "wallclock", wall);
         arg_int(&a[2], "threads_incomplete", g->nthreads_incomplete);
-        global_instant(P, UUID_GENS, g->start_ns, name, pa, 3);
+        instant(P, &P->global, UUID_GENS, g->start_ns, name, pa, 3);
     }
     /* the crash */
     if (d->t.has_crash && d->t.crash.signo) {
@@ -244,7 +245,7 @@ static int p_begin(struct view *v, struct dec *d)
         arg_str(&a[3], "fault_address", addr);
         arg_int(&a[4], "thread", c->tid);
         arg_int(&a[5], "sender_pid", c->sender_pid);
-        global_instant(P, track, d->end_ns, name, pa, 6);
+        instant(P, &P->global, track, d->end_ns, name, pa, 6);
     }
     return 0;
 }
@@ -395,19 +396,7 @@ static void p_instant(struct view *v, struct dec *d, struct dthread *th, int64_t
             arg_int(&a[na], args[i].key, args[i].num);
         pa[na] = &a[na];
     }
-    Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-    ev.has_type = 1;
-    ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
-    ev.has_track_uuid = 1;
-    ev.track_uuid = UUID_THREAD0 + (uint64_t)th->index;
-    ev.name = (char *)name;
-    ev.n_debug_annotations = na;
-    ev.debug_annotations = pa;
-    Packet pkt = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-    pkt.has_timestamp = 1;
-    pkt.timestamp = ts(P, ns);
-    pkt.track_event = &ev;
-    put_packet(P, &P->th[th->index], &pkt);
+    instant(P, &P->th[th->index], UUID_THREAD0 + (uint64_t)th->index, ns, name, pa, na);
 }
 
 static int p_end(struct view *v, struct dec *d)

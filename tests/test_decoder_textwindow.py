@@ -9,7 +9,7 @@ import re
 import pytest
 
 from conftest import run_program, run_tool
-from dec_util import crash_raw, decode
+from dec_util import core_trace, crash_raw
 from views_oracle import bare, trees
 
 N = 100000          # iterations: 5 calls each, 1,000,000 ring entries
@@ -32,13 +32,7 @@ def calls(out, marker):
 def big(tree, compiled, tmp_path_factory):
     exe = compiled("dec_pattern.c", "pg")
     d = tmp_path_factory.mktemp("tw")
-    r = run_program([exe, "crash", str(N)], d / "run", env={"FUNTRACE_BUF": BUF, "FUNTRACE_GEN_MS": "0"})
-    assert r.core is not None, r.stderr
-    raw = d / "trace.raw"
-    ce = run_tool([tree.tool("coreextract"), "-o", raw, r.core, exe])
-    assert ce.returncode == 0, ce.stderr
-    res, full = decode(tree, raw, json_out=d / "full.json")
-    assert res.returncode == 0, res.stderr
+    raw, full = core_trace(tree, exe, ["crash", str(N)], d, env={"FUNTRACE_BUF": BUF, "FUNTRACE_GEN_MS": "0"})
     return raw, full, exe, d
 
 

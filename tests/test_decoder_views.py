@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import run_program, run_tool
-from dec_util import decode, load
+from conftest import run_tool
+from dec_util import core_trace, decode
 from views_oracle import (as_kept, bare, call_durations, filtered, fmt_dur, parse_folded, parse_report,
                           perfetto_slices, report_of, trees)
 
@@ -24,14 +24,7 @@ PERFETTO_PROTO = Path("/work/shared/perfetto/perfetto_trace.proto")
 def crash(tree, tmp_path_factory):
     """the crash example's core -> raw, its unfiltered JSON, its threads by name"""
     d = tmp_path_factory.mktemp("views")
-    exe = tree.example("crash")
-    r = run_program([exe], d / "run")
-    assert r.core is not None, r.stderr
-    raw = d / "trace.raw"
-    ce = run_tool([tree.tool("coreextract"), "-o", raw, r.core, exe])
-    assert ce.returncode == 0, ce.stderr
-    res, full = decode(tree, raw, json_out=d / "full.json")
-    assert res.returncode == 0, res.stderr
+    raw, full = core_trace(tree, tree.example("crash"), [], d)
     # (the runtime's housekeeping thread "funtrace" has no events)
     tids = {n.split(" [")[0]: t for t, n in full.names.items() if n != "funtrace"}
     assert sorted(tids) == sorted(["crash", "parser-1", "parser-2", "hasher", "loader"]), tids
