@@ -12,6 +12,7 @@
 #include "progress.h"
 #include "opts.h"
 #include "raw.h"
+#include "sched.h"
 #include "symtab.h"
 
 struct dgen {
@@ -85,6 +86,7 @@ struct dec {
     int problems;        /* decoded with problems -> EXIT_PROBLEMS */
     uint64_t total_events;
     struct progress prog; /* ring items replayed (replay.c), on a terminal */
+    struct dsched *sched; /* scheduling states (sched.h, sched_states.c) */
 };
 
 /* a warning on stderr (at most 40; none with --quiet) */

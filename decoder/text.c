@@ -147,6 +147,7 @@ static void header(const struct text_view *T, struct dec *d, struct outbuf *o)
     size_t np = dec_problems(d, pr, DEC_MAX_PROBLEMS);
     for (size_t i = 0; i < np; i++)
         ob_printf(o, "  %s %s\n", i ? "           " : "incomplete:", pr[i].text);
+    sched_status_line(d, o, "  sched:      "); /* scheduling states (sched_views.c) */
 }
 
 #define ANC_OUTER 3 /* enclosing frames shown outermost ... */
@@ -265,8 +266,13 @@ static void one_thread(struct dec *d, struct dthread *th, const struct tthread *
         ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
         enclosing(d, tt->anc, tt->nanc, tt->lo > 0, o);
-        for (size_t k = 0; k < tt->ncalls; k++)
+        /* the calls, and between them the long waits (sched_views.c) */
+        for (size_t k = 0; k < tt->ncalls; k++) {
+            if (k)
+                sched_text_waits(d, th, tt->calls[k - 1].start, tt->calls[k].start, tt->calls, k, o);
             call_line(d, &tt->calls[k], 0, tt->lo > 0, o);
+        }
+        sched_text_waits(d, th, tt->calls[tt->ncalls - 1].start, INT64_MAX, tt->calls, tt->ncalls, o);
         if (tt->no_outer)
             ob_str(o, "  (calls made before the part read that were still running are not shown: "
                       "no whole final stack for this thread)\n");

@@ -3,7 +3,8 @@
 # $(BUILD)/share/man/man1, installed by make install.
 
 MAN_DIR := $(BUILD)/share/man/man1
-MAN_PROGS := coreextract funtrace-decode funtrace-oomwatch funtrace-gcc
+MAN_PROGS := coreextract funtrace-decode funtrace-oomwatch funtrace-sched funtrace-count funtrace-gcc \
+             funtrace-asmfilter funtrace-instrcheck
 MAN_PAGES := $(patsubst %,$(MAN_DIR)/%.1,$(MAN_PROGS))
 # the other wrappers: one page for the four
 MAN_ALIASES := $(MAN_DIR)/funtrace-g++.1 $(MAN_DIR)/funtrace-clang.1 $(MAN_DIR)/funtrace-clang++.1
@@ -13,6 +14,10 @@ man_desc_coreextract := extract the funtrace trace from a core file or a live pr
 man_desc_funtrace-decode := rebuild per-thread call timelines from a funtrace raw trace
 man_desc_funtrace-oomwatch := save the funtrace trace of processes about to run out of memory
 man_desc_funtrace-gcc := compile and link C/C++ programs with funtrace function tracing
+man_desc_funtrace-sched := set up the tracefs instance for funtrace's thread scheduling states
+man_desc_funtrace-count := report the most called functions of a program built with -funtrace-count
+man_desc_funtrace-asmfilter := leave functions out of funtrace's instrumentation (the compiler wrappers' helper)
+man_desc_funtrace-instrcheck := check that a program linked by the funtrace wrappers calls the tracing hooks
 
 ALL_TARGETS += $(MAN_PAGES) $(MAN_ALIASES)
 INSTALL_STEPS += install -d $(DESTDIR)$(PREFIX)/share/man/man1; \
@@ -24,11 +29,11 @@ man: $(MAN_PAGES) $(MAN_ALIASES)
 $(MAN_DIR)/funtrace-gcc.1: $(BIN)/funtrace-gcc
 	@mkdir -p $(@D)
 	$(HELP2MAN) --help-option=--funtrace-help --version-option=--funtrace-version \
-	    -n '$(man_desc_funtrace-gcc)' -o $@ $<
+	    -n "$(man_desc_funtrace-gcc)" -o $@ $<
 
 $(MAN_DIR)/%.1: $(BIN)/%
 	@mkdir -p $(@D)
-	$(HELP2MAN) -n '$(man_desc_$*)' -o $@ $<
+	$(HELP2MAN) -n "$(man_desc_$*)" -o $@ $<
 
 $(MAN_ALIASES): $(MAN_DIR)/funtrace-gcc.1
 	echo '.so man1/funtrace-gcc.1' > $@
