@@ -24,24 +24,6 @@
 #include "views.h"
 #include "xalloc.h"
 
-void dec_warn(struct dec *d, const char *fmt, ...)
-{
-    if (d->o.sym.quiet)
-        return;
-    if (d->nwarn++ >= 40) {
-        if (d->nwarn == 41)
-            fprintf(stderr, "funtrace-decode: (more warnings suppressed)\n");
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    progress_clear(&d->prog);
-    fputs("funtrace-decode: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
 static void raw_warn(void *ctx, const char *msg)
 {
     dec_warn(ctx, "warning: %s", msg);

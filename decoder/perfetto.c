@@ -7,7 +7,8 @@
  * Layout: one track per process (TrackDescriptor + ProcessDescriptor), one
  * per thread below it (ThreadDescriptor: pid, tid, name with [crashed]), a
  * "generations" track for the generation boundaries; every call is a
- * TYPE_SLICE_BEGIN / TYPE_SLICE_END pair on its thread's track, with the
+ * TYPE_SLICE_BEGIN / TYPE_SLICE_END pair on its thread's track (the
+ * default track of the thread's packet sequence: TracePacketDefaults), with the
  * same times, names and flags as the JSON's slices (the flags as debug
  * annotations: open_at_end, return_missing, ...).  Each thread writes its
  * own packet sequence, in time order, with its function names, source
@@ -57,6 +58,7 @@ static const struct {
 struct pseq {
     uint32_t id;
     int started;
+    uint64_t track;       /* a thread's sequence: its track, the packets' default */
     struct hmap iids;     /* (0, func) -> name iid, (1, func) -> source location iid */
     uint64_t next_iid;
     uint64_t annot_iid[NFLAGS + 1];
@@ -88,10 +90,20 @@ static void put_packet(struct pview *P, struct pseq *q, Packet *pkt)
     pkt->trusted_packet_sequence_id = q->id;
     pkt->has_sequence_flags = 1;
     pkt->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+    Perfetto__Protos__TrackEventDefaults ted = PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
+    Perfetto__Protos__TracePacketDefaults tpd = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
     if (!q->started) {
         pkt->sequence_flags |= PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
         q->started = 1;
+        if (q->track) { /* a thread's events then leave out their track */
+            ted.has_track_uuid = 1;
+            ted.track_uuid = q->track;
+            tpd.track_event_defaults = &ted;
+            pkt->trace_packet_defaults = &tpd;
+        }
     }
+    if (pkt->track_event && q->track && pkt->track_event->track_uuid == q->track)
+        pkt->track_event->has_track_uuid = 0;
     size_t n = protobuf_c_message_get_packed_size(&pkt->base);
     if (n > P->bufcap) {
         P->bufcap = n * 2;
@@ -168,8 +180,10 @@ static int p_begin(struct view *v, struct dec *d)
     P->global.id = SEQ_GLOBAL;
     P->nth = d->nth;
     P->th = xcalloc(d->nth, sizeof *P->th);
-    for (size_t i = 0; i < d->nth; i++)
+    for (size_t i = 0; i < d->nth; i++) {
         P->th[i].id = SEQ_THREAD0 + (uint32_t)i;
+        P->th[i].track = UUID_THREAD0 + i;
+    }
 
     const char *cmd = d->t.cmdline[0] ? d->t.cmdline : "traced process";
     Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;

@@ -217,12 +217,16 @@ def perfetto_slices(text):
     tracks {uuid: descriptor}, slices {track uuid: sorted [(name, start, end, depth)]},
     instants [(track, ts, name)].  Interned names are resolved per sequence."""
     trace = parse_textproto(text)
-    tracks, open_, slices, instants, names, seqs = {}, {}, {}, [], {}, {}
+    tracks, open_, slices, instants, names, seqs, default_track = {}, {}, {}, [], {}, {}, {}
     for p in trace.get("packet", []):
         seq = p["trusted_packet_sequence_id"][0]
         flags = p.get("sequence_flags", [0])[0]
         if flags & 1:
             names[seq] = {}
+            default_track.pop(seq, None)
+        for d in p.get("trace_packet_defaults", []):
+            for ted in d.get("track_event_defaults", []):
+                default_track[seq] = ted["track_uuid"][0]
         for idata in p.get("interned_data", []):
             for en in idata.get("event_names", []):
                 names[seq][en["iid"][0]] = en["name"][0]
@@ -232,7 +236,7 @@ def perfetto_slices(text):
         if "track_event" in p:
             ev = p["track_event"][0]
             ts = p["timestamp"][0]
-            tr = ev["track_uuid"][0]
+            tr = ev["track_uuid"][0] if "track_uuid" in ev else default_track[seq]
             typ = ev["type"][0]
             seqs.setdefault(tr, set()).add(seq)
             if typ == "TYPE_SLICE_BEGIN":
