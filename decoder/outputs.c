@@ -152,6 +152,8 @@ int outputs_write(struct outputs *out, struct dec *d)
         } else if (v == out->json && !d->o.sym.quiet && strcmp(v->path, "-")) {
             fprintf(stderr, "funtrace-decode: wrote %s: %zu threads, %llu slices\n", v->path, d->nth,
                     (unsigned long long)json_view_slices(v));
+        } else if (!d->o.sym.quiet && strcmp(v->path, "-")) {
+            fprintf(stderr, "funtrace-decode: wrote %s\n", v->path);
         }
     }
     if (print_term(out, d, 1))
