@@ -1,4 +1,5 @@
 /* main.c -- coreextract's command line */
+#include "cli.h"
 #include "extract_core.h"
 #include "live.h"
 #include "output.h"
@@ -10,8 +11,8 @@
 #include <string.h>
 
 static const char usage_text[] =
-"usage: coreextract [options] CORE [EXE]\n"
-"       coreextract [options] --pid PID\n"
+"Usage: coreextract [options] CORE [EXE]\n"
+"  or:  coreextract [options] --pid PID\n"
 "\n"
 "Extract the funtrace trace (raw format, see FORMAT.md) from a core file of a\n"
 "program linked with the funtrace runtime, or from a live process, without gdb.\n"
@@ -32,9 +33,11 @@ static const char usage_text[] =
 "                  have been overwritten while a ring was copied are dropped\n"
 "  -s, --stacks    live mode: also record each thread's stack (stops each thread\n"
 "                  briefly with ptrace)\n"
-"  -S, --no-stacks core mode: do not unwind the threads (no FINSTACK chunks)\n"
+"  -S, --no-stacks\n"
+"                  core mode: do not unwind the threads (no FINSTACK chunks)\n"
 "  -v, --verbose   say what was found and how (root by symbol or scan, counts)\n"
 "  -h, --help      this text\n"
+"  -V, --version   the version of funtrace and of its file formats\n"
 "\n"
 "Exit status:\n"
 "  0  trace extracted\n"
@@ -65,13 +68,14 @@ int main(int argc, char **argv)
         { "output", required_argument, 0, 'o' }, { "pid", required_argument, 0, 'p' },
         { "stacks", no_argument, 0, 's' },       { "no-stacks", no_argument, 0, 'S' },
         { "verbose", no_argument, 0, 'v' },      { "help", no_argument, 0, 'h' },
-        { 0, 0, 0, 0 },
+        { "version", no_argument, 0, 'V' },      { 0, 0, 0, 0 },
     };
     const char *out = NULL, *pid_s = NULL;
     int stacks = -1;
     int ch;
+    cli_init(ce_prog);
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "o:p:sSvh", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":o:p:sSvhV", lo, NULL)) != -1) {
         switch (ch) {
         case 'o': out = optarg; break;
         case 'p': pid_s = optarg; break;
@@ -79,11 +83,9 @@ int main(int argc, char **argv)
         case 'S': stacks = 0; break;
         case 'v': ce_verbose = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
+        case 'V': return cli_version();
         default:
-            if (optopt && strchr("op", optopt))
-                fprintf(stderr, "%s: option -%c needs an argument (try --help)\n", ce_prog, optopt);
-            else
-                fprintf(stderr, "%s: unknown option '%s' (try --help)\n", ce_prog, argv[optind - 1]);
+            cli_bad_option(ch, argv);
             return FT_EXIT_BADINPUT;
         }
     }
@@ -96,7 +98,7 @@ int main(int argc, char **argv)
             return FT_EXIT_BADINPUT;
         }
         if (nargs) {
-            fprintf(stderr, "%s: --pid takes no CORE argument (try --help)\n", ce_prog);
+            cli_usage_error("--pid takes no CORE argument");
             return FT_EXIT_BADINPUT;
         }
         char err[512];
@@ -128,7 +130,7 @@ int main(int argc, char **argv)
         return rc;
     }
     if (nargs < 1 || nargs > 2) {
-        fprintf(stderr, "%s: %s (try --help)\n", ce_prog, nargs < 1 ? "no CORE given" : "too many arguments");
+        cli_usage_error("%s", nargs < 1 ? "no CORE given" : "too many arguments");
         return FT_EXIT_BADINPUT;
     }
     struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0 };

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "decstate.h"
+#include "ringevents.h"
+#include "xalloc.h"
 #include "ringesc.h"
 
 /* the 32-bit TSC high half of a TSC_HI payload (bits 58..32), the bits

@@ -24,7 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "decstate.h"
+#include "ringevents.h"
+#include "xalloc.h"
 #include "ringesc.h"
 
 

@@ -7,7 +7,7 @@
 #define FT_DECODER_RINGESC_H
 
 #include <stdint.h>
-#include "decode.h"
+#include "decstate.h"
 
 #define CK 4096u     /* items per checkpoint */
 #define BLK 8192u    /* items per read */
