@@ -204,6 +204,9 @@ static struct ft_thread *record_create(uint64_t size, uint32_t state)
         ring = ring_get(size);
         if (!ring)
             state = FT_THR_IGNORED;
+        else /* fault its first page in now, not between the first event's
+              * timestamp and its store (the entry is stored after rdtsc) */
+            *(volatile uint64_t *)ring = 0;
     }
     FT_STORE(t->state, (uint32_t)FT_THR_FREE);
     FT_STORE(t->mask, 0);

@@ -112,7 +112,7 @@ def test_bench_quick_writes_every_table(tree, tmp_path):
     fig, met, _ = got["sampled: ≤ 8 bytes of ring per call+return"]
     assert re.match(rf"-pg 8\.0[0-9]", fig) and met == (float(nums(fig)[0]) <= 8), fig
     fig, met, _ = got["sampled ≥ 3× faster than exact"]
-    assert met == (nums(fig)[0] >= 3), fig
+    assert met == (float(re.match(rf"(-?{NUM})", fig).group(1)) >= 3), fig  # (negative on a busy machine)
     fig, met, _ = got["exact: ≤ 1.00× the floor hook's added ns"]
     ratios = [float(x) for x in re.findall(rf"(?:-pg|finstr|clang) ({NUM}) \(", fig)]
     assert len(ratios) >= 2 and met == (max(ratios) <= 1.00), fig
