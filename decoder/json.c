@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "decode.h"
+#include "faults.h"
 
 static struct {
     struct outbuf o;
@@ -203,6 +204,7 @@ int json_begin(struct dec *d, const char *path)
                  c->signo, sig_name(c->signo), c->si_code, (unsigned long long)c->addr, c->tid, c->sender_pid);
         instant(d, c->tid ? c->tid : d->pid, 't', d->end_ns, name, args);
     }
+    faults_json(d); /* fatal-signal episodes: the original fault, recoveries */
     return 0;
 }
 

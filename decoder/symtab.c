@@ -827,6 +827,25 @@ int sym_instrumented(struct symtab *s, uint32_t id)
 
 /* ---- final stack frames ----------------------------------------------- */
 
+int sym_pc_line(struct symtab *s, int space, uint64_t pc, const char **file, int *line)
+{
+    struct modinst *in = resolve(s, space, pc);
+    uint64_t vaddr;
+    *file = NULL;
+    *line = 0;
+    if (!in || s->opts.no_symbols)
+        return 0;
+    inst_vaddr(s, in, pc, &vaddr);
+    if (!open_file(s, in->file))
+        return 0;
+    struct modfile *f = &s->files[in->file];
+    Dwarf_Addr bias;
+    Dwarf_Die cumem;
+    Dwarf_Die *cu = cu_of(f, vaddr, &cumem, &bias);
+    *file = line_at(f, cu, bias, vaddr, line);
+    return *file != NULL;
+}
+
 static void put_loc(struct outbuf *o, const char *file, int line)
 {
     if (file) {

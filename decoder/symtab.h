@@ -75,6 +75,9 @@ int sym_instrumented(struct symtab *s, uint32_t id);
 void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, struct outbuf *o,
                      const char *indent);
 
+/* source file and line of the instruction at pc (not pc - 1); 0 if unknown */
+int sym_pc_line(struct symtab *s, int space, uint64_t pc, const char **file, int *line);
+
 /* path after --substitute-path rewriting (malloc'd) */
 char *sym_subst(const struct symtab *s, const char *path);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "decode.h"
+#include "faults.h"
 
 static const char *src_kind(const struct dec *d)
 {
@@ -43,19 +44,21 @@ static void header(struct dec *d, struct outbuf *o)
     ob_str(o, "funtrace: `");
     ob_text(o, d->t.cmdline[0] ? d->t.cmdline : "?");
     ob_printf(o, "` (pid %llu), from a %s\n", (unsigned long long)d->pid, src_kind(d));
+    /* the original fault, when the signal below is not it */
+    int orig_is_other = dec_original_fault(&d->t) && !faults_print_header(d, o, "  ");
     if (d->t.has_crash && d->t.crash.signo) {
         const struct ft_raw_crash *c = &d->t.crash;
         const char *tn = "";
         for (size_t i = 0; i < d->nth; i++)
             if (d->th[i].rt->tid == c->tid)
                 tn = d->th[i].rt->name;
+        char code[64];
+        fmt_si_code(code, sizeof code, c->signo, c->si_code);
         if (dec_signal_snapshot(&d->t))
-            ob_printf(o, "  snapshot:   on %s (%s), si_code %d", sig_name(c->signo), strsignal(c->signo),
-                      c->si_code);
+            ob_printf(o, "  snapshot:   on %s (%s), %s", sig_name(c->signo), strsignal(c->signo), code);
         else
-            ob_printf(o, "  signal:     %s (%s), si_code %d", sig_name(c->signo), strsignal(c->signo),
-                      c->si_code);
-        if (c->signo == SIGSEGV || c->signo == SIGBUS || c->signo == SIGFPE || c->signo == SIGILL)
+            ob_printf(o, "  signal:     %s (%s), %s", sig_name(c->signo), strsignal(c->signo), code);
+        if (c->si_code > 0 && (c->signo == SIGSEGV || c->signo == SIGBUS || c->signo == SIGFPE || c->signo == SIGILL))
             ob_printf(o, ", fault address 0x%llx", (unsigned long long)c->addr);
         if (c->sender_pid)
             ob_printf(o, ", sent by pid %u", c->sender_pid);
@@ -64,10 +67,16 @@ static void header(struct dec *d, struct outbuf *o)
             ob_text(o, tn);
             ob_char(o, '"');
         }
+        if (orig_is_other) /* the runtime recorded an earlier fault (faults.c) */
+            ob_str(o, c->si_code > 0 ? " -- a second fault, not the original one"
+                      : c->signo == dec_original_fault(&d->t)->signo && c->sender_pid == d->pid
+                          ? " -- raised again by the program, not the original fault"
+                          : " -- not the original fault");
         ob_char(o, '\n');
-    } else {
+    } else if (!dec_original_fault(&d->t)) {
         ob_str(o, "  signal:     none recorded\n");
     }
+    faults_print_after(d, o, "  ");
     int64_t last = INT64_MIN, last_own = INT64_MIN; /* measured; own ns (see replay.c) */
     for (size_t i = 0; i < d->nth; i++)
         if (d->th[i].nevents) {
@@ -239,8 +248,15 @@ static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
         ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
         enclosing(d, th->anc, th->nanc, o);
-        for (uint64_t s = from; s < th->ring_seq; s++)
-            call_line(d, &th->ring[s % N], 0, o);
+        int64_t prev = INT64_MIN;
+        for (uint64_t s = from; s < th->ring_seq; s++) {
+            const struct trec *tr = &th->ring[s % N];
+            if (s > from)
+                faults_print_thread(d, th, prev, tr->start, o); /* fatal-signal episodes meanwhile */
+            prev = tr->start;
+            call_line(d, tr, 0, o);
+        }
+        faults_print_thread(d, th, prev, INT64_MAX, o);
     }
     if (rt->stack >= 0) {
         const struct ftr_stack *fs = &d->t.stacks[rt->stack];

@@ -29,6 +29,7 @@ static void child(void)
 {
     struct ft_root *r = &funtrace_root;
     pthread_mutex_init(&ft_rt.lock, NULL);
+    ft_freeze_after_fork_child(); /* a fork from a fatal-signal handler: thawed */
     /* ft_in_runtime stays raised (prepare) while we rebuild */
     r->pid = (uint64_t)getpid();
     ft_tsc_after_fork_child();
@@ -37,6 +38,7 @@ static void child(void)
     ft_modules_after_fork_child();
     ft_snapshot_after_fork_child();
     ft_in_runtime--;
+    ft_writer_leave(); /* the ft_lock() of prepare */
     ft_housekeeper_start();
 }
 

@@ -16,5 +16,6 @@
 #define FT_HOT_OFF_MODE 0
 #define FT_HOT_MODE_OFF_BIT 0x80 /* FT_MODE_OFF */
 #define FT_HOT_OFF_SAMPLE_K 8
+#define FT_HOT_OFF_FREEZE_SEQ 64 /* park.S */
 
 #endif

@@ -224,8 +224,17 @@ void ft_slow_event(uint64_t word)
     if (ft_in_runtime)
         return; /* e.g. a signal handler interrupted this thread in the runtime */
     ft_in_runtime++;
-    if (!ft_rt.initialized)
+    if (!ft_rt.initialized) {
+        if (!ft_libc_ready() || ft_frozen()) { /* .preinit_array code: not yet (its getenv sees nothing) */
+            ft_in_runtime--;
+            return;
+        }
         ft_init();
+    }
+    if (ft_frozen()) { /* a fatal signal froze tracing since the hook looked */
+        ft_in_runtime--;
+        return;
+    }
     if (my_rec) { /* record exists but the hot pointer was reset: restore */
         set_hot_ptr(my_rec);
         ft_write_event(my_rec, word);

@@ -13,6 +13,8 @@
 
 #include "ft_internal.h"
 
+extern char **environ;
+
 #define OFF(s, f) ((uint16_t)offsetof(struct s, f))
 
 /* The root.  The magic is NOT initialised here (the binary only holds its
@@ -97,11 +99,13 @@ FT_EXPORT __attribute__((used, aligned(64))) struct ft_root funtrace_root = {
         [FT_F_ROOT_THREADS_CREATED] = OFF(ft_root, threads_created),
         [FT_F_ROOT_RINGS_EVICTED] = OFF(ft_root, rings_evicted),
         [FT_F_ROOT_RECORDS_REUSED] = OFF(ft_root, records_reused),
+        [FT_F_ROOT_FAULTS_TOTAL] = OFF(ft_root, faults_total),
+        [FT_F_ROOT_FAULTS] = OFF(ft_root, faults),
     },
     .enabled = 1,
 };
 
-_Static_assert(FT_F_COUNT == FT_F_ROOT_RECORDS_REUSED + 1, "every field id has an offset above");
+_Static_assert(FT_F_COUNT == FT_F_ROOT_FAULTS + 1, "every field id has an offset above");
 _Static_assert(sizeof(struct ft_root) < 0x10000, "offsets fit in uint16_t");
 _Static_assert(sizeof(struct ft_thread) == 1216, "ft_thread is 1216 bytes (COMMON.md)");
 
@@ -114,10 +118,13 @@ static const volatile uint8_t ft_magic_c[FT_ROOT_MAGIC_LEN] = {
 
 struct ft_rt ft_rt = { .lock = PTHREAD_MUTEX_INITIALIZER };
 __thread int ft_in_runtime __attribute__((tls_model("initial-exec")));
-struct ft_hot_settings ft_hot __attribute__((aligned(64))) = { .sample_k = FT_DEFAULT_SAMPLE_K };
+struct ft_hot_settings ft_hot __attribute__((aligned(4096))) = { .sample_k = FT_DEFAULT_SAMPLE_K };
 
+/* the registry lock; while tracing is frozen by another thread's fatal
+ * signal, waits for the thaw first (freeze.c) */
 void ft_lock(void)
 {
+    ft_writer_enter();
     ft_in_runtime++;
     pthread_mutex_lock(&ft_rt.lock);
 }
@@ -126,6 +133,7 @@ void ft_unlock(void)
 {
     pthread_mutex_unlock(&ft_rt.lock);
     ft_in_runtime--;
+    ft_writer_leave();
 }
 
 uint64_t ft_mono_ns(void)
@@ -309,7 +317,17 @@ static void do_init(void)
     ft_housekeeper_start();
     if (getenv("FUNTRACE_PSI") && ft_psi_start)
         ft_psi_start();
+    ft_freeze_protect(); /* ft_hot is read-only from now on */
     ft_in_runtime--;
+}
+
+/* libc has initialised itself (environ, program_invocation_name = argv[0]):
+ * code called from .preinit_array runs before that, and getenv() sees
+ * nothing there; the first traced call after it initialises the runtime.
+ * (environ may be NULL later again after clearenv().) */
+int ft_libc_ready(void)
+{
+    return environ != NULL || (program_invocation_name && *program_invocation_name);
 }
 
 void ft_init(void)
