@@ -85,6 +85,8 @@ FIELD_NAMES = [
     "GEN_CLK_REAL_NS", "GEN_TSC_HZ", "GEN_MODULE_EPOCH",
     # root, appended later (registry counters)
     "ROOT_THREADS_CREATED", "ROOT_RINGS_EVICTED", "ROOT_RECORDS_REUSED",
+    # root, appended later (fatal-signal episodes)
+    "ROOT_FAULTS_TOTAL", "ROOT_FAULTS",
 ]
 F = {name: i for i, name in enumerate(FIELD_NAMES)}
 F_COUNT = len(FIELD_NAMES)
@@ -93,17 +95,17 @@ OFF_ABSENT = 0xFFFF
 # The CURRENT layout (what struct ft_* look like in funtrace_abi.h): field id ->
 # (offset, size).  Used to re-encode module and generation records read with
 # the target's offsets into the current layout (MODULES/GENERATN chunks).
-CUR_SIZES = {S_ROOT: 440, S_THREAD: 1216, S_MODULE: 496, S_GEN: 64,
+CUR_SIZES = {S_ROOT: 1088, S_THREAD: 1216, S_MODULE: 496, S_GEN: 64,
              S_ENTRY_EXACT16: 16, S_ENTRY_SAMPLED8: 8}
 CUR_LAYOUT = {
-    "ROOT_PID": (216, 8), "ROOT_TSC_HZ": (224, 8), "ROOT_TSC_HZ_SOURCE": (232, 4),
-    "ROOT_TIME_MODE": (236, 4), "ROOT_INIT_TSC": (240, 8), "ROOT_CMDLINE": (248, 8),
-    "ROOT_CMDLINE_LEN": (256, 8), "ROOT_THREADS": (264, 8), "ROOT_THREADS_CAP": (272, 4),
-    "ROOT_THREADS_USED": (276, 4), "ROOT_MODULES": (280, 8), "ROOT_MODULES_CAP": (288, 4),
-    "ROOT_MODULES_USED": (292, 4), "ROOT_MODULE_EPOCH": (296, 8), "ROOT_GENS": (304, 8),
-    "ROOT_GENS_CAP": (312, 4), "ROOT_GEN_CURRENT": (320, 8), "ROOT_DEFAULT_BUF_SIZE": (328, 8),
-    "ROOT_GEN_MS": (336, 8), "ROOT_BUDGET": (344, 8), "ROOT_SAMPLE_K": (352, 8),
-    "ROOT_ENABLED": (360, 4), "ROOT_SNAPSHOT_SIGNAL": (364, 4), "ROOT_FLAGS": (368, 8),
+    "ROOT_PID": (224, 8), "ROOT_TSC_HZ": (232, 8), "ROOT_TSC_HZ_SOURCE": (240, 4),
+    "ROOT_TIME_MODE": (244, 4), "ROOT_INIT_TSC": (248, 8), "ROOT_CMDLINE": (256, 8),
+    "ROOT_CMDLINE_LEN": (264, 8), "ROOT_THREADS": (272, 8), "ROOT_THREADS_CAP": (280, 4),
+    "ROOT_THREADS_USED": (284, 4), "ROOT_MODULES": (288, 8), "ROOT_MODULES_CAP": (296, 4),
+    "ROOT_MODULES_USED": (300, 4), "ROOT_MODULE_EPOCH": (304, 8), "ROOT_GENS": (312, 8),
+    "ROOT_GENS_CAP": (320, 4), "ROOT_GEN_CURRENT": (328, 8), "ROOT_DEFAULT_BUF_SIZE": (336, 8),
+    "ROOT_GEN_MS": (344, 8), "ROOT_BUDGET": (352, 8), "ROOT_SAMPLE_K": (360, 8),
+    "ROOT_ENABLED": (368, 4), "ROOT_SNAPSHOT_SIGNAL": (372, 4), "ROOT_FLAGS": (376, 8),
     "THR_POS": (0, 8), "THR_MASK": (8, 8), "THR_RING": (64, 8), "THR_RING_SIZE": (72, 8),
     "THR_TID": (80, 4), "THR_STATE": (84, 4), "THR_FMT": (88, 4), "THR_FLAGS": (92, 4),
     "THR_START_TSC": (96, 8), "THR_EXIT_TSC": (104, 8), "THR_SEQ": (112, 8),
@@ -115,7 +117,8 @@ CUR_LAYOUT = {
     "GEN_GEN": (0, 8), "GEN_FLAGS": (8, 8), "GEN_START_TSC": (16, 8), "GEN_CLK_TSC": (24, 8),
     "GEN_CLK_MONO_NS": (32, 8), "GEN_CLK_REAL_NS": (40, 8), "GEN_TSC_HZ": (48, 8),
     "GEN_MODULE_EPOCH": (56, 8),
-    "ROOT_THREADS_CREATED": (376, 8), "ROOT_RINGS_EVICTED": (384, 8), "ROOT_RECORDS_REUSED": (392, 8),
+    "ROOT_THREADS_CREATED": (384, 8), "ROOT_RINGS_EVICTED": (392, 8), "ROOT_RECORDS_REUSED": (400, 8),
+    "ROOT_FAULTS_TOTAL": (408, 8), "ROOT_FAULTS": (448, 640),
 }
 GEN_FIELDS = [n for n in FIELD_NAMES if n.startswith("GEN_")]
 

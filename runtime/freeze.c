@@ -268,8 +268,12 @@ int ft_freeze_enter(int sig, const siginfo_t *si, const void *uc, const struct f
     fz.lv[lv].alt_hi = how->alt_hi;
     fz.nlevels++;
     fz_unlock();
-    if (wait && !wait_writers())
-        episode(r->faults_total)->flags |= FT_FAULTF_PARTIAL;
+    if (wait) {
+        struct ft_fault *f = episode(r->faults_total);
+        if (!wait_writers())
+            f->flags |= FT_FAULTF_PARTIAL;
+        f->tsc = ft_rdtsc(); /* tracing stopped: no ring has a later event (but one in flight per thread) */
+    }
     *first = started;
     return lv;
 }

@@ -283,7 +283,9 @@ struct ft_fault {
     uint32_t tid;          /* thread that received the signal */
     uint64_t addr;         /* si_addr for SIGSEGV/SIGBUS/SIGFPE/SIGILL with si_code > 0, else 0 */
     uint64_t pc;           /* the interrupted instruction (ucontext rip) */
-    uint64_t tsc;          /* TSC when the runtime took the signal */
+    uint64_t tsc;          /* TSC when tracing was frozen (FT_FAULTF_FROZEN; no ring has a
+                              later event, but one being written at that instant per
+                              thread), else when the runtime took the signal */
     uint64_t end_tsc;      /* TSC when the episode ended (tracing resumed); 0 while ACTIVE */
     uint32_t sender_pid;   /* si_pid for sent signals (si_code <= 0), else 0 */
     uint32_t state;        /* enum ft_fault_state */

@@ -164,6 +164,8 @@ static void make_root(uint32_t nthreads_cap)
     o[FT_F_ROOT_THREADS_CREATED] = OFF(ft_root, threads_created);
     o[FT_F_ROOT_RINGS_EVICTED] = OFF(ft_root, rings_evicted);
     o[FT_F_ROOT_RECORDS_REUSED] = OFF(ft_root, records_reused);
+    o[FT_F_ROOT_FAULTS_TOTAL] = OFF(ft_root, faults_total);
+    o[FT_F_ROOT_FAULTS] = OFF(ft_root, faults);
     o[FT_F_THR_POS] = OFF(ft_thread, pos); o[FT_F_THR_MASK] = OFF(ft_thread, mask);
     o[FT_F_THR_RING] = OFF(ft_thread, ring); o[FT_F_THR_RING_SIZE] = OFF(ft_thread, ring_size);
     o[FT_F_THR_TID] = OFF(ft_thread, tid); o[FT_F_THR_STATE] = OFF(ft_thread, state);
