@@ -53,6 +53,7 @@
 #include <string.h>
 
 #include "decode.h"
+#include "finalstack.h"
 
 #define NONE UINT64_MAX
 #define FR_ROT 1u   /* bit-61 call */
@@ -619,6 +620,7 @@ struct replay *replay_new(struct dec *d, struct dthread *th)
 /* ---- discovery --------------------------------------------------------- */
 
 #define LCS_MAX 4096
+#define LCS_WIN 1024 /* the outermost frames aligned when the stacks are longer */
 
 /* longest common subsequence of F and S (by match id); mf[i] = index in S
  * matched by F[i] or -1.  Ties favour the innermost frames.  Longer stacks
@@ -637,23 +639,32 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int 
     if (!nf || !ns)
         return;
     if (nf > LCS_MAX || ns > LCS_MAX) {
-        size_t q = 0, p = 0;
+        size_t q = 0, pf = 0, ps = 0;
         while (q < nf && q < ns && F[nf - 1 - q] == S[ns - 1 - q]) {
             mf[nf - 1 - q] = (long)(ns - 1 - q);
             q++;
         }
-        while (!truncated && p < nf - q && p < ns - q && F[p] == S[p]) {
-            mf[p] = (long)p;
-            p++;
+        if (!truncated) { /* the outermost frames: an LCS of bounded windows (S may
+                             have frames below F's outermost, e.g. _start) */
+            size_t wf = nf - q < LCS_WIN ? nf - q : LCS_WIN, ws = ns - q < LCS_WIN ? ns - q : LCS_WIN;
+            long *mm = xrealloc(NULL, (wf ? wf : 1) * sizeof *mm);
+            lcs(F, wf, S, ws, truncated, mm);
+            for (size_t i = 0; i < wf; i++)
+                if (mm[i] >= 0) {
+                    mf[i] = mm[i];
+                    pf = i + 1;
+                    ps = (size_t)mm[i] + 1;
+                }
+            free(mm);
         }
-        nf -= p + q;
-        ns -= p + q;
+        nf -= pf + q;
+        ns -= ps + q;
         if (nf > LCS_MAX || ns > LCS_MAX || !nf || !ns)
             return;
         long *mm = xrealloc(NULL, nf * sizeof *mm);
-        lcs(F + p, nf, S + p, ns, truncated, mm);
+        lcs(F + pf, nf, S + ps, ns, truncated, mm);
         for (size_t i = 0; i < nf; i++)
-            mf[p + i] = mm[i] < 0 ? -1 : mm[i] + (long)p;
+            mf[pf + i] = mm[i] < 0 ? -1 : mm[i] + (long)ps;
         free(mm);
         return;
     }
@@ -749,21 +760,25 @@ void replay_discover(struct dec *d, struct dthread *th)
      * addresses cannot be matched with the traced functions: not used. */
     const struct ftr_stack *fs =
         th->rt->stack >= 0 && !d->o.sym.no_symbols ? &d->t.stacks[th->rt->stack] : NULL;
-    size_t nS = fs ? fs->npcs : 0;
+    /* its frames as gdb shows them (inlined callers, signal frames, markers
+     * where frames were not unwound: finalstack.c), outermost first */
+    struct fs_frame *ff = NULL;
+    size_t nS = fs && fs->npcs ? fs_frames(d, fs, &ff) : 0;
     uint32_t *Sm = NULL;
-    int space = d->gens[d->ngens - 1].space;
+    size_t gap = nS; /* S index of the marker of frames the unwinder left out */
     if (nS) {
         th->final_funcs = xrealloc(NULL, nS * sizeof *th->final_funcs);
         Sm = xrealloc(NULL, nS * sizeof *Sm);
         for (size_t k = 0; k < nS; k++) {
-            size_t j = nS - 1 - k; /* pcs are innermost first */
-            uint64_t pc = fs->pcs[j];
-            uint32_t f = sym_lookup(d->sym, space, j && pc ? pc - 1 : pc);
-            th->final_funcs[k] = f;
-            Sm[k] = sym_func(d->sym, f)->match;
+            const struct fs_frame *f = &ff[nS - 1 - k]; /* innermost first there */
+            th->final_funcs[k] = f->func;
+            Sm[k] = sym_func(d->sym, f->func)->match;
+            if (f->flags & FSF_CUT)
+                gap = k;
         }
         th->nfinal = nS;
     }
+    free(ff);
 
     struct dthread before = *th;
     struct replay *r = discovery_pass(d, th, 0, 1);
@@ -820,11 +835,23 @@ void replay_discover(struct dec *d, struct dthread *th)
             while (outer < r->n && mf[outer] < 0)
                 outer++;
         th->abandoned = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *th->abandoned);
+        long below = -1; /* S index matched by the nearest open frame further out */
         for (size_t i = 0; i < r->n; i++) {
-            if (mf[i] < 0 && i >= outer)
-                th->abandoned[th->nabandoned++] = r->stk[i].call_idx;
-            else if ((size_t)mf[i] < first_match)
-                first_match = (size_t)mf[i];
+            if (mf[i] >= 0) {
+                below = mf[i];
+                if ((size_t)mf[i] < first_match)
+                    first_match = (size_t)mf[i];
+                continue;
+            }
+            if (i < outer)
+                continue;
+            /* frames the unwinder did not keep (the gap) may be this one */
+            long above = -1;
+            for (size_t j = i + 1; j < r->n && above < 0; j++)
+                above = mf[j];
+            if (gap < nS && below < (long)gap && (above < 0 || above > (long)gap))
+                continue;
+            th->abandoned[th->nabandoned++] = r->stk[i].call_idx;
         }
         qsort(th->abandoned, th->nabandoned, sizeof *th->abandoned, cmp_u64);
     }
@@ -841,9 +868,11 @@ void replay_discover(struct dec *d, struct dthread *th)
     size_t np = (size_t)(w + 1) + r->npre;
     th->pre = xrealloc(NULL, (np ? np : 1) * sizeof *th->pre);
     th->npre = 0;
-    for (long j = 0; j <= w; j++)
-        if (!sym_func(d->sym, th->final_funcs[j])->unknown)
+    for (long j = 0; j <= w; j++) { /* code without a symbol is a frame too (lib.so+0x...), not outside any module */
+        const struct func *fn = sym_func(d->sym, th->final_funcs[j]);
+        if (!fn->unknown || fn->modfile >= 0)
             th->pre[th->npre++] = th->final_funcs[j];
+    }
     th->npre_final = th->npre;
     for (size_t i = r->npre; i > 0; i--)
         th->pre[th->npre++] = r->pre[i - 1];

@@ -31,6 +31,7 @@ struct modfile {
     struct curange *cur;
     size_t ncur;
     int cur_built;
+    int syms_indexed; /* its function symbols are in symtab.symnames */
 };
 
 struct curange {
@@ -83,6 +84,11 @@ struct symtab {
     uint32_t nmatch;
     struct smap names;       /* display name -> first func with it */
     struct smap strings;     /* interned source paths */
+    struct smap symnames;    /* "file\1symbol" -> index in symaddrs (inlined callers, sym_frames) */
+    uint64_t *symaddrs;
+    size_t nsymaddrs, symaddrs_cap;
+    struct smap inlined;     /* "file\1name" -> func id of an inlined function without a symbol */
+    struct smap specials;    /* marker name -> func id (sym_special) */
     char **strs;
     size_t nstrs, strs_cap;
     char *debuginfo_path;
@@ -305,6 +311,10 @@ void sym_free(struct symtab *s)
     sm_free(&s->match_ids);
     sm_free(&s->names);
     sm_free(&s->strings);
+    sm_free(&s->symnames);
+    sm_free(&s->inlined);
+    sm_free(&s->specials);
+    free(s->symaddrs);
     for (size_t i = 0; i < s->nstrs; i++)
         free(s->strs[i]);
     free(s->strs);
@@ -615,7 +625,14 @@ static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct f
     }
 }
 
+static uint32_t new_func_src(struct symtab *s, int32_t file, uint64_t vaddr, char *name, int unknown, int src);
+
 static uint32_t new_func(struct symtab *s, int32_t file, uint64_t vaddr, char *name, int unknown)
+{
+    return new_func_src(s, file, vaddr, name, unknown, 1);
+}
+
+static uint32_t new_func_src(struct symtab *s, int32_t file, uint64_t vaddr, char *name, int unknown, int src)
 {
     s->funcs = xgrow(s->funcs, &s->funcs_cap, s->nfuncs + 1, sizeof *s->funcs);
     uint32_t id = (uint32_t)s->nfuncs++;
@@ -626,7 +643,7 @@ static uint32_t new_func(struct symtab *s, int32_t file, uint64_t vaddr, char *n
     fn->vaddr = vaddr;
     fn->unknown = (uint8_t)unknown;
     fn->ignored = (uint8_t)ft_is_thunk(name);
-    if (!unknown && file >= 0 && s->files[file].mod)
+    if (src && !unknown && file >= 0 && s->files[file].mod)
         src_of(s, &s->files[file], vaddr, fn);
     fn->match = match_id(s, file, name);
     /* JSON name: unique per function (same name elsewhere gets its location) */
@@ -846,16 +863,6 @@ int sym_pc_line(struct symtab *s, int space, uint64_t pc, const char **file, int
     return *file != NULL;
 }
 
-static void put_loc(struct outbuf *o, const char *file, int line)
-{
-    if (file) {
-        ob_str(o, " at ");
-        ob_text(o, file);
-        ob_char(o, ':');
-        ob_u64(o, (uint64_t)(line > 0 ? line : 0));
-    }
-}
-
 static char *die_name(Dwarf_Die *die)
 {
     Dwarf_Attribute a;
@@ -871,50 +878,184 @@ static char *die_name(Dwarf_Die *die)
     return xstrdup(n ? n : "??");
 }
 
-void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, struct outbuf *o,
-                     const char *indent)
+/* The line gdb shows for an address: the last line-table row at or before
+ * it (among rows at that same address the last one, or the last is_stmt
+ * one if any), not an end of sequence; libdw's own lookup may pick another
+ * row of the same address. */
+static const char *gdb_line(struct modfile *f, Dwarf_Die *cu, Dwarf_Addr bias, uint64_t vaddr, int *line)
 {
-    uint64_t q = ret_addr && pc ? pc - 1 : pc;
-    struct modinst *in = resolve(s, space, q);
-    if (!in) {
-        ob_str(o, "??\n");
-        return;
+    Dwarf_Lines *lines;
+    size_t nl;
+    *line = 0;
+    if (!cu || dwarf_getsrclines(cu, &lines, &nl) != 0 || !nl)
+        return line_at(f, cu, bias, vaddr, line);
+    Dwarf_Addr want = vaddr - bias, a;
+    size_t lo = 0, hi = nl; /* first row with address > want */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        Dwarf_Line *l = dwarf_onesrcline(lines, mid);
+        if (l && dwarf_lineaddr(l, &a) == 0 && a <= want)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    if (!lo)
+        return line_at(f, cu, bias, vaddr, line);
+    Dwarf_Addr at;
+    if (dwarf_lineaddr(dwarf_onesrcline(lines, lo - 1), &at) != 0)
+        return line_at(f, cu, bias, vaddr, line);
+    Dwarf_Line *best = NULL, *best_stmt = NULL;
+    for (size_t i = lo; i > 0; i--) { /* the rows at that address, last first */
+        Dwarf_Line *l = dwarf_onesrcline(lines, i - 1);
+        bool end = false, stmt = false;
+        if (!l || dwarf_lineaddr(l, &a) != 0 || a != at)
+            break;
+        if (dwarf_lineendsequence(l, &end) == 0 && end)
+            continue;
+        if (!best)
+            best = l;
+        if (!best_stmt && dwarf_linebeginstatement(l, &stmt) == 0 && stmt)
+            best_stmt = l;
+    }
+    if (best_stmt)
+        best = best_stmt;
+    if (!best || dwarf_lineno(best, line) != 0 || *line == 0)
+        return line_at(f, cu, bias, vaddr, line);
+    return dwarf_linesrc(best, NULL, NULL);
+}
+
+/* index the module's function symbols by name (for inlined callers that
+ * also exist out of line) */
+static void index_symbols(struct symtab *s, int32_t fi)
+{
+    struct modfile *f = &s->files[fi];
+    f->syms_indexed = 1;
+    int n = dwfl_module_getsymtab(f->mod);
+    for (int i = 1; i < n; i++) {
+        GElf_Sym es;
+        GElf_Addr addr;
+        const char *nm = dwfl_module_getsym_info(f->mod, i, &es, &addr, NULL, NULL, NULL);
+        if (!nm || !*nm || GELF_ST_TYPE(es.st_info) != STT_FUNC || es.st_shndx == SHN_UNDEF)
+            continue;
+        char *key;
+        if (asprintf(&key, "%d\1%s", fi, nm) < 0)
+            continue;
+        if (sm_get(&s->symnames, key) == HMAP_NONE) {
+            s->symaddrs = xgrow(s->symaddrs, &s->symaddrs_cap, s->nsymaddrs + 1, sizeof *s->symaddrs);
+            s->symaddrs[s->nsymaddrs] = addr;
+            sm_put(&s->symnames, key, (uint32_t)s->nsymaddrs++);
+        }
+        free(key);
+    }
+}
+
+/* the function of an inlined_subroutine DIE: the out-of-line copy's
+ * function when the module has a symbol of that (linkage) name, else a
+ * function of its own (no code, not instrumented), one per name */
+static uint32_t inline_func(struct symtab *s, int32_t fi, Dwarf_Die *die)
+{
+    Dwarf_Attribute a;
+    const char *ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+    if (!ln)
+        ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+    if (!ln)
+        ln = dwarf_diename(die);
+    if (ln) {
+        if (!s->files[fi].syms_indexed)
+            index_symbols(s, fi);
+        char *key;
+        if (asprintf(&key, "%d\1%s", fi, ln) >= 0) {
+            uint32_t k = sm_get(&s->symnames, key);
+            free(key);
+            if (k != HMAP_NONE)
+                return func_at(s, fi, s->symaddrs[k]);
+        }
+    }
+    char *name = die_name(die), *key;
+    if (asprintf(&key, "%d\1%s", fi, name) < 0)
+        xalloc_die();
+    uint32_t id = sm_get(&s->inlined, key);
+    if (id == HMAP_NONE) {
+        id = new_func_src(s, fi, 0, name, 0, 0);
+        struct func *fn = &s->funcs[id];
+        int line = 0;
+        const char *file = dwarf_decl_file(die);
+        if (file && dwarf_decl_line(die, &line) == 0) {
+            fn->file = intern(s, file);
+            fn->line = (uint32_t)line;
+        }
+        fn->instr = 2;
+        sm_put(&s->inlined, key, id);
+    } else {
+        free(name);
+    }
+    free(key);
+    return id;
+}
+
+uint32_t sym_special(struct symtab *s, const char *name)
+{
+    uint32_t id = sm_get(&s->specials, name);
+    if (id == HMAP_NONE) {
+        id = new_func_src(s, -1, 0, xstrdup(name), 0, 0);
+        s->funcs[id].instr = 2;
+        s->funcs[id].special = 1;
+        sm_put(&s->specials, name, id);
+    }
+    return id;
+}
+
+size_t sym_frames(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out, size_t max)
+{
+    uint64_t q = !exact && pc ? pc - 1 : pc;
+    if (!max)
+        return 0;
+    out[0].func = sym_lookup(s, space, q);
+    out[0].file = NULL;
+    out[0].line = 0;
+    out[0].inlined = 0;
+    struct modinst *in = resolve(s, space, q);
+    if (!in || s->opts.no_symbols)
+        return 1;
     uint64_t vaddr;
     inst_vaddr(s, in, q, &vaddr);
-    uint32_t id = func_at(s, in->file, vaddr);
-    struct func *fn = &s->funcs[id];
+    struct func *fn = &s->funcs[out[0].func];
     struct modfile *f = &s->files[in->file];
-    if (fn->unknown || !f->mod) {
-        ob_text(o, fn->name);
-        ob_char(o, '\n');
-        return;
-    }
-    /* innermost location */
-    int line = 0;
+    if (fn->unknown || !f->mod)
+        return 1;
     Dwarf_Addr bias;
     Dwarf_Die cumem;
     Dwarf_Die *cu = cu_of(f, vaddr, &cumem, &bias);
-    const char *file = line_at(f, cu, bias, vaddr, &line);
+    int line = 0;
+    const char *file = gdb_line(f, cu, bias, vaddr, &line);
+    out[0].file = file;
+    out[0].line = line;
+    if (!cu)
+        return 1;
     Dwarf_Die *scopes = NULL;
-    int n = cu ? dwarf_getscopes(cu, vaddr - bias, &scopes) : 0;
-    int first = 1;
-    for (int i = 0; i < n; i++) {
+    int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
+    if (n > 0) { /* the concrete nesting of the innermost scope: its inlined callers */
+        Dwarf_Die inner = scopes[0];
+        free(scopes);
+        scopes = NULL;
+        n = dwarf_getscopes_die(&inner, &scopes);
+    }
+    size_t k = 0;
+    for (int i = 0; i < n && k < max; i++) {
         int tag = dwarf_tag(&scopes[i]);
         if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
             continue;
-        char *nm = tag == DW_TAG_subprogram ? xstrdup(fn->name) : die_name(&scopes[i]);
-        if (!first) {
-            ob_str(o, indent);
-            ob_str(o, "inlined into ");
-        }
-        ob_text(o, nm);
-        put_loc(o, file, line);
-        ob_char(o, '\n');
-        free(nm);
-        first = 0;
-        if (tag == DW_TAG_subprogram)
+        out[k].file = file;
+        out[k].line = line;
+        if (tag == DW_TAG_subprogram) { /* the function holding the code */
+            out[k].func = sym_lookup(s, space, q);
+            out[k].inlined = 0;
+            k++;
             break;
+        }
+        out[k].func = inline_func(s, in->file, &scopes[i]);
+        out[k].inlined = 1;
+        k++;
         /* the call site of this inlined instance, in the next scope out */
         Dwarf_Attribute a;
         Dwarf_Word fidx = 0, cl = 0;
@@ -930,9 +1071,36 @@ void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, str
             line = (int)cl;
     }
     free(scopes);
-    if (first) {
-        ob_text(o, fn->name);
-        put_loc(o, file, line);
-        ob_char(o, '\n');
+    if (!k) { /* no DWARF scope: the symbol's function */
+        out[0].func = sym_lookup(s, space, q);
+        out[0].inlined = 0;
+        k = 1;
+    } else if (out[k - 1].inlined && k < max) { /* no subprogram scope found: end with the symbol */
+        out[k].func = sym_lookup(s, space, q);
+        out[k].file = file;
+        out[k].line = line;
+        out[k].inlined = 0;
+        k++;
     }
+    return k;
+}
+
+/* x86-64 Linux rt_sigreturn trampoline (glibc's __restore_rt):
+ * mov $15, %rax; syscall */
+int sym_is_sigtramp(struct symtab *s, int space, uint64_t pc)
+{
+    static const uint8_t code[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    struct modinst *in = resolve(s, space, pc);
+    uint64_t vaddr;
+    if (!in || s->opts.no_symbols || !open_file(s, in->file))
+        return 0;
+    inst_vaddr(s, in, pc, &vaddr);
+    Dwarf_Addr a = vaddr, bias;
+    Elf_Scn *scn = dwfl_module_address_section(s->files[in->file].mod, &a, &bias);
+    if (!scn)
+        return 0;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d || !d->d_buf || a + sizeof code > d->d_size)
+        return 0;
+    return memcmp((const uint8_t *)d->d_buf + a, code, sizeof code) == 0;
 }

@@ -530,7 +530,11 @@ struct ft_raw_thread {
  * eflags rsp ss fs_base gs_base ds es fs gs). */
 enum ft_unwinder { FT_UNW_LIBUNWIND = 1, FT_UNW_GDB = 2, FT_UNW_PTRACE = 3 };
 #define FT_STKF_CRASHED 0x1u   /* the thread that received the fatal signal */
-#define FT_STKF_TRUNCATED 0x2u /* unwinding stopped early (error or frame limit) */
+#define FT_STKF_TRUNCATED 0x2u /* unwinding stopped before the outermost frame
+                                  (an error, a corrupt stack, the walk limit) */
+#define FT_STKF_CUT 0x4u       /* frames were left out in the middle: pcs[cut_at..]
+                                  are the outermost frames, ncut frames before them
+                                  were walked but not kept (the frame limit) */
 #define FT_NREGS 27
 struct ft_raw_stack {
     uint32_t tid;
@@ -538,7 +542,8 @@ struct ft_raw_stack {
     uint32_t nframes;
     uint32_t flags;       /* FT_STKF_* */
     uint64_t regs[FT_NREGS];
-    uint64_t reserved;
+    uint32_t cut_at;      /* FT_STKF_CUT: index in pcs of the first outermost frame */
+    uint32_t ncut;        /* FT_STKF_CUT: frames left out before it (0 if not cut) */
 };
 
 /* the original funtrace's THREADID chunk */
