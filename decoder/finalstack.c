@@ -33,7 +33,9 @@ size_t fs_frames(struct dec *d, const struct ftr_stack *fs, struct fs_frame **ou
             f->phys = k;
             f->flags = FSF_CUT;
             f->ncut = fs->h.ncut;
-            f->func = sym_special(d->sym, "[frames not unwound]");
+            char nm[64];
+            snprintf(nm, sizeof nm, "[%u frames not kept by the unwinder]", fs->h.ncut);
+            f->func = sym_special(d->sym, nm);
             after_tramp = 0;
         }
         if (k > 0 && !d->o.sym.no_symbols && sym_is_sigtramp(d->sym, space, pc)) {
@@ -62,7 +64,7 @@ size_t fs_frames(struct dec *d, const struct ftr_stack *fs, struct fs_frame **ou
         struct fs_frame *f = push(&v, &n, &cap);
         f->phys = fs->npcs;
         f->flags = FSF_OUTER;
-        f->func = sym_special(d->sym, "[outer frames not unwound]");
+        f->func = sym_special(d->sym, "[outer frames unknown: unwinding stopped]");
     }
     *out = v;
     return n;

@@ -730,15 +730,44 @@ static size_t final_usable(struct dec *d, const struct dthread *th, long *unlogg
     return n;
 }
 
+/* where the unwinder left frames out of a final stack: S index of the
+ * marker (outermost first), and how many machine frames */
+struct gap {
+    size_t at;   /* nS if none */
+    uint32_t n;
+};
+
 /* lcs of the open frames with the usable final-stack frames; an open
  * innermost frame left unmatched is the unlogged frame when it is the same
- * function (the fault came after its hook logged the call after all) */
+ * function (the fault came after its hook logged the call after all).
+ * Across a gap (frames not kept by the unwinder) the open frames are first
+ * aligned with the part inside it; only open frames that lie further out
+ * than the gap's frames can reach are aligned with the part outside it. */
 static void align_final(struct dec *d, const struct dthread *th, const uint32_t *F, size_t nf,
-                        const uint32_t *S, int truncated, long *mf)
+                        const uint32_t *S, int truncated, struct gap g, long *mf)
 {
     long unlogged;
     size_t ns = final_usable(d, th, &unlogged);
-    lcs(F, nf, S, ns, truncated, mf);
+    if (g.at >= ns) {
+        lcs(F, nf, S, ns, truncated, mf);
+    } else {
+        size_t in0 = g.at + 1, o = nf;
+        lcs(F, nf, S + in0, ns - in0, truncated, mf);
+        for (size_t i = 0; i < nf; i++)
+            if (mf[i] >= 0) {
+                mf[i] += (long)in0;
+                if (o == nf)
+                    o = i;
+            }
+        if (o > g.n) { /* open frames beyond the gap */
+            size_t no = o - g.n;
+            long *mo = xrealloc(NULL, no * sizeof *mo);
+            lcs(F, no, S, g.at, truncated, mo);
+            for (size_t i = 0; i < no; i++)
+                mf[i] = mo[i];
+            free(mo);
+        }
+    }
     if (unlogged >= 0 && nf && mf[nf - 1] < 0 && F[nf - 1] == S[unlogged])
         mf[nf - 1] = unlogged;
 }
@@ -766,6 +795,7 @@ void replay_discover(struct dec *d, struct dthread *th)
     size_t nS = fs && fs->npcs ? fs_frames(d, fs, &ff) : 0;
     uint32_t *Sm = NULL;
     size_t gap = nS; /* S index of the marker of frames the unwinder left out */
+    struct gap gp = {nS, 0};
     if (nS) {
         th->final_funcs = xrealloc(NULL, nS * sizeof *th->final_funcs);
         Sm = xrealloc(NULL, nS * sizeof *Sm);
@@ -773,8 +803,11 @@ void replay_discover(struct dec *d, struct dthread *th)
             const struct fs_frame *f = &ff[nS - 1 - k]; /* innermost first there */
             th->final_funcs[k] = f->func;
             Sm[k] = sym_func(d->sym, f->func)->match;
-            if (f->flags & FSF_CUT)
+            if (f->flags & FSF_CUT) {
                 gap = k;
+                gp.at = k;
+                gp.n = f->ncut;
+            }
         }
         th->nfinal = nS;
     }
@@ -801,7 +834,7 @@ void replay_discover(struct dec *d, struct dthread *th)
             long *ml = xrealloc(NULL, r->n * sizeof *ml);
             for (size_t i = 0; i < r->n; i++)
                 Lm[i] = r->stk[i].match;
-            align_final(d, th, Lm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, ml);
+            align_final(d, th, Lm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, gp, ml);
             uint64_t *live = xrealloc(NULL, r->n * sizeof *live);
             size_t nlive = 0;
             for (size_t i = 0; i < r->n; i++)
@@ -827,7 +860,7 @@ void replay_discover(struct dec *d, struct dthread *th)
         Fm[i] = r->stk[i].match;
     size_t first_match = nS;
     if (nS) {
-        align_final(d, th, Fm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, mf);
+        align_final(d, th, Fm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, gp, mf);
         /* a truncated final stack lacks the outer frames: open frames outside
          * its outermost matched one may well be running */
         size_t outer = 0;
@@ -865,6 +898,10 @@ void replay_discover(struct dec *d, struct dthread *th)
         if (fn->seen || sym_instrumented(d->sym, f))
             w = (long)j;
     }
+    if (gap < nS && w >= 0 && (size_t)w < gap && first_match > gap)
+        w = (long)gap; /* the frames between those and the open ones were not unwound: say so */
+    if (nS && (fs->h.flags & FT_STKF_TRUNCATED) && w < 0)
+        w = 0; /* its outermost entry: the marker "outer frames unknown" (finalstack.c) */
     size_t np = (size_t)(w + 1) + r->npre;
     th->pre = xrealloc(NULL, (np ? np : 1) * sizeof *th->pre);
     th->npre = 0;

@@ -185,6 +185,11 @@ static void enclosing(struct dec *d, const struct trec *anc, size_t n, struct ou
         call_line(d, &anc[i], 1, o);
     size_t runs = 0;
     for (size_t i = lo; i < hi;) {
+        if (sym_func(d->sym, anc[i].func)->special) { /* "[frames not unwound]": never folded away */
+            call_line(d, &anc[i], 1, o);
+            i++;
+            continue;
+        }
         size_t j = i + 1;
         while (j < hi && anc[j].func == anc[i].func)
             j++;
@@ -192,15 +197,19 @@ static void enclosing(struct dec *d, const struct trec *anc, size_t n, struct ou
         int ind = anc[i].depth > MAX_INDENT ? 0 : anc[i].depth;
         memset(pad, ' ', (size_t)ind * 2);
         pad[ind * 2] = 0;
-        if (runs++ == ANC_RUNS) {
-            size_t nr = 0;
-            for (size_t k = i; k < hi; k++) /* the runs left */
+        if (runs >= ANC_RUNS) {
+            size_t nr = 0, e = i;
+            while (e < hi && !sym_func(d->sym, anc[e].func)->special) /* up to a marker */
+                e++;
+            for (size_t k = i; k < e; k++) /* the runs left */
                 if (k == i || anc[k].func != anc[k - 1].func)
                     nr++;
             ob_printf(o, "  %18s  %12s  %s... %zu more open frames in %zu runs of functions ...\n", "", "", pad,
-                      hi - i, nr);
-            break;
+                      e - i, nr);
+            i = e;
+            continue;
         }
+        runs++;
         ob_printf(o, "  %18s  %12s  %s... %zu more open frame%s of ", "", "", pad, j - i, j - i == 1 ? "" : "s");
         ob_text(o, sym_func(d->sym, anc[i].func)->name);
         ob_str(o, " ...\n");

@@ -54,7 +54,12 @@ NI int h_step(int x) { return x * 3 + 1; }
 NI int h_format(int x) { return h_step(x) ^ h_step(x + 1); }
 NI void after_recovery(void) { sink++; }
 NI void w_before(void) { sink++; }
-NI void w_crash(void) { volatile int *p = (volatile int *)0x28; *p = 1; }
+NI void w_crash(void)
+{
+    volatile int *p = (volatile int *)0x28;
+    sink += 5;
+    *p = 1; /* fault */
+}
 NI void w_outer(void) { w_before(); w_crash(); sink++; }
 NI void w_probe(volatile char *p) { p[0] = 1; }
 NI void h_second(void) { volatile int *p = (volatile int *)0x99; *p = 2; }
