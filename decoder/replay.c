@@ -632,6 +632,8 @@ struct replay *replay_new(struct dec *d, struct dthread *th)
  * hook wrote it) matches F's innermost frame when it is the same function
  * (a recursion), which shifts the alignment by one frame of that function
  * only, and stays unmatched otherwise. */
+static void lcs_outer(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long *mf);
+
 static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int truncated, long *mf)
 {
     for (size_t i = 0; i < nf; i++)
@@ -648,7 +650,7 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int 
                              have frames below F's outermost, e.g. _start) */
             size_t wf = nf - q < LCS_WIN ? nf - q : LCS_WIN, ws = ns - q < LCS_WIN ? ns - q : LCS_WIN;
             long *mm = xrealloc(NULL, (wf ? wf : 1) * sizeof *mm);
-            lcs(F, wf, S, ws, truncated, mm);
+            lcs_outer(F, wf, S, ws, mm);
             for (size_t i = 0; i < wf; i++)
                 if (mm[i] >= 0) {
                     mf[i] = mm[i];
@@ -691,6 +693,27 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int 
     }
 #undef AT
     free(L);
+}
+
+/* lcs() with ties favouring the outermost frames (both stacks anchored at
+ * their outermost frame: the part of a final stack outside the frames the
+ * unwinder left out) */
+static void lcs_outer(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long *mf)
+{
+    if (!nf)
+        return;
+    uint32_t *rf = xrealloc(NULL, nf * sizeof *rf), *rs = xrealloc(NULL, (ns ? ns : 1) * sizeof *rs);
+    long *rm = xrealloc(NULL, nf * sizeof *rm);
+    for (size_t i = 0; i < nf; i++)
+        rf[i] = F[nf - 1 - i];
+    for (size_t i = 0; i < ns; i++)
+        rs[i] = S[ns - 1 - i];
+    lcs(rf, nf, rs, ns, 0, rm);
+    for (size_t i = 0; i < nf; i++)
+        mf[nf - 1 - i] = rm[i] < 0 ? -1 : (long)(ns - 1) - rm[i];
+    free(rf);
+    free(rs);
+    free(rm);
 }
 
 /* the runtime's entry hooks: a fault inside one (a stack overflow faults
@@ -762,7 +785,7 @@ static void align_final(struct dec *d, const struct dthread *th, const uint32_t 
         if (o > g.n) { /* open frames beyond the gap */
             size_t no = o - g.n;
             long *mo = xrealloc(NULL, no * sizeof *mo);
-            lcs(F, no, S, g.at, truncated, mo);
+            lcs_outer(F, no, S, g.at, mo);
             for (size_t i = 0; i < no; i++)
                 mf[i] = mo[i];
             free(mo);
