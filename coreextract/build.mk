@@ -5,7 +5,7 @@
 #   make fuzz-coreextract      libFuzzer harness (clang) -> $(BUILD)/fuzz/coreextract-fuzz
 #                              (not part of `all`); seeds: coreextract/fuzz_seeds.sh
 
-CE_TOOL_SRCS := main.c extract_core.c corefile.c input.c output.c
+CE_TOOL_SRCS := main.c extract_core.c input.c output.c
 CE_TOOL_OBJS := $(patsubst %.c,$(OBJ)/coreextract/%.o,$(CE_TOOL_SRCS))
 CE_LDLIBS := $(RD_LDLIBS) -lzstd -llz4 -llzma
 
@@ -28,7 +28,7 @@ $(BIN)/coreextract: $(CE_TOOL_OBJS) $(RD_LIB)
 # instrumented by clang (the reader's sources compiled into the harness), over
 # one input = one core file.
 CE_FUZZ := $(BUILD)/fuzz/coreextract-fuzz
-CE_FUZZ_SRCS := coreextract/fuzz_core.c coreextract/corefile.c reader/maps.c reader/elfinfo.c \
+CE_FUZZ_SRCS := coreextract/fuzz_core.c reader/corefile.c reader/maps.c reader/elfinfo.c \
                 reader/rootfind.c reader/unwind.c reader/util.c reader/rawwrite.c reader/rawwrite_ring.c
 fuzz-coreextract: $(CE_FUZZ)
 $(CE_FUZZ): $(CE_FUZZ_SRCS) $(wildcard coreextract/*.h reader/*.h runtime/include/*.h)

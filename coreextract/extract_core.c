@@ -1,5 +1,6 @@
 /* extract_core.c -- extract the raw trace from a core file (see extract_core.h) */
 #include "extract_core.h"
+#include "funtrace_sched.h"
 #include "corefile.h"
 #include "elfinfo.h"
 #include "input.h"
@@ -54,7 +55,29 @@ static int write_stacks(struct core *c, struct ce_maps *maps, const struct ft_re
     return rc;
 }
 
-int ce_core_extract(const struct ce_core_opts *o)
+/* sched: the tids of the emitted thread records and of the core's threads */
+struct sched_tids {
+    uint32_t *t;
+    size_t n, cap;
+};
+
+static void sched_tid(void *ctx, uint32_t tid)
+{
+    struct sched_tids *l = ctx;
+    if (ce_grow((void **)&l->t, l->n, &l->cap, sizeof *l->t, 64) == 0) l->t[l->n++] = tid;
+}
+
+static int sched_write(struct ft_sched_pending *sp, const struct core *c, struct sched_tids *l,
+                       const struct ft_writer *w, struct ft_emit_stats *st)
+{
+    for (size_t i = 0; i < c->nthreads; i++) sched_tid(l, c->threads[i].tid);
+    int status;
+    int rc = ft_sched_write_pending(sp, w, st, c->psinfo_pid, l->t, l->n, &status);
+    ce_note("scheduling events: %s", status == FT_SCHED_OK ? "captured" : "none");
+    return rc;
+}
+
+static int core_extract(const struct ce_core_opts *o, struct ft_sched_pending *sched)
 {
     const char *name = strcmp(o->core, "-") == 0 ? "<stdin>" : o->core;
     char err[1024];
@@ -149,7 +172,12 @@ int ce_core_extract(const struct ce_core_opts *o)
     si.map_ctx = &c;
     struct ft_emit_stats st;
     memset(&st, 0, sizeof st);
+    struct sched_tids stids = { NULL, 0, 0 };
+    si.on_thread = sched_tid;
+    si.on_thread_ctx = &stids;
     int e = ft_raw_emit(&rd, rf.addr, &si, &out.w, &st);
+    if (e == 0 && sched) e = sched_write(sched, &c, &stids, &out.w, &st);
+    free(stids.t);
     if (e == 0 && o->stacks) e = write_stacks(&c, &maps, &rd, &out.w, &st, signalled,
                                                     o->max_frames ? o->max_frames : CE_MAX_FRAMES) ? -1 : 0;
     if (e == 0) e = ft_raw_end(&out.w, &st);
@@ -167,23 +195,29 @@ int ce_core_extract(const struct ce_core_opts *o)
     } else {
         ce_note("wrote %llu bytes: %u thread(s), %llu event(s), %u module(s), %u generation(s)",
                 (unsigned long long)st.bytes, st.nthreads, (unsigned long long)st.nevents, st.nmodules, st.ngens);
-        if (st.header_flags & FT_RAWF_PARTIAL) {
-            char what[512], cut[96] = "";
-            ce_missing_summary(&st, what, sizeof what);
-            if (truncated)
-                snprintf(cut, sizeof cut, ", core truncated at %llu of %llu bytes", (unsigned long long)c.size,
-                         (unsigned long long)c.expected_size);
-            fprintf(stderr, "%s: %s: trace incomplete%s: %s\n", ce_prog, name, cut, what);
+        char note[768];
+        if (ce_trace_note(&st, c.size, truncated ? c.expected_size : 0, note, sizeof note)) {
+            fprintf(stderr, "%s: %s: %s\n", ce_prog, name, note);
             rc = FT_EXIT_PARTIAL;
         } else {
-            if (truncated)
-                ce_warn("%s: the core is truncated (%llu of %llu bytes) but the trace is complete", name,
-                        (unsigned long long)c.size, (unsigned long long)c.expected_size);
+            if (note[0]) ce_warn("%s: %s", name, note);
             rc = FT_EXIT_OK;
         }
         ce_out_abort(&out); /* frees; the committed file stays */
     }
     core_close(&c);
     ce_input_close(&in);
+    return rc;
+}
+
+int ce_core_extract(const struct ce_core_opts *o)
+{
+    /* sched: a core_pattern pipe handler takes every task's scheduling events
+     * now, before reading the core, while the dying process's are still in
+     * the tracefs buffer; its threads' are kept once the core says who they
+     * are (FORMAT.md 2.6) */
+    struct ft_sched_pending *sched = !strcmp(o->core, "-") ? ft_sched_capture_all(getenv(FT_SCHED_ENV)) : NULL;
+    int rc = core_extract(o, sched);
+    ft_sched_pending_free(sched);
     return rc;
 }

@@ -57,7 +57,12 @@ static const char usage_text[] =
 "core to stdin; write the line to /proc/sys/kernel/core_pattern):\n"
 "  |/usr/local/bin/coreextract -o /var/crash/%e-%p.raw -\n"
 "The pipe is read once and streamed to an unlinked temporary file in $TMPDIR\n"
-"(default /tmp), which needs room for the whole core.\n";
+"(default /tmp), which needs room for the whole core.\n"
+"\n"
+"Scheduling states: with the tracefs instance of `funtrace-sched setup`, --pid\n"
+"and - (read before the core) also record the scheduling events of the\n"
+"process's threads (SCHEDEVT); FUNTRACE_SCHED=DIR names another instance, =off\n"
+"none.\n";
 
 int main(int argc, char **argv)
 {

@@ -134,7 +134,7 @@ void fs_print(struct dec *d, const struct ftr_stack *fs, struct outbuf *o)
             continue;
         }
         if (f[k].flags & FSF_OUTER) {
-            ob_str(o, "    ... the unwinder stopped here (an error or a corrupt stack): outer frames unknown ...\n");
+            ob_str(o, "    ... [the unwinder stopped here: an error or a corrupt stack; outer frames unknown] ...\n");
             continue;
         }
         size_t p, e = cycle(f, n, k, &p);

@@ -911,9 +911,11 @@ void replay_discover(struct dec *d, struct dthread *th)
         }
         qsort(th->abandoned, th->nabandoned, sizeof *th->abandoned, cmp_u64);
     }
-    /* final-stack frames open during the whole ring */
-    long w = -1;
-    for (size_t j = 0; j < first_match; j++) {
+    /* final-stack frames open during the whole ring: not the runtime's hook
+     * frames at the top, nor a frame whose call the hook had not logged yet */
+    long w = -1, unlogged;
+    size_t usable = nS ? final_usable(d, th, &unlogged) : 0;
+    for (size_t j = 0; j < first_match && j < usable; j++) {
         uint32_t f = th->final_funcs[j];
         struct func *fn = sym_func(d->sym, f);
         if (fn->unknown || fn->ignored)
@@ -923,8 +925,9 @@ void replay_discover(struct dec *d, struct dthread *th)
     }
     if (gap < nS && w >= 0 && (size_t)w < gap && first_match > gap)
         w = (long)gap; /* the frames between those and the open ones were not unwound: say so */
-    if (nS && (fs->h.flags & FT_STKF_TRUNCATED) && w < 0)
-        w = 0; /* its outermost entry: the marker "outer frames unknown" (finalstack.c) */
+    if (nS && (fs->h.flags & FT_STKF_TRUNCATED) && w < 0 && th->lost_older)
+        w = 0; /* neither the ring nor the final stack reaches the outermost frames: its
+                  outermost entry is the marker "outer frames unknown" (finalstack.c) */
     size_t np = (size_t)(w + 1) + r->npre;
     th->pre = xrealloc(NULL, (np ? np : 1) * sizeof *th->pre);
     th->npre = 0;

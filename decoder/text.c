@@ -117,6 +117,7 @@ static void header(struct dec *d, struct outbuf *o)
     size_t np = dec_problems(d, pr, DEC_MAX_PROBLEMS);
     for (size_t i = 0; i < np; i++)
         ob_printf(o, "  %s %s\n", i ? "           " : "incomplete:", pr[i].text);
+    sched_status_line(d, o, "  sched:      "); /* scheduling states (sched_views.c) */
 }
 
 #define ANC_OUTER 3 /* enclosing frames shown outermost ... */
@@ -238,15 +239,22 @@ static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
         ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
         enclosing(d, th->anc, th->nanc, o);
-        int64_t prev = INT64_MIN;
-        for (uint64_t s = from; s < th->ring_seq; s++) {
-            const struct trec *tr = &th->ring[s % N];
-            if (s > from)
-                faults_print_thread(d, th, prev, tr->start, o); /* fatal-signal episodes meanwhile */
-            prev = tr->start;
-            call_line(d, tr, 0, o);
+        /* the calls, and between them the long waits (sched_views.c) and the
+         * fatal-signal episodes (faults.c) */
+        size_t nsh = (size_t)(th->ring_seq - from);
+        struct trec *sh = xmalloc(nsh * sizeof *sh);
+        for (size_t k = 0; k < nsh; k++)
+            sh[k] = th->ring[(from + k) % N];
+        for (size_t k = 0; k < nsh; k++) {
+            if (k) {
+                sched_text_waits(d, th, sh[k - 1].start, sh[k].start, sh, k, o);
+                faults_print_thread(d, th, sh[k - 1].start, sh[k].start, o);
+            }
+            call_line(d, &sh[k], 0, o);
         }
-        faults_print_thread(d, th, prev, INT64_MAX, o);
+        sched_text_waits(d, th, sh[nsh - 1].start, INT64_MAX, sh, nsh, o);
+        faults_print_thread(d, th, sh[nsh - 1].start, INT64_MAX, o);
+        free(sh);
     }
     if (rt->stack >= 0) /* as gdb's bt shows it (finalstack.c) */
         fs_print(d, &d->t.stacks[rt->stack], o);

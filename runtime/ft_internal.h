@@ -221,6 +221,26 @@ int ft_snapshot_to_fd_buf(int fd, const struct ft_raw_crash *crash, uint64_t min
 void *ft_snapshot_buf_new(size_t *cap) FT_HIDDEN;
 extern int ft_append_busy FT_HIDDEN; /* a snapshot is being appended to a file */
 
+/* snapshot_sched.c: the SCHEDEVT chunk of the runtime's snapshots */
+struct ft_source_info;
+struct ft_writer;
+struct ft_emit_stats;
+struct ft_sched_rt {
+    void *mem;       /* thread ids, then events */
+    size_t len;
+    int prealloc;    /* mem is the start-up buffer */
+    uint32_t *tids;
+    size_t ntids;
+};
+void ft_sched_rt_init(void) FT_HIDDEN;             /* FUNTRACE_SCHED*, the start-up buffer */
+void ft_sched_rt_after_fork_child(void) FT_HIDDEN;
+/* take a buffer and collect the emitted threads' tids through si->on_thread */
+void ft_sched_rt_begin(struct ft_sched_rt *s, struct ft_source_info *si) FT_HIDDEN;
+/* capture and write SCHEDEVT (events in [min_tsc, to_tsc]), then release; 0 / -1 */
+int ft_sched_rt_write(struct ft_sched_rt *s, const struct ft_writer *w, struct ft_emit_stats *st,
+                      uint64_t min_tsc, uint64_t to_tsc) FT_HIDDEN;
+void ft_sched_rt_release(struct ft_sched_rt *s) FT_HIDDEN;
+
 /* util */
 size_t ft_u64_to_dec(char *buf, uint64_t v) FT_HIDDEN;
 size_t ft_strlcpy(char *dst, const char *src, size_t cap) FT_HIDDEN;

@@ -253,6 +253,23 @@ const struct core_seg *core_seg_at(const struct core *c, uint64_t addr)
     return addr - s->vaddr < s->memsz ? s : NULL;
 }
 
+size_t core_held(const struct core *c, uint64_t addr, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        const struct core_seg *s = core_seg_at(c, addr);
+        if (!s) break;
+        uint64_t in = addr - s->vaddr;
+        if (in >= s->avail) break;
+        uint64_t n = s->avail - in;
+        if (n > len - done) n = len - done;
+        done += (size_t)n;
+        addr += n;
+        if (in + n < s->memsz && done < len) break;
+    }
+    return done;
+}
+
 size_t core_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
     const struct core *c = ctx;
@@ -329,13 +346,8 @@ int core_crash(const struct core *c, struct ft_raw_crash *out)
         memcpy(&err, c->siginfo + 4, 4);
         memcpy(&code, c->siginfo + 8, 4);
         if (signo <= 0) return 0;
-        out->signo = signo;
-        out->si_errno = err;
-        out->si_code = code;
-        if (code > 0 && (signo == 11 || signo == 7 || signo == 8 || signo == 4))
-            out->addr = rd64(c->siginfo + 16);     /* si_addr */
-        else if (code <= 0)
-            out->sender_pid = rd32(c->siginfo + 16); /* si_pid */
+        /* si_addr and si_pid share the union at offset 16 */
+        ce_crash_fill(out, signo, code, err, out->tid, rd64(c->siginfo + 16), rd32(c->siginfo + 16));
         return 1;
     }
     if (c->nthreads && c->threads[0].cursig > 0) {

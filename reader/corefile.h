@@ -59,6 +59,10 @@ struct core {
 int core_open(struct core *c, int fd, char *err, size_t errlen);
 void core_close(struct core *c);
 
+/* how many of the len bytes at addr the file holds, contiguously from addr
+ * (what core_read would read) */
+size_t core_held(const struct core *c, uint64_t addr, size_t len);
+
 /* ft_reader callback over the core's memory */
 size_t core_read(void *ctx, uint64_t addr, void *buf, size_t len);
 
