@@ -594,11 +594,18 @@ static const char *line_at(struct modfile *f, Dwarf_Die *cu, Dwarf_Addr bias, ui
     return dwarf_linesrc(dl, NULL, NULL);
 }
 
-static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct func *fn)
+static char *die_name(Dwarf_Die *die);
+
+/* the function's source location; *dname (may be NULL): its name in the
+ * debug info (malloc'd), which gdb shows rather than the ELF symbol's (an
+ * alias: glibc's __libc_start_main is __libc_start_main_impl) */
+static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct func *fn, char **dname)
 {
     Dwarf_Addr bias;
     Dwarf_Die cumem;
     Dwarf_Die *cu = cu_of(f, vaddr, &cumem, &bias);
+    if (dname)
+        *dname = NULL;
     if (cu) {
         Dwarf_Die *scopes = NULL;
         int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
@@ -611,6 +618,8 @@ static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct f
                 fn->file = intern(s, file);
                 fn->line = (uint32_t)line;
             }
+            if (dname && (dwarf_diename(&scopes[i]) || dwarf_hasattr_integrate(&scopes[i], DW_AT_linkage_name)))
+                *dname = die_name(&scopes[i]);
             break;
         }
         free(scopes);
@@ -643,8 +652,19 @@ static uint32_t new_func_src(struct symtab *s, int32_t file, uint64_t vaddr, cha
     fn->vaddr = vaddr;
     fn->unknown = (uint8_t)unknown;
     fn->ignored = (uint8_t)ft_is_thunk(name);
-    if (src && !unknown && file >= 0 && s->files[file].mod)
-        src_of(s, &s->files[file], vaddr, fn);
+    if (src && !unknown && file >= 0 && s->files[file].mod) {
+        char *dname;
+        src_of(s, &s->files[file], vaddr, fn, &dname);
+        /* a C symbol that is an alias of the function (glibc's __libc_start_main
+         * is __libc_start_main_impl): the debug info's name, as gdb shows it
+         * (C++ names keep the demangled symbol, with its parameters) */
+        if (dname && !strchr(name, '(') && !strchr(dname, '(') && strcmp(dname, name) && strcmp(dname, "??")) {
+            free(name);
+            fn->name = name = dname;
+        } else {
+            free(dname);
+        }
+    }
     fn->match = match_id(s, file, name);
     /* JSON name: unique per function (same name elsewhere gets its location) */
     uint32_t other = sm_get(&s->names, name);
