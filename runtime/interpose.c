@@ -37,9 +37,9 @@ typedef void *(*begin_catch_fn)(void *);
 FT_EXPORT __attribute__((weak)) void *__cxa_begin_catch(void *exc)
 {
     static begin_catch_fn real;
-    ft_log_event((uint64_t)(uintptr_t)__builtin_return_address(0) | FT_F_CATCH);
     if (ft_freeze_active()) /* caught outside a fatal-signal handler it was thrown in? */
         ft_freeze_unwinding((uintptr_t)__builtin_frame_address(0), FT_FAULT_CAUGHT);
+    ft_log_event((uint64_t)(uintptr_t)__builtin_return_address(0) | FT_F_CATCH);
     if (!real)
         real = (begin_catch_fn)dlsym(RTLD_NEXT, "__cxa_begin_catch");
     return real ? real(exc) : exc;

@@ -4,6 +4,7 @@ program's handler runs, whatever the handler does next (report and re-raise,
 fault again, rewrite all memory, recover by mprotect or siglongjmp), with
 real kernel cores."""
 import json
+import re
 import signal
 
 import pytest
@@ -94,6 +95,20 @@ def test_report_traced_on_request(compiled, run_crash, tool):
     i = seq.index(("w_crash", "call"))
     assert seq[i + 1:].count(("h_format", "call")) == 1000, seq[i:i + 5]
     assert "was traced (FUNTRACE_CRASH_HANDLERS=trace)" in decode_text(tool, r, "--text")
+
+
+def test_longjmp_within_the_handler_keeps_it_frozen(compiled, run_crash, tool):
+    """A longjmp whose target is inside the handler itself (its jmp_buf set
+    there) does not end the episode: the handler's calls after it are not
+    traced either, and the fault stays the original one."""
+    prog = compiled("ch_handler.c", "pg")
+    r = run_crash([prog, "inner-longjmp"])
+    assert r.returncode == -signal.SIGSEGV and "report done" in r.stderr
+    raw = extract(tool, r)
+    f = the_fault(raw)
+    assert f["addr"] == 0x28 and f["flags"] & rawfile.FAULTF_FROZEN
+    seq = sequence(raw, main_thread(raw), Syms(prog))
+    assert seq[-1] == ("w_crash", "call") and not [e for e in seq if e[0].startswith("h_")], seq[-6:]
 
 
 def test_second_fault_in_the_handler(compiled, run_crash, tool):
@@ -192,6 +207,23 @@ def test_recovery_resumes_tracing(compiled, run_crash, tool, how, state, trace):
     handler = "fix_guard" if how == "mprotect" else "jump_back"
     assert "w_probe" in lines[k - 1] and (handler if trace else "after_recovery") in lines[k + 1], lines[k - 2:k + 2]
     assert ("left with longjmp" if how == "longjmp" else "handler returned") in lines[k]
+
+
+def test_exception_out_of_the_handler_resumes_tracing(compiled, run_crash, tool):
+    """A SIGSEGV handler that throws; main catches it: the episode ends when
+    the exception is caught outside the handler (CAUGHT), the catch is
+    traced, and the faulting call shows as unwound by it."""
+    prog = compiled("ch_throw.cc", "pg", extra=["-fnon-call-exceptions"])
+    r = run_crash([prog])
+    assert r.returncode == -signal.SIGABRT and r.stdout == "caught bad address\n", (r.stdout, r.stderr)
+    raw = extract(tool, r)
+    f = the_fault(raw, rawfile.FAULT_CAUGHT)
+    assert f["addr"] == 0x30 and f["flags"] & rawfile.FAULTF_FROZEN and f["end_tsc"] > f["tsc"]
+    seq = sequence(raw, main_thread(raw), Syms(prog))
+    assert seq[-3:] == [("main", "catch"), ("after_recovery", "call"), ("after_recovery", "ret")], seq
+    out = decode_text(tool, r, "--text")
+    assert "an exception left the program's handler after" in out
+    assert re.search(r"w_probe.*\[unwound by exception\]", out), out
 
 
 def test_fault_on_another_thread_freezes_every_thread(compiled, run_crash, tool):

@@ -23,6 +23,9 @@
  *                  thread keeps calling traced functions; report, re-raise
  *   abort          a SIGABRT handler that reports and returns; abort()
  *                  then kills the process
+ *   inner-longjmp  the report handler first setjmps and longjmps within
+ *                  itself (the jump does not leave the handler), then
+ *                  reports and re-raises
  *   query          the program's view of its dispositions: what sigaction()
  *                  and signal() report back is what it installed; prints
  *                  "dispositions ok" (or what differs) and exits 0
@@ -83,6 +86,18 @@ static void report(int sig, siginfo_t *si, void *uc)
         h_second();
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+static jmp_buf inner_jb;
+NI void h_jump(void) { longjmp(inner_jb, 1); }
+
+static void report_inner_jump(int sig, siginfo_t *si, void *uc)
+{
+    if (setjmp(inner_jb) == 0)
+        h_jump();
+    for (int i = 0; i < 100; i++)
+        sink += h_format(i); /* still in the handler: not traced */
+    report(sig, si, uc);
 }
 
 static void install_report(int use_signal)
@@ -374,6 +389,9 @@ int main(int argc, char **argv)
             if (i == 100000)
                 crasher_go = 1;
         }
+    } else if (!strcmp(mode, "inner-longjmp")) {
+        sa.sa_sigaction = report_inner_jump;
+        sigaction(SIGSEGV, &sa, NULL);
     } else if (!strcmp(mode, "query")) {
         return query();
     } else if (!strcmp(mode, "fork")) {
