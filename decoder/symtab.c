@@ -89,6 +89,9 @@ struct symtab {
     size_t nsymaddrs, symaddrs_cap;
     struct smap inlined;     /* "file\1name" -> func id of an inlined function without a symbol */
     struct smap specials;    /* marker name -> func id (sym_special) */
+    struct hmap frames_cache; /* (space << 1 | exact, pc) -> index in fc (sym_frames) */
+    struct sym_frame *fc;     /* cached frames: fc[i] = count, then the frames */
+    size_t nfc, fc_cap;
     char **strs;
     size_t nstrs, strs_cap;
     char *debuginfo_path;
@@ -314,6 +317,8 @@ void sym_free(struct symtab *s)
     sm_free(&s->symnames);
     sm_free(&s->inlined);
     sm_free(&s->specials);
+    hm_free(&s->frames_cache);
+    free(s->fc);
     free(s->symaddrs);
     for (size_t i = 0; i < s->nstrs; i++)
         free(s->strs[i]);
@@ -1025,7 +1030,33 @@ uint32_t sym_special(struct symtab *s, const char *name)
     return id;
 }
 
+static size_t frames_uncached(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out,
+                              size_t max);
+
+/* cached by (space, pc, exact): a deep recursion repeats the same frames */
 size_t sym_frames(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out, size_t max)
+{
+    uint64_t key = (uint64_t)space << 1 | (exact != 0);
+    uint32_t at = hm_get(&s->frames_cache, key, pc);
+    if (at == HMAP_NONE) {
+        struct sym_frame tmp[64];
+        size_t n = frames_uncached(s, space, pc, exact, tmp, 64);
+        s->fc = xgrow(s->fc, &s->fc_cap, s->nfc + n + 1, sizeof *s->fc);
+        at = (uint32_t)s->nfc;
+        s->fc[at].line = (int)n; /* the count, in the first entry */
+        memcpy(&s->fc[at + 1], tmp, n * sizeof *tmp);
+        s->nfc += n + 1;
+        hm_put(&s->frames_cache, key, pc, at);
+    }
+    size_t n = (size_t)s->fc[at].line;
+    if (n > max)
+        n = max;
+    memcpy(out, &s->fc[at + 1], n * sizeof *out);
+    return n;
+}
+
+static size_t frames_uncached(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out,
+                              size_t max)
 {
     uint64_t q = !exact && pc ? pc - 1 : pc;
     if (!max)
