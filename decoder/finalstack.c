@@ -98,7 +98,7 @@ static size_t cycle(const struct fs_frame *f, size_t n, size_t k, size_t *period
 static void frame_line(struct dec *d, const struct fs_frame *f, uint64_t num, struct outbuf *o)
 {
     if (f->flags & FSF_INLINED)
-        ob_printf(o, "    #%-3llu %-18s  ", (unsigned long long)num, "inlined");
+        ob_printf(o, "    #%-3llu %-18s  ", (unsigned long long)num, "[inlined]");
     else
         ob_printf(o, "    #%-3llu 0x%016llx  ", (unsigned long long)num, (unsigned long long)f->pc);
     ob_text(o, sym_func(d->sym, f->func)->name);

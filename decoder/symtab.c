@@ -1033,6 +1033,45 @@ uint32_t sym_special(struct symtab *s, const char *name)
 static size_t frames_uncached(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out,
                               size_t max);
 
+#define MAX_NEST 64
+
+/* the DIEs of code that contain pc, outermost first, below parent: the
+ * subprogram, its lexical blocks and inlined subroutines (namespaces and
+ * types are searched for nested definitions); 1 if pc was found */
+static int concrete_scopes(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out, int *n, int depth)
+{
+    Dwarf_Die child;
+    if (depth > 32 || dwarf_child(parent, &child) != 0)
+        return 0;
+    do {
+        switch (dwarf_tag(&child)) {
+        case DW_TAG_subprogram:
+        case DW_TAG_inlined_subroutine:
+        case DW_TAG_lexical_block:
+        case DW_TAG_entry_point:
+        case DW_TAG_try_block:
+        case DW_TAG_catch_block:
+            if (dwarf_haspc(&child, pc) <= 0)
+                break;
+            if (*n < MAX_NEST)
+                out[(*n)++] = child;
+            concrete_scopes(&child, pc, out, n, depth + 1);
+            return 1;
+        case DW_TAG_namespace:
+        case DW_TAG_class_type:
+        case DW_TAG_structure_type:
+        case DW_TAG_union_type:
+        case DW_TAG_module:
+            if (concrete_scopes(&child, pc, out, n, depth + 1))
+                return 1;
+            break;
+        default:
+            break;
+        }
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return 0;
+}
+
 /* cached by (space, pc, exact): a deep recursion repeats the same frames */
 size_t sym_frames(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out, size_t max)
 {
@@ -1090,6 +1129,18 @@ static size_t frames_uncached(struct symtab *s, int space, uint64_t pc, int exac
         free(scopes);
         scopes = NULL;
         n = dwarf_getscopes_die(&inner, &scopes);
+    } else { /* libdw finds none when the function's abstract origin is in
+              * another CU (LTO): walk the concrete DIEs ourselves */
+        free(scopes);
+        scopes = xrealloc(NULL, MAX_NEST * sizeof *scopes);
+        n = 0;
+        if (!concrete_scopes(cu, vaddr - bias, scopes, &n, 0))
+            n = 0;
+        for (int i = 0; i < n / 2; i++) { /* innermost first */
+            Dwarf_Die t = scopes[i];
+            scopes[i] = scopes[n - 1 - i];
+            scopes[n - 1 - i] = t;
+        }
     }
     size_t k = 0;
     for (int i = 0; i < n && k < max; i++) {

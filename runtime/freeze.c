@@ -14,9 +14,11 @@
  *    and restores it (a memory test) cannot change what the hooks see;
  *  - the runtime's threads (housekeeper, PSI) are parked in a futex wait on
  *    that page (park.S), using no stack and no writable memory until the
- *    thaw; ft_lock() makes any other thread wait for the thaw before it
- *    touches the registry, and the freezer waits (bounded) for threads that
- *    were already inside (ft_busy) to leave.
+ *    thaw; any other thread's registry bookkeeping (thread exit, a new
+ *    thread's record, dlopen, thread names) is skipped meanwhile, never
+ *    waited for -- the handler may be waiting for that thread -- and the
+ *    freezer waits (bounded) for threads that were already inside (ft_busy)
+ *    to leave.
  *
  * The episode ends when the handler returns (unless a fatal signal is then
  * pending with its default action: the process is about to die), leaves by
@@ -162,6 +164,17 @@ void ft_writer_enter(void)
         wait_thaw();
     }
     busy_mine++;
+}
+
+int ft_writer_try(void)
+{
+    __atomic_add_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST);
+    if ((__atomic_load_n(&ft_hot.mode, __ATOMIC_SEQ_CST) & FT_MODE_OFF) && frozen_for((uint32_t)my_tid())) {
+        __atomic_sub_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST);
+        return 0;
+    }
+    busy_mine++;
+    return 1;
 }
 
 void ft_writer_leave(void)

@@ -122,7 +122,8 @@ static inline struct ft_gen *ft_gens(void)
 /* root.c */
 void ft_init(void) FT_HIDDEN;
 int ft_libc_ready(void) FT_HIDDEN;
-void ft_lock(void) FT_HIDDEN;
+int ft_lock(void) FT_HIDDEN;                  /* 0: frozen, skipped (root.c) */
+void ft_lock_wait(void) FT_HIDDEN;
 void ft_unlock(void) FT_HIDDEN;
 uint64_t ft_mono_ns(void) FT_HIDDEN;
 uint64_t ft_real_ns(void) FT_HIDDEN;
@@ -183,9 +184,11 @@ void ft_freeze_leave(int level, uint32_t state) FT_HIDDEN;   /* the handler retu
 void ft_freeze_unwinding(uintptr_t target_sp, uint32_t state) FT_HIDDEN;
 int ft_freeze_active(void) FT_HIDDEN;         /* a handler level is open */
 void ft_freeze_after_fork_child(void) FT_HIDDEN;
-/* writers of registry/modules/generations (ft_lock): wait while tracing is
- * frozen by another thread's fatal signal, and count as busy meanwhile */
+/* writers of registry/modules/generations (ft_lock): count as busy
+ * meanwhile; while tracing is frozen by another thread's fatal signal,
+ * ft_writer_enter waits for the thaw, ft_writer_try returns 0 */
 void ft_writer_enter(void) FT_HIDDEN;
+int ft_writer_try(void) FT_HIDDEN;            /* the same without waiting: 0 if frozen */
 void ft_writer_leave(void) FT_HIDDEN;
 static inline int ft_frozen(void)
 {

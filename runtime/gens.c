@@ -121,9 +121,10 @@ static void *housekeeper(void *arg)
         }
         if (__atomic_load_n(&hk_stop, __ATOMIC_ACQUIRE))
             break;
-        ft_lock();
-        ft_new_generation();
-        ft_unlock();
+        if (ft_lock()) { /* not while a fatal signal froze tracing */
+            ft_new_generation();
+            ft_unlock();
+        }
         /* after a long stall (stopped process), do not catch up */
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);

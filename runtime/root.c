@@ -48,9 +48,22 @@ struct ft_rt ft_rt = { .lock = PTHREAD_MUTEX_INITIALIZER };
 __thread int ft_in_runtime __attribute__((tls_model("initial-exec")));
 struct ft_hot_settings ft_hot __attribute__((aligned(4096))) = { .sample_k = FT_DEFAULT_SAMPLE_K };
 
-/* the registry lock; while tracing is frozen by another thread's fatal
- * signal, waits for the thaw first (freeze.c) */
-void ft_lock(void)
+/* The registry lock.  While tracing is frozen by another thread's fatal
+ * signal (freeze.c) the caller's bookkeeping is skipped, not delayed: the
+ * program's handler may wait for this thread (e.g. join it), so nothing may
+ * block here; returns 0 then (the lock is not taken), else 1. */
+int ft_lock(void)
+{
+    if (!ft_writer_try())
+        return 0;
+    ft_in_runtime++;
+    pthread_mutex_lock(&ft_rt.lock);
+    return 1;
+}
+
+/* the registry lock, waiting for the thaw if tracing is frozen (for
+ * requests that must not be lost: funtrace_enable/disable_tracing) */
+void ft_lock_wait(void)
 {
     ft_writer_enter();
     ft_in_runtime++;

@@ -113,7 +113,7 @@ def gdb_backtraces(exe, core, past_main=False, timeout=300) -> Dict[int, List[Fr
     return out
 
 
-_OUR_FRAME = re.compile(r"^    #(\d+)\s+(?:0x[0-9a-f]+|inlined)\s+(.*?)(?: at (\S+):(\d+))?$")
+_OUR_FRAME = re.compile(r"^    #(\d+)\s+(?:0x[0-9a-f]+|\[inlined\])\s+(.*?)(?: at (\S+):(\d+))?$")
 _OUR_FOLD = re.compile(r"^    \.\.\. #(\d+)\.\.#(\d+): \d+ more frames (?:at the same address|repeating (.*)) \.\.\.$")
 _OUR_CUT = re.compile(r"^    \.\.\. #(\d+)\.\.#(\d+): \d+ frames not kept by the unwinder")
 

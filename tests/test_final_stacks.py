@@ -47,7 +47,7 @@ def test_inlined_callers(compiled, run_crash, tool, mode):
     assert [norm_func(f.func) for f in frames[:4]] == ["poke", "middle", "outer", "main"], frames
     assert (frames[0].file, frames[0].line) == ("fs_inline.c", src_line("fs_inline.c", "/* fault */"))
     lines = thread_block(text, r.pid).splitlines()
-    assert re.match(r"    #0 +inlined +poke at ", lines[lines.index(next(x for x in lines if "#0 " in x))])
+    assert re.match(r"    #0 +\[inlined\] +poke at ", lines[lines.index(next(x for x in lines if "#0 " in x))])
     assert "return missing" not in text
     if mode == "finstr":  # the inlined calls are in the ring: open, like the final stack says
         calls = [x for x in lines if "[still open]" in x]
