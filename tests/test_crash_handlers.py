@@ -111,6 +111,18 @@ def test_longjmp_within_the_handler_keeps_it_frozen(compiled, run_crash, tool):
     assert seq[-1] == ("w_crash", "call") and not [e for e in seq if e[0].startswith("h_")], seq[-6:]
 
 
+def test_handler_that_joins_a_thread(compiled, run_crash, tool):
+    """Like redis's crash report: the handler cancels and joins a traced
+    worker before going on; the worker's exit does not wait for the runtime
+    (tracing is frozen: its bookkeeping is skipped), so the handler finishes
+    and the process dies of its re-raise, with the original fault kept."""
+    prog = compiled("ch_handler.c", "pg")
+    r = run_crash([prog, "join"], timeout=30)
+    assert r.returncode == -signal.SIGSEGV and "worker joined" in r.stderr and "report done" in r.stderr, r.stderr
+    f = the_fault(extract(tool, r))
+    assert f["addr"] == 0x28 and f["flags"] & rawfile.FAULTF_FROZEN
+
+
 def test_second_fault_in_the_handler(compiled, run_crash, tool):
     """The handler faults again (at 0x99): the kernel's core shows that
     second fault, the decoder still reports the first one as the original."""

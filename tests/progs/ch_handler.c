@@ -23,6 +23,9 @@
  *                  thread keeps calling traced functions; report, re-raise
  *   abort          a SIGABRT handler that reports and returns; abort()
  *                  then kills the process
+ *   join           like redis: the handler cancels and joins a worker thread
+ *                  (traced, blocked in read()) before its report; the
+ *                  worker's exit must not wait for the runtime
  *   inner-longjmp  the report handler first setjmps and longjmps within
  *                  itself (the jump does not leave the handler), then
  *                  reports and re-raises
@@ -86,6 +89,15 @@ static void report(int sig, siginfo_t *si, void *uc)
         h_second();
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+static pthread_t joinee;
+static void report_after_join(int sig, siginfo_t *si, void *uc)
+{
+    pthread_cancel(joinee);
+    pthread_join(joinee, NULL);
+    fprintf(stderr, "worker joined\n");
+    report(sig, si, uc);
 }
 
 static jmp_buf inner_jb;
@@ -389,6 +401,13 @@ int main(int argc, char **argv)
             if (i == 100000)
                 crasher_go = 1;
         }
+    } else if (!strcmp(mode, "join")) {
+        if (pipe(sleep_pipe) || pthread_create(&joinee, NULL, sleeper, NULL))
+            return 3;
+        pthread_setname_np(joinee, "joinee");
+        usleep(20000);
+        sa.sa_sigaction = report_after_join;
+        sigaction(SIGSEGV, &sa, NULL);
     } else if (!strcmp(mode, "inner-longjmp")) {
         sa.sa_sigaction = report_inner_jump;
         sigaction(SIGSEGV, &sa, NULL);
