@@ -59,6 +59,20 @@ size_t fs_frames(struct dec *d, const struct ftr_stack *fs, struct fs_frame **ou
             f->line = sf[i].line;
             f->flags = (sf[i].inlined ? FSF_INLINED : 0) | (exact ? FSF_EXACT : 0);
         }
+        /* functions that tail-called this one, between it and its caller */
+        if (k + 1 < fs->npcs && !(cut && k + 1 == fs->h.cut_at) && !d->o.sym.no_symbols) {
+            struct sym_tailcall tc[8];
+            size_t nt = sym_tailcalls(d->sym, space, fs->pcs[k + 1], pc, exact, tc, 8);
+            for (size_t i = 0; i < nt; i++) {
+                struct fs_frame *f = push(&v, &n, &cap);
+                f->phys = k;
+                f->pc = tc[i].pc;
+                f->func = tc[i].func;
+                f->file = tc[i].file;
+                f->line = tc[i].line;
+                f->flags = FSF_TAILCALL;
+            }
+        }
     }
     if (fs->h.flags & FT_STKF_TRUNCATED) {
         struct fs_frame *f = push(&v, &n, &cap);
@@ -97,8 +111,8 @@ static size_t cycle(const struct fs_frame *f, size_t n, size_t k, size_t *period
 
 static void frame_line(struct dec *d, const struct fs_frame *f, uint64_t num, struct outbuf *o)
 {
-    if (f->flags & FSF_INLINED)
-        ob_printf(o, "    #%-3llu %-18s  ", (unsigned long long)num, "[inlined]");
+    if (f->flags & (FSF_INLINED | FSF_TAILCALL))
+        ob_printf(o, "    #%-3llu %-18s  ", (unsigned long long)num, f->flags & FSF_INLINED ? "[inlined]" : "[tail-call]");
     else
         ob_printf(o, "    #%-3llu 0x%016llx  ", (unsigned long long)num, (unsigned long long)f->pc);
     ob_text(o, sym_func(d->sym, f->func)->name);

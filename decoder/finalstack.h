@@ -17,6 +17,8 @@
 #define FSF_CUT 0x4u      /* marker: ncut machine frames left out here */
 #define FSF_OUTER 0x8u    /* marker: unwinding stopped here, outer frames unknown */
 #define FSF_EXACT 0x10u   /* looked up at pc itself (frame 0, or interrupted by a signal) */
+#define FSF_TAILCALL 0x20u /* not on the machine stack: it tail-called the frame inside it
+                              (from the debug info's call sites, as gdb shows it) */
 
 struct fs_frame {
     uint32_t phys;      /* index in the FINSTACK pcs */

@@ -820,8 +820,14 @@ void replay_discover(struct dec *d, struct dthread *th)
     size_t gap = nS; /* S index of the marker of frames the unwinder left out */
     struct gap gp = {nS, 0};
     if (nS) {
-        th->final_funcs = xrealloc(NULL, nS * sizeof *th->final_funcs);
-        Sm = xrealloc(NULL, nS * sizeof *Sm);
+        size_t m = 0; /* tail-call frames are not open frames: they returned (-pg) or never
+                         logged a return; they are only printed (finalstack.c) */
+        for (size_t k = 0; k < nS; k++)
+            if (!(ff[k].flags & FSF_TAILCALL))
+                ff[m++] = ff[k];
+        nS = m;
+        th->final_funcs = xrealloc(NULL, (nS ? nS : 1) * sizeof *th->final_funcs);
+        Sm = xrealloc(NULL, (nS ? nS : 1) * sizeof *Sm);
         for (size_t k = 0; k < nS; k++) {
             const struct fs_frame *f = &ff[nS - 1 - k]; /* innermost first there */
             th->final_funcs[k] = f->func;

@@ -1206,3 +1206,210 @@ int sym_is_sigtramp(struct symtab *s, int space, uint64_t pc)
         return 0;
     return memcmp((const uint8_t *)d->d_buf + a, code, sizeof code) == 0;
 }
+
+/* ---- tail calls: the frames gdb shows that are not on the machine stack -- */
+
+#define TC_DEPTH 6  /* tail calls followed from a call site */
+#define TC_PATHS 4  /* more distinct chains than this: ambiguous anyway */
+
+/* the subprogram DIE of the code at vaddr (outermost concrete scope) */
+static int subprogram_at(struct modfile *f, uint64_t vaddr, Dwarf_Die *out)
+{
+    Dwarf_Addr bias;
+    Dwarf_Die cumem, sc[MAX_NEST];
+    Dwarf_Die *cu = cu_of(f, vaddr, &cumem, &bias);
+    int n = 0;
+    if (!cu || !concrete_scopes(cu, vaddr - bias, sc, &n, 0) || !n)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (dwarf_tag(&sc[i]) == DW_TAG_subprogram) {
+            *out = sc[i];
+            return 1;
+        }
+    return 0;
+}
+
+static int is_call_site(Dwarf_Die *d)
+{
+    int t = dwarf_tag(d);
+    return t == DW_TAG_call_site || t == DW_TAG_GNU_call_site;
+}
+
+static int call_site_return_pc(Dwarf_Die *d, Dwarf_Addr *pc)
+{
+    Dwarf_Attribute a;
+    if (dwarf_attr(d, DW_AT_call_return_pc, &a))
+        return dwarf_formaddr(&a, pc) == 0;
+    return dwarf_attr(d, DW_AT_low_pc, &a) && dwarf_formaddr(&a, pc) == 0; /* DW_TAG_GNU_call_site */
+}
+
+static int call_site_is_tail(Dwarf_Die *d)
+{
+    return dwarf_hasattr(d, DW_AT_call_tail_call) || dwarf_hasattr(d, DW_AT_GNU_tail_call);
+}
+
+/* the entry address (file vaddr) of the function a call site calls; 0 if
+ * unknown (an indirect call) */
+static uint64_t call_site_target(struct symtab *s, int32_t fi, Dwarf_Die *site)
+{
+    Dwarf_Attribute a;
+    Dwarf_Die t;
+    if (!dwarf_attr(site, DW_AT_call_origin, &a) && !dwarf_attr(site, DW_AT_abstract_origin, &a))
+        return 0;
+    if (!dwarf_formref_die(&a, &t))
+        return 0;
+    Dwarf_Addr lo;
+    if (dwarf_lowpc(&t, &lo) == 0)
+        return lo;
+    const char *ln = dwarf_formstring(dwarf_attr_integrate(&t, DW_AT_linkage_name, &a));
+    if (!ln)
+        ln = dwarf_diename(&t);
+    if (!ln)
+        return 0;
+    if (!s->files[fi].syms_indexed)
+        index_symbols(s, fi);
+    char *key;
+    if (asprintf(&key, "%d\1%s", fi, ln) < 0)
+        return 0;
+    uint32_t k = sm_get(&s->symnames, key);
+    free(key);
+    return k == HMAP_NONE ? 0 : s->symaddrs[k];
+}
+
+/* depth-first over the call sites below d (not into nested subprograms) */
+typedef int (*site_fn)(struct symtab *s, int32_t fi, Dwarf_Die *site, void *ctx);
+static int each_call_site(struct symtab *s, int32_t fi, Dwarf_Die *d, site_fn fn, void *ctx, int depth)
+{
+    Dwarf_Die c;
+    if (depth > 32 || dwarf_child(d, &c) != 0)
+        return 0;
+    do {
+        if (is_call_site(&c)) {
+            if (fn(s, fi, &c, ctx))
+                return 1;
+        } else if (dwarf_tag(&c) != DW_TAG_subprogram && dwarf_haschildren(&c)) {
+            if (each_call_site(s, fi, &c, fn, ctx, depth + 1))
+                return 1;
+        }
+    } while (dwarf_siblingof(&c, &c) == 0);
+    return 0;
+}
+
+struct tc_find {
+    uint64_t ret;  /* the call site returning here */
+    Dwarf_Die site;
+    int found;
+};
+
+static int find_site(struct symtab *s, int32_t fi, Dwarf_Die *site, void *ctx)
+{
+    struct tc_find *t = ctx;
+    Dwarf_Addr pc;
+    (void)s;
+    (void)fi;
+    if (call_site_return_pc(site, &pc) && pc == t->ret) {
+        t->site = *site;
+        t->found = 1;
+        return 1;
+    }
+    return 0;
+}
+
+struct tc_search {
+    uint64_t callee;             /* entry of the function to reach */
+    uint64_t fn[TC_DEPTH];       /* the chain being explored: entries ... */
+    uint64_t ret[TC_DEPTH];      /* ... and the return pc of their tail call */
+    int depth;
+    int npaths;
+    uint64_t pfn[TC_DEPTH], pret[TC_DEPTH];
+    int plen;
+    int ambiguous;
+};
+
+static void tc_from(struct symtab *s, int32_t fi, uint64_t entry, struct tc_search *t);
+
+static int tail_site(struct symtab *s, int32_t fi, Dwarf_Die *site, void *ctx)
+{
+    struct tc_search *t = ctx;
+    Dwarf_Addr pc;
+    if (!call_site_is_tail(site) || !call_site_return_pc(site, &pc))
+        return 0;
+    uint64_t target = call_site_target(s, fi, site);
+    if (!target)
+        return 0;
+    t->ret[t->depth - 1] = pc;
+    if (target == t->callee) {
+        if (t->npaths++ == 0) {
+            t->plen = t->depth;
+            memcpy(t->pfn, t->fn, sizeof t->fn);
+            memcpy(t->pret, t->ret, sizeof t->ret);
+        } else if (t->plen != t->depth || memcmp(t->pfn, t->fn, (size_t)t->depth * sizeof *t->fn)) {
+            t->ambiguous = 1;
+        }
+        return t->npaths > TC_PATHS;
+    }
+    for (int i = 0; i < t->depth; i++)
+        if (t->fn[i] == target)
+            return 0; /* a cycle */
+    tc_from(s, fi, target, t);
+    return t->npaths > TC_PATHS;
+}
+
+/* the chains of tail calls from the function at entry to t->callee */
+static void tc_from(struct symtab *s, int32_t fi, uint64_t entry, struct tc_search *t)
+{
+    Dwarf_Die sp;
+    if (t->depth == TC_DEPTH || !subprogram_at(&s->files[fi], entry, &sp))
+        return;
+    t->fn[t->depth++] = entry;
+    each_call_site(s, fi, &sp, tail_site, t, 0);
+    t->depth--;
+}
+
+size_t sym_tailcalls(struct symtab *s, int space, uint64_t ret, uint64_t callee_pc, int callee_exact,
+                     struct sym_tailcall *out, size_t max)
+{
+    if (s->opts.no_symbols || !ret || !callee_pc)
+        return 0;
+    struct modinst *in = resolve(s, space, ret - 1);
+    uint64_t q = callee_exact ? callee_pc : callee_pc - 1;
+    if (!in || resolve(s, space, q) != in || !open_file(s, in->file))
+        return 0; /* a call into another module: through its PLT, never a tail-call chain we can see */
+    struct modfile *f = &s->files[in->file];
+    uint64_t rv, cv;
+    if (!inst_vaddr(s, in, ret, &rv) || !inst_vaddr(s, in, q, &cv))
+        return 0;
+    uint32_t cf = func_at(s, in->file, cv);
+    if (s->funcs[cf].unknown)
+        return 0;
+    uint64_t callee = s->funcs[cf].vaddr;
+    /* the caller's call site returning at ret, and what it calls */
+    Dwarf_Die sp;
+    if (!subprogram_at(f, rv - 1, &sp))
+        return 0;
+    struct tc_find fd = {rv, {0}, 0};
+    each_call_site(s, in->file, &sp, find_site, &fd, 0);
+    if (!fd.found || call_site_is_tail(&fd.site))
+        return 0;
+    uint64_t target = call_site_target(s, in->file, &fd.site);
+    if (!target || target == callee)
+        return 0;
+    struct tc_search t;
+    memset(&t, 0, sizeof t);
+    t.callee = callee;
+    tc_from(s, in->file, target, &t);
+    if (t.npaths != 1 || t.ambiguous) /* gdb shows no tail-call frames it cannot be sure of either */
+        return 0;
+    size_t n = 0;
+    uint64_t bias = ret - rv; /* absolute = file vaddr + bias */
+    for (int i = t.plen; i > 0 && n < max; i--, n++) { /* innermost first */
+        uint64_t r = t.pret[i - 1];
+        out[n].func = func_at(s, in->file, t.pfn[i - 1]);
+        out[n].pc = r + bias;
+        Dwarf_Addr cb;
+        Dwarf_Die cumem;
+        Dwarf_Die *cu = cu_of(f, r - 1, &cumem, &cb);
+        out[n].file = gdb_line(f, cu, cb, r - 1, &out[n].line);
+    }
+    return n;
+}

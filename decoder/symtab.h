@@ -85,6 +85,20 @@ struct sym_frame {
     int inlined;        /* 1: inlined into the next frame out */
 };
 size_t sym_frames(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out, size_t max);
+/* The functions gdb shows between a frame and its caller that are not on
+ * the machine stack: the caller's call (returning at ret) went to h, which
+ * tail-called ... the function holding callee_pc (exact: callee_pc itself,
+ * else callee_pc - 1).  From the DWARF call sites (DW_TAG_call_site with
+ * DW_AT_call_tail_call), followed while the chain is unique, as gdb does.
+ * Innermost first; each at the return address of its tail call. */
+struct sym_tailcall {
+    uint32_t func;
+    uint64_t pc;
+    const char *file;
+    int line;
+};
+size_t sym_tailcalls(struct symtab *s, int space, uint64_t ret, uint64_t callee_pc, int callee_exact,
+                     struct sym_tailcall *out, size_t max);
 /* pc is the rt_sigreturn trampoline a signal handler returns to */
 int sym_is_sigtramp(struct symtab *s, int space, uint64_t pc);
 /* a function id that is only a name, for markers in stacks ("<signal

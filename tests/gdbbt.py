@@ -9,9 +9,11 @@ Reusable by any test that has a kernel core and its raw (coreextract):
 A frame is (function, source file basename, line).  Function names are
 compared without parameters, return types and spaces (gdb prints
 `std::__invoke<void (*)()>`, the decoder the demangled linkage name with its
-signature); gdb's `??` (no symbol) matches the decoder's `lib.so+0xOFF`, and
-names that differ only in leading underscores are one function under two
-aliases (glibc's `clone3`/`__clone3`: gdb and libdwfl pick different ones).
+signature); gdb's `??` (no symbol) matches the decoder's `lib.so+0xOFF`; and
+glibc's aliases of one function are one name (`clone3`/`__clone3`,
+`__GI_kill`/`__kill`, `__libc_sendto`/`sendto`: gdb and libdwfl pick
+different ones of the ELF symbols at one address): leading underscores and
+the `__GI_`/`__libc_` prefixes are not compared.
 gdb's `bt` stops at main (as users see it); the decoder's frames past main
 are not compared.
 """
@@ -67,7 +69,8 @@ def _strip_return_type(name: str) -> str:
 def norm_func(name: str) -> str:
     if name.endswith("operator()()"):
         name = name[:-2]
-    return _strip_return_type(_strip_params(name)).replace(" ", "").lstrip("_")
+    n = _strip_return_type(_strip_params(name)).replace(" ", "")
+    return re.sub(r"^_*(GI_+|libc_+)?", "", n)
 
 
 def _unknown(name: str) -> bool:
@@ -113,7 +116,7 @@ def gdb_backtraces(exe, core, past_main=False, timeout=300) -> Dict[int, List[Fr
     return out
 
 
-_OUR_FRAME = re.compile(r"^    #(\d+)\s+(?:0x[0-9a-f]+|\[inlined\])\s+(.*?)(?: at (\S+):(\d+))?$")
+_OUR_FRAME = re.compile(r"^    #(\d+)\s+(?:0x[0-9a-f]+|\[inlined\]|\[tail-call\])\s+(.*?)(?: at (\S+):(\d+))?$")
 _OUR_FOLD = re.compile(r"^    \.\.\. #(\d+)\.\.#(\d+): \d+ more frames (?:at the same address|repeating (.*)) \.\.\.$")
 _OUR_CUT = re.compile(r"^    \.\.\. #(\d+)\.\.#(\d+): \d+ frames not kept by the unwinder")
 

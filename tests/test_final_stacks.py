@@ -72,6 +72,23 @@ def test_signal_frames(compiled, run_crash, tool, mode):
     assert "libc.so.6+0x" not in thread_block(text, r.pid).split("final stack")[1]
 
 
+@pytest.mark.parametrize("mode", ["pg", "finstr"])
+def test_tail_call_frames(compiled, run_crash, tool, mode):
+    """gdb_tc_outer calls gdb_tc_middle, which tail-calls gdb_tc_fault
+    (-O2, -pg): gdb_tc_middle is not on the machine stack, but gdb shows it,
+    found from the debug info's call sites; so does the final stack
+    ([tail-call]), at the line of the tail call."""
+    prog = compiled("gdb_tailcall.c", mode, extra=["-O2"], tag="O2")
+    r, raw, text = core_and_text(tool, run_crash, prog)
+    problems = compare_final_stacks(prog, r.core, text, r.pid)
+    assert not problems, "\n".join(problems) + "\n" + text
+    block = thread_block(text, r.pid)
+    # (-finstrument-functions: the exit hook after the call leaves no tail call)
+    where = r"\[tail-call\]" if mode == "pg" else r"0x[0-9a-f]+"
+    assert re.search(r"#1 +" + where + r" +gdb_tc_middle at \S*gdb_tailcall\.c:15", block), block
+    assert "return missing" not in block
+
+
 def test_deep_cycle_cut_and_folded(compiled, run_crash, tool):
     """A 1050-frame recursion through a cycle of 7 functions: the unwinder
     keeps its innermost 448 and outermost 64 frames and says how many it left
