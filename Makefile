@@ -42,6 +42,7 @@ INSTALL_LAST :=
 .PHONY: all clean install test test-realprogs
 all: all-targets
 
+-include cli/build.mk
 -include reader/build.mk
 -include runtime/build.mk
 -include wrapper/build.mk
@@ -53,6 +54,7 @@ all: all-targets
 -include gdb/build.mk
 -include examples/build.mk
 -include bench/build.mk
+-include man/build.mk
 
 .PHONY: all-targets
 # SAN=1 builds only the host tools: the runtime (linked into traced programs)

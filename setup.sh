@@ -27,6 +27,9 @@ PACKAGES=(
     libzstd-dev liblz4-dev liblzma-dev zlib1g-dev   # compressed cores / debug sections
     zstd lz4 xz-utils elfutils              # command-line tools used by the tests
     debuginfod libdebuginfod1               # the decoder fetches debug info through libdebuginfod; the tests run a local server
+    protobuf-c-compiler libprotobuf-c-dev   # funtrace-decode --perfetto (protoc-c, protobuf-c)
+    protobuf-compiler                       # protoc: the tests parse --perfetto files with Perfetto's schema
+    help2man                                # the man pages, from each program's --help
     python3-pytest                          # the test suite
     dpkg-dev libevent-dev libssl-dev libexpat1-dev bison flex  # the real-programs tier: apt-get source, memcached, unbound
 )

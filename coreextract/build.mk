@@ -18,11 +18,11 @@ coreextract: $(BIN)/coreextract
 
 $(OBJ)/coreextract/%.o: coreextract/%.c
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_CFLAGS) $(UNW_CFLAGS) -Icoreextract -c -o $@ $<
+	$(CC) $(TOOL_CFLAGS) $(UNW_CFLAGS) -Icoreextract -Icli -c -o $@ $<
 
-$(BIN)/coreextract: $(CE_TOOL_OBJS) $(RD_LIB)
+$(BIN)/coreextract: $(CE_TOOL_OBJS) $(RD_LIB) $(CLI_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_LDFLAGS) -o $@ $(CE_TOOL_OBJS) $(RD_LIB) $(CE_LDLIBS)
+	$(CC) $(TOOL_LDFLAGS) -o $@ $(CE_TOOL_OBJS) $(RD_LIB) $(CLI_LIB) $(CE_LDLIBS)
 
 # libFuzzer: the core parser + root finding + extraction + unwinding, all
 # instrumented by clang (the reader's sources compiled into the harness), over

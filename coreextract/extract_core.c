@@ -1,5 +1,6 @@
 /* extract_core.c -- extract the raw trace from a core file (see extract_core.h) */
 #include "extract_core.h"
+#include "progress.h"
 #include "funtrace_sched.h"
 #include "corefile.h"
 #include "elfinfo.h"
@@ -53,6 +54,20 @@ static int write_stacks(struct core *c, struct ce_maps *maps, const struct ft_re
     ce_unwinder_free(u);
     free(pcs);
     return rc;
+}
+
+/* the raw's writes, counted for the progress line (on a terminal, when
+ * the extraction takes long) */
+struct counted {
+    const struct ft_writer *w;
+    struct progress prog;
+};
+
+static int counted_write(void *ctx, const void *buf, size_t len)
+{
+    struct counted *k = ctx;
+    progress_add(&k->prog, len);
+    return k->w->write(k->w->ctx, buf, len);
 }
 
 /* sched: the tids of the emitted thread records and of the core's threads */
@@ -175,12 +190,16 @@ static int core_extract(const struct ce_core_opts *o, struct ft_sched_pending *s
     struct sched_tids stids = { NULL, 0, 0 };
     si.on_thread = sched_tid;
     si.on_thread_ctx = &stids;
-    int e = ft_raw_emit(&rd, rf.addr, &si, &out.w, &st);
-    if (e == 0 && sched) e = sched_write(sched, &c, &stids, &out.w, &st);
+    struct counted cw = { &out.w, { 0 } };
+    struct ft_writer w = { &cw, counted_write };
+    progress_begin(&cw.prog, "writing the trace", 0);
+    int e = ft_raw_emit(&rd, rf.addr, &si, &w, &st);
+    if (e == 0 && sched) e = sched_write(sched, &c, &stids, &w, &st);
     free(stids.t);
-    if (e == 0 && o->stacks) e = write_stacks(&c, &maps, &rd, &out.w, &st, signalled,
-                                                    o->max_frames ? o->max_frames : CE_MAX_FRAMES) ? -1 : 0;
-    if (e == 0) e = ft_raw_end(&out.w, &st);
+    if (e == 0 && o->stacks) e = write_stacks(&c, &maps, &rd, &w, &st, signalled,
+                                              o->max_frames ? o->max_frames : CE_MAX_FRAMES) ? -1 : 0;
+    if (e == 0) e = ft_raw_end(&w, &st);
+    progress_end(&cw.prog);
     ce_buf_free(&mp);
     maps_free(&maps);
     if (e == -2) { /* cannot happen: root was checked */

@@ -1,4 +1,6 @@
 /* input.c -- plain, stdin and compressed cores (see input.h) */
+#include "cli.h"
+#include "progress.h"
 #include "input.h"
 #include "util.h"
 
@@ -33,6 +35,7 @@ struct src {
     const uint8_t *head;
     size_t head_len, head_pos;
     int eof;
+    struct progress prog; /* on a terminal, for a long copy */
 };
 
 static ssize_t src_read(struct src *s, uint8_t *buf, size_t n)
@@ -74,6 +77,7 @@ static ssize_t in_read(struct src *s, uint8_t *ib, char *err, size_t errlen)
 {
     ssize_t r = src_read(s, ib, IOBUF);
     if (r < 0) snprintf(err, errlen, "read error: %s", strerror(errno));
+    if (r > 0) progress_add(&s->prog, (uint64_t)r);
     return r;
 }
 
@@ -242,6 +246,11 @@ int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errle
         }
     }
     enum fmt f = detect(head, hn);
+    if (cli_input_kind(head, hn) == CLI_IS_RAW) {
+        snprintf(err, errlen, "this is already a raw trace: decode it with funtrace-decode");
+        if (!is_stdin) close(fd);
+        return -1;
+    }
     if (f == F_PLAIN && regular) {
         in->fd = fd;
         return 0;
@@ -260,7 +269,9 @@ int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errle
         if (!is_stdin) close(fd);
         return -1;
     }
-    struct src s = { fd, head, regular ? 0 : hn, 0, 0 };
+    struct src s = { fd, head, regular ? 0 : hn, 0, 0, { 0 } };
+    progress_begin(&s.prog, is_stdin ? "reading the core from stdin" : "decompressing the core",
+                   regular ? (uint64_t)st.st_size : 0);
     uint8_t *ib = ce_xmalloc(IOBUF), *ob = ce_xmalloc(IOBUF);
     int rc;
     switch (f) {
@@ -269,6 +280,7 @@ int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errle
     case F_XZ: rc = unxz(&s, out, ib, ob, &in->truncated, err, errlen); break;
     default: rc = copy_plain(&s, out, ib, err, errlen); break;
     }
+    progress_end(&s.prog);
     free(ib);
     free(ob);
     if (!is_stdin) close(fd);

@@ -1,4 +1,5 @@
 /* main.c -- coreextract's command line */
+#include "cli.h"
 #include "extract_core.h"
 #include "live.h"
 #include "unwind.h"
@@ -11,8 +12,8 @@
 #include <string.h>
 
 static const char usage_text[] =
-"usage: coreextract [options] CORE [EXE]\n"
-"       coreextract [options] --pid PID\n"
+"Usage: coreextract [options] CORE [EXE]\n"
+"  or:  coreextract [options] --pid PID\n"
 "\n"
 "Extract the funtrace trace (raw format, see FORMAT.md) from a core file of a\n"
 "program linked with the funtrace runtime, or from a live process, without gdb.\n"
@@ -33,13 +34,16 @@ static const char usage_text[] =
 "                  have been overwritten while a ring was copied are dropped\n"
 "  -s, --stacks    live mode: also record each thread's stack (stops each thread\n"
 "                  briefly with ptrace)\n"
-"  -S, --no-stacks core mode: do not unwind the threads (no FINSTACK chunks)\n"
-"  --max-frames N  frames kept per stack (8..1048576, default 512): of a deeper\n"
+"  -S, --no-stacks\n"
+"                  core mode: do not unwind the threads (no FINSTACK chunks)\n"
+"      --max-frames N\n"
+"                  frames kept per stack (8..1048576, default 512): of a deeper\n"
 "                  stack the innermost N - N/8 and the outermost N/8 (at most 64)\n"
 "                  are kept and the frames between only counted (the decoder\n"
 "                  says how many); stacks deeper than 1048576 are truncated\n"
 "  -v, --verbose   say what was found and how (root by symbol or scan, counts)\n"
 "  -h, --help      this text\n"
+"  -V, --version   the version of funtrace and of its file formats\n"
 "\n"
 "Exit status:\n"
 "  0  trace extracted\n"
@@ -70,15 +74,16 @@ int main(int argc, char **argv)
         { "output", required_argument, 0, 'o' }, { "pid", required_argument, 0, 'p' },
         { "stacks", no_argument, 0, 's' },       { "no-stacks", no_argument, 0, 'S' },
         { "verbose", no_argument, 0, 'v' },      { "help", no_argument, 0, 'h' },
-        { "max-frames", required_argument, 0, 'F' },
+        { "version", no_argument, 0, 'V' },      { "max-frames", required_argument, 0, 'F' },
         { 0, 0, 0, 0 },
     };
     const char *out = NULL, *pid_s = NULL;
     int stacks = -1;
     long max_frames = 0;
     int ch;
+    cli_init(ce_prog);
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "o:p:sSvh", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":o:p:sSvhV", lo, NULL)) != -1) {
         switch (ch) {
         case 'o': out = optarg; break;
         case 'p': pid_s = optarg; break;
@@ -96,11 +101,9 @@ int main(int argc, char **argv)
             }
             break;
         }
+        case 'V': return cli_version();
         default:
-            if (optopt && strchr("op", optopt))
-                fprintf(stderr, "%s: option -%c needs an argument (try --help)\n", ce_prog, optopt);
-            else
-                fprintf(stderr, "%s: unknown option '%s' (try --help)\n", ce_prog, argv[optind - 1]);
+            cli_bad_option(ch, argv);
             return FT_EXIT_BADINPUT;
         }
     }
@@ -113,7 +116,7 @@ int main(int argc, char **argv)
             return FT_EXIT_BADINPUT;
         }
         if (nargs) {
-            fprintf(stderr, "%s: --pid takes no CORE argument (try --help)\n", ce_prog);
+            cli_usage_error("--pid takes no CORE argument");
             return FT_EXIT_BADINPUT;
         }
         char err[512];
@@ -145,7 +148,7 @@ int main(int argc, char **argv)
         return rc;
     }
     if (nargs < 1 || nargs > 2) {
-        fprintf(stderr, "%s: %s (try --help)\n", ce_prog, nargs < 1 ? "no CORE given" : "too many arguments");
+        cli_usage_error("%s", nargs < 1 ? "no CORE given" : "too many arguments");
         return FT_EXIT_BADINPUT;
     }
     struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0,

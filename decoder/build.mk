@@ -6,15 +6,16 @@
 #                                 stack replay (clang), run for FUZZ_TIME seconds
 #                                 (default 60) on decoder/fuzz/corpus (not in `all`)
 
-DEC_CFLAGS := $(TOOL_CFLAGS) -Idecoder
+DEC_GEN := $(OBJ)/decoder/gen
+DEC_CFLAGS := $(TOOL_CFLAGS) -Idecoder -Icli -I$(DEC_GEN)
 DEC_LDFLAGS := $(TOOL_LDFLAGS)
-DEC_LDLIBS := -ldw -lelf -ldl -lstdc++
+DEC_LDLIBS := -ldw -lelf -ldl -lstdc++ -lprotobuf-c
 
 # raw.c + raw.h: the reusable raw reader
 DEC_LIB_SRCS := raw.c outbuf.c xalloc.c clock.c hmap.c demangle.c symtab.c gencuts.c ringevents.c replay.c json.c \
-                text.c summary.c textfmt.c decode.c \
-                sched_states.c sched_views.c faults.c finalstack.c
-DEC_LIB_OBJS := $(patsubst %.c,$(OBJ)/decoder/%.o,$(DEC_LIB_SRCS))
+                text.c finalstack.c summary.c tracefacts.c textfmt.c viewtee.c textwindow.c timearg.c filter.c outfile.c batchtree.c report.c flamegraph.c perfetto.c outputs.c decwarn.c decode.c \
+                sched_states.c sched_views.c faults.c
+DEC_LIB_OBJS := $(patsubst %.c,$(OBJ)/decoder/%.o,$(DEC_LIB_SRCS)) $(DEC_GEN)/perfetto_subset.pb-c.o
 DEC_BIN := $(BIN)/funtrace-decode
 
 ALL_TARGETS += $(DEC_BIN)
@@ -28,22 +29,32 @@ $(OBJ)/decoder/%.o: decoder/%.c
 	@mkdir -p $(@D)
 	$(CC) $(DEC_CFLAGS) -c -o $@ $<
 
-$(DEC_BIN): $(DEC_LIB_OBJS) $(OBJ)/decoder/main.o
+# --perfetto: the C code for perfetto_subset.proto, made by protoc-c (protobuf-c)
+$(DEC_GEN)/perfetto_subset.pb-c.c $(DEC_GEN)/perfetto_subset.pb-c.h: decoder/perfetto_subset.proto
+	@mkdir -p $(DEC_GEN)
+	protoc-c --proto_path=decoder --c_out=$(DEC_GEN) $<
+$(DEC_GEN)/perfetto_subset.pb-c.o: $(DEC_GEN)/perfetto_subset.pb-c.c
+	$(CC) $(DEC_CFLAGS) -c -o $@ $<
+$(OBJ)/decoder/perfetto.o: $(DEC_GEN)/perfetto_subset.pb-c.h
+
+$(DEC_BIN): $(DEC_LIB_OBJS) $(OBJ)/decoder/main.o $(CLI_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(DEC_LDFLAGS) -o $@ $^ $(DEC_LDLIBS)
 
 # ---- fuzzing (clang libFuzzer + ASan/UBSan) --------------------------------
 DEC_FUZZ_BIN := $(BUILD)/fuzz/decoder-fuzz
 DEC_FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 \
-                  $(CSTD) -Iruntime/include -Idecoder
+                  $(CSTD) -Iruntime/include -Idecoder -Icli -DFT_VERSION='"$(FT_VERSION)"'
 FUZZ_TIME ?= 60
 
-$(DEC_FUZZ_BIN): decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(wildcard decoder/*.h)
+$(DEC_FUZZ_BIN): decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(CLI_SRCS) $(wildcard decoder/*.h cli/*.h) \
+                 $(DEC_GEN)/perfetto_subset.pb-c.c
 	@mkdir -p $(@D)
-	clang $(DEC_FUZZ_FLAGS) -o $@ decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(DEC_LDLIBS)
+	clang $(DEC_FUZZ_FLAGS) -I$(DEC_GEN) -o $@ decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) \
+	    $(DEC_GEN)/perfetto_subset.pb-c.c $(CLI_SRCS) $(DEC_LDLIBS)
 
 fuzz-decoder: $(DEC_FUZZ_BIN)
-	@mkdir -p $(BUILD)/fuzz/decoder-corpus $(BUILD)/fuzz/decoder-artifacts
+	@mkdir -p $(BUILD)/fuzz/decoder-corpus $(BUILD)/fuzz/decoder-artifacts decoder/fuzz/corpus
 	$(DEC_FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
 	    -artifact_prefix=$(BUILD)/fuzz/decoder-artifacts/ \
 	    $(BUILD)/fuzz/decoder-corpus decoder/fuzz/corpus

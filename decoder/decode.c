@@ -6,7 +6,6 @@
 #include "faults.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,24 +14,16 @@
 #include <time.h>
 #include <unistd.h>
 
-int decode_main(struct dec_opts *o);
-
-void dec_warn(struct dec *d, const char *fmt, ...)
-{
-    if (d->o.sym.quiet)
-        return;
-    if (d->nwarn++ >= 40) {
-        if (d->nwarn == 41)
-            fprintf(stderr, "funtrace-decode: (more warnings suppressed)\n");
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("funtrace-decode: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
+#include "cli.h"
+#include "decstate.h"
+#include "gencuts.h"
+#include "replay.h"
+#include "outputs.h"
+#include "textfmt.h"
+#include "textwindow.h"
+#include "tracefacts.h"
+#include "views.h"
+#include "xalloc.h"
 
 static void raw_warn(void *ctx, const char *msg)
 {
@@ -116,38 +107,21 @@ static void build_gens(struct dec *d)
     free(v);
 }
 
-static int64_t local_midnight(int64_t wall_ns)
+/* a core file given instead of a raw trace: say what to run first */
+static int core_hint(const char *input, const struct ftr_src *src)
 {
-    time_t sec = (time_t)(wall_ns / 1000000000);
-    struct tm tm;
-    localtime_r(&sec, &tm);
-    tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-    tm.tm_isdst = -1;
-    return (int64_t)mktime(&tm) * 1000000000;
-}
-
-/* --summary and --text to stdout: 0 or EXIT_OUTPUT */
-static int print_views(struct dec *d)
-{
-    if (!d->o.text && !d->o.summary)
+    if (cli_input_kind(src->head, src->nhead) != CLI_IS_CORE)
         return 0;
-    struct outbuf ob;
-    if (ob_open(&ob, 1, 1 << 16))
-        xalloc_die();
-    if (d->o.summary)
-        summary_print(d, &ob);
-    if (d->o.text) {
-        if (d->o.summary)
-            ob_char(&ob, '\n');
-        text_print(d, &ob);
-    }
-    int err = ob_close(&ob);
-    if (err)
-        fprintf(stderr, "funtrace-decode: cannot write to stdout: %s\n", strerror(err));
-    return err ? EXIT_OUTPUT : 0;
+    if (!strcmp(input, "-"))
+        fprintf(stderr, "funtrace-decode: stdin: this is a core file, not a raw trace: run coreextract CORE > "
+                        "trace.raw first\n");
+    else
+        fprintf(stderr, "funtrace-decode: %s: this is a core file, not a raw trace: run coreextract %s > "
+                        "trace.raw first\n", input, input);
+    return 1;
 }
 
-static int run(struct dec *d)
+static int run(struct dec *d, struct outputs *out)
 {
     struct dec_opts *o = &d->o;
     int fd = !strcmp(o->input, "-") ? 0 : open(o->input, O_RDONLY);
@@ -156,7 +130,10 @@ static int run(struct dec *d)
         fprintf(stderr, "funtrace-decode: cannot open %s: %s\n", o->input, strerror(errno));
         return EXIT_BAD_INPUT;
     }
-    if (ftr_src_fd(&d->src, fd, err, sizeof err)) {
+    int src_err = ftr_src_fd(&d->src, fd, err, sizeof err);
+    if (core_hint(o->input, &d->src))
+        return EXIT_BAD_INPUT;
+    if (src_err) {
         fprintf(stderr, "funtrace-decode: %s: %s\n", o->input, err);
         return EXIT_BAD_INPUT;
     }
@@ -205,7 +182,21 @@ static int run(struct dec *d)
         th->rt = &t->threads[i];
         th->index = (int)i;
         th->crashed = th->rt->tid == d->crash_tid;
+    }
+    if (outputs_resolve_threads(out, d))
+        return EXIT_BAD_INPUT;
+    /* progress (on a terminal, past a second): every replay of the rings */
+    uint64_t items = 0; /* ring bytes */
+    for (size_t i = 0; i < d->nth; i++)
+        items += d->th[i].shown ? d->th[i].rt->n * (d->th[i].rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16) : 0;
+    int whole = outputs_whole_rings(out);
+    progress_begin(&d->prog, o->input, whole ? items * (uint64_t)(1 + outputs_replays(out)) : 0);
+    for (size_t i = 0; i < d->nth; i++) {
+        struct dthread *th = &d->th[i];
         cuts_compute(d, th);
+        /* only the text view: it reads the end of the rings (textwindow.c) */
+        if (!outputs_whole_rings(out))
+            th->lo = tw_lo(th, text_view_wants(out->text, d, th) ? TW_BASE : TW_TINY);
         replay_discover(d, th);
         d->total_events += th->nevents;
     }
@@ -275,9 +266,10 @@ static int run(struct dec *d)
     }
     if (!d->total_events) {
         /* nothing to rebuild: say why, no JSON */
-        int vrc = print_views(d);
+        int vrc = outputs_print_empty(out, d);
         if (!ndamage) {
-            fprintf(stderr, "funtrace-decode: %s: no trace events in the input (%zu threads)\n", o->input, d->nth);
+            progress_end(&d->prog);
+        fprintf(stderr, "funtrace-decode: %s: no trace events in the input (%zu threads)\n", o->input, d->nth);
             return vrc ? vrc : EXIT_NO_TRACE;
         }
         fprintf(stderr, "funtrace-decode: %s: no trace events could be recovered: ", o->input);
@@ -293,48 +285,21 @@ static int run(struct dec *d)
     d->base_ns = fg->start_ns;
     if (fg->synthetic) {
         d->base_ns = INT64_MAX;
-        for (size_t i = 0; i < d->nth; i++)
-            if (d->th[i].nevents && d->th[i].first_ns < d->base_ns)
-                d->base_ns = d->th[i].first_ns;
+        for (size_t i = 0; i < d->nth; i++) {
+            const struct dthread *th = &d->th[i];
+            /* a thread read from the end of its ring: its first event */
+            int64_t f = th->lo && th->has_first ? ft_clock_ns(&fg->clk, th->first_tsc) : th->first_ns;
+            if (th->nevents && f < d->base_ns)
+                d->base_ns = f;
+        }
     }
     d->ts_zero_ns = d->base_ns;
     if (o->wallclock && d->have_wall)
         d->ts_zero_ns = local_midnight(d->base_ns + d->wall_off) - d->wall_off;
 
-    if (o->text)
-        for (size_t i = 0; i < d->nth; i++)
-            d->th[i].ring = xcalloc((size_t)o->ncalls, sizeof(struct trec));
-
-    /* emission, generation by generation */
-    int jerr = o->json_path ? json_begin(d, o->json_path) : 0;
-    if (jerr) {
-        fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", o->json_path, strerror(jerr));
-        return EXIT_OUTPUT;
-    }
-    struct replay **rp = xcalloc(d->nth, sizeof *rp);
-    for (size_t i = 0; i < d->nth; i++)
-        rp[i] = replay_new(d, &d->th[i]);
-    for (size_t gi = 0; gi < d->ngens; gi++)
-        for (size_t i = 0; i < d->nth; i++)
-            replay_gen(rp[i], gi);
-    for (size_t i = 0; i < d->nth; i++)
-        replay_free(rp[i]);
-    free(rp);
-    int out_rc = EXIT_OK;
-    if (o->json_path) {
-        if ((jerr = json_end(d)) != 0) {
-            fprintf(stderr, "funtrace-decode: cannot write %s: %s\n", o->json_path, strerror(jerr));
-            out_rc = EXIT_OUTPUT;
-        } else if (!o->sym.quiet && strcmp(o->json_path, "-")) {
-            uint64_t ns = 0;
-            for (size_t i = 0; i < d->nth; i++)
-                ns += d->th[i].slices;
-            fprintf(stderr, "funtrace-decode: wrote %s: %zu threads, %llu slices\n", o->json_path, d->nth,
-                    (unsigned long long)ns);
-        }
-    }
-    if (print_views(d))
-        out_rc = EXIT_OUTPUT;
+    if (outputs_resolve_times(out, d))
+        return EXIT_BAD_INPUT;
+    int out_rc = outputs_write(out, d);
     if (out_rc)
         return out_rc;
 
@@ -350,7 +315,9 @@ int decode_main(struct dec_opts *o)
     struct dec d;
     memset(&d, 0, sizeof d);
     d.o = *o;
-    int rc = run(&d);
+    struct outputs out;
+    int rc = outputs_open(&out, o) ? EXIT_BAD_INPUT : run(&d, &out);
+    outputs_close(&out);
     /* release (keeps ASan's leak checker meaningful) */
     sym_free(d.sym);
     sched_free(&d);
@@ -364,9 +331,6 @@ int decode_main(struct dec_opts *o)
         free(th->live);
         free(th->modcalls);
         free(th->final_funcs);
-        free(th->ring);
-        free(th->anc);
-        free(th->anc_seq);
     }
     free(d.th);
     free(d.gens);
@@ -375,11 +339,4 @@ int decode_main(struct dec_opts *o)
     if (d.src.fd > 2)
         close(d.src.fd);
     return rc;
-}
-
-int dec_signal_snapshot(const struct ftr_trace *t)
-{
-    int s = t->crash.signo;
-    return t->has_header && t->hdr.source == FT_SRC_SNAPSHOT && t->has_crash && s &&
-           s != SIGSEGV && s != SIGBUS && s != SIGFPE && s != SIGILL && s != SIGABRT;
 }

@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "faults.h"
+#include "symtab.h"
+#include "textfmt.h"
+#include "tracefacts.h"
 
 const struct ft_fault *dec_original_fault(const struct ftr_trace *t)
 {
@@ -264,31 +267,37 @@ void faults_print_thread(struct dec *d, const struct dthread *th, int64_t lo_ns,
     }
 }
 
-void faults_json(struct dec *d)
+void faults_instants(struct dec *d, struct dthread *th, struct view *out, int64_t lo_ns, int64_t hi_ns)
 {
     const struct ftr_trace *t = &d->t;
+    if (!out || !out->ops->instant)
+        return;
     for (uint32_t i = 0; i < t->nfaults; i++) {
         const struct ft_fault *f = &t->faults[i];
-        struct dthread *th = NULL;
-        for (size_t k = 0; k < d->nth && !th; k++)
-            if (d->th[k].rt->tid == f->tid)
-                th = &d->th[k];
-        if (!th)
+        int64_t ns = dec_tsc_ns(d, f->tsc);
+        if (f->tid != th->rt->tid || ns < lo_ns || ns >= hi_ns)
             continue;
         static const char *const state[] = {"free", "active", "handler returned", "handler left with longjmp",
                                             "exception caught outside the handler"};
-        char name[96], args[512];
+        char name[96], addr[32], pc[32];
         snprintf(name, sizeof name, "%s %s", sig_name(f->signo),
                  f->state == FT_FAULT_ACTIVE ? "(the original fault)" : "(recovered)");
-        snprintf(args, sizeof args,
-                 "{\"signal\":%d,\"signal_name\":\"%s\",\"si_code\":%d,\"fault_address\":\"0x%llx\",\"pc\":\"0x%llx\","
-                 "\"thread\":%u,\"sender_pid\":%u,\"outcome\":\"%s\",\"tracing_frozen\":%s,\"handler_ns\":%lld,"
-                 "\"nested_signals\":%u,\"episode\":%llu}",
-                 f->signo, sig_name(f->signo), f->si_code, (unsigned long long)f->addr, (unsigned long long)f->pc,
-                 f->tid, f->sender_pid, f->state < 5 ? state[f->state] : "?",
-                 f->flags & FT_FAULTF_FROZEN ? "true" : "false",
-                 f->end_tsc ? (long long)(dec_tsc_ns(d, f->end_tsc) - dec_tsc_ns(d, f->tsc)) : -1LL, f->nested,
-                 (unsigned long long)f->seq);
-        json_instant_thread(d, th, dec_tsc_ns(d, f->tsc), name, args);
+        snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)f->addr);
+        snprintf(pc, sizeof pc, "0x%llx", (unsigned long long)f->pc);
+        struct view_arg args[] = {
+            {"signal", NULL, f->signo},
+            {"signal_name", sig_name(f->signo), 0},
+            {"si_code", NULL, f->si_code},
+            {"fault_address", addr, 0},
+            {"pc", pc, 0},
+            {"thread", NULL, f->tid},
+            {"sender_pid", NULL, f->sender_pid},
+            {"outcome", f->state < 5 ? state[f->state] : "?", 0},
+            {"tracing_frozen", NULL, (f->flags & FT_FAULTF_FROZEN) != 0},
+            {"handler_ns", NULL, f->end_tsc ? dec_tsc_ns(d, f->end_tsc) - ns : -1},
+            {"nested_signals", NULL, f->nested},
+            {"episode", NULL, (int64_t)f->seq},
+        };
+        out->ops->instant(out, d, th, ns, name, args, sizeof args / sizeof args[0]);
     }
 }

@@ -7,7 +7,9 @@
 #ifndef FT_DECODER_FAULTS_H
 #define FT_DECODER_FAULTS_H
 
-#include "decode.h"
+#include "decstate.h"
+#include "outbuf.h"
+#include "view.h"
 
 /* the episode the process died in (state ACTIVE, the newest one), or NULL */
 const struct ft_fault *dec_original_fault(const struct ftr_trace *t);
@@ -24,7 +26,8 @@ void faults_print_after(struct dec *d, struct outbuf *o, const char *indent);
 /* --text: the episodes of thread th whose time is in [lo_ns, hi_ns), as
  * timeline lines */
 void faults_print_thread(struct dec *d, const struct dthread *th, int64_t lo_ns, int64_t hi_ns, struct outbuf *o);
-/* JSON: every episode as an instant on its thread */
-void faults_json(struct dec *d);
+/* the views with instants (JSON, Perfetto): the episodes of thread th whose
+ * time is in [lo_ns, hi_ns) (the replay calls this per generation) */
+void faults_instants(struct dec *d, struct dthread *th, struct view *out, int64_t lo_ns, int64_t hi_ns);
 
 #endif

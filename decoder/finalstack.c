@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "finalstack.h"
+#include "xalloc.h"
 
 #define MAX_INLINE 64 /* inlined callers of one machine frame */
 
@@ -124,7 +125,7 @@ static void frame_line(struct dec *d, const struct fs_frame *f, uint64_t num, st
     ob_char(o, '\n');
 }
 
-void fs_print(struct dec *d, const struct ftr_stack *fs, struct outbuf *o)
+void final_stack_print(struct dec *d, const struct ftr_stack *fs, struct outbuf *o)
 {
     static const char *unw[] = {"?", "libunwind", "gdb", "ptrace"};
     struct fs_frame *f;

@@ -10,7 +10,8 @@
 #ifndef FT_DECODER_FINALSTACK_H
 #define FT_DECODER_FINALSTACK_H
 
-#include "decode.h"
+#include "decstate.h"
+#include "outbuf.h"
 
 #define FSF_INLINED 0x1u  /* inlined into the next frame out (same machine frame) */
 #define FSF_SIGTRAMP 0x2u /* the signal trampoline: "<signal handler called>" */
@@ -36,6 +37,6 @@ size_t fs_frames(struct dec *d, const struct ftr_stack *fs, struct fs_frame **ou
 /* --text: "  final stack (...):" and its frames, cycles of up to FS_MAX_PERIOD
  * frames folded */
 #define FS_MAX_PERIOD 16
-void fs_print(struct dec *d, const struct ftr_stack *fs, struct outbuf *o);
+void final_stack_print(struct dec *d, const struct ftr_stack *fs, struct outbuf *o);
 
 #endif

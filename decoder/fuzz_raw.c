@@ -1,7 +1,8 @@
 /*
  * fuzz_raw.c -- libFuzzer harness: the raw parser (every sample of the
  * input, every ring read back) and the whole decoding pipeline without
- * symbols (cuts, discovery, replay, JSON, text and summary into /dev/null).
+ * symbols (cuts, discovery, replay, every view into /dev/null, with filters on
+ * every other input).
  *
  *   make fuzz-decoder [FUZZ_TIME=60]       (clang; seeds: decoder/fuzz/corpus)
  */
@@ -16,8 +17,6 @@
 
 #include "decode.h"
 #include "raw.h"
-
-int decode_main(struct dec_opts *o);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -69,8 +68,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&o, 0, sizeof o);
     o.input = path;
     o.json_path = "/dev/null";
+    o.perfetto_path = "/dev/null";
+    o.flame_path = "/dev/null";
     o.text = 1;
     o.summary = 1;
+    o.report = 1;
+    /* the filters, on every other input */
+    if (size & 1) {
+        o.depth = 3;
+        o.min_dur = 2;
+        o.since.kind = TA_FROM_END;
+        o.since.ns = -1000000;
+    }
     o.ncalls = 8;
     o.sample = -1;
     o.no_source = 1;

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "gencuts.h"
+#include "ringevents.h"
+#include "xalloc.h"
 
 #define NONE UINT64_MAX
 

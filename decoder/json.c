@@ -22,86 +22,28 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "decode.h"
-#include "faults.h"
+#include "decstate.h"
+#include "outbuf.h"
+#include "outfile.h"
+#include "textfmt.h"
+#include "tracefacts.h"
+#include "views.h"
+#include "xalloc.h"
 
-static struct {
+struct json_view {
+    struct view v;
     struct outbuf o;
-    int open;
     int64_t base;
     char **prefix; /* per thread: {"ph":"X","pid":P,"tid":T,"ts": */
     size_t *prefix_len;
-    char *final;   /* the file asked for (symlinks resolved) */
-    char *tmp;     /* FINAL.tmp.PID being written, renamed on success; NULL:
-                      written in place (stdout, a device, a pipe) */
-} J;
+    uint64_t nslices;
+    struct outfile file;
+};
 
-/* a half-written JSON is never left behind: not on a write error, not when
- * the decoder exits early (out of memory) or is interrupted */
-static volatile sig_atomic_t tmp_live;
-static const char *volatile tmp_path;
-
-static void drop_tmp(void)
-{
-    if (tmp_live) {
-        tmp_live = 0;
-        unlink(tmp_path);
-    }
-}
-
-static void on_fatal_signal(int sig)
-{
-    drop_tmp();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static int open_output(const char *path)
-{
-    if (!strcmp(path, "-"))
-        return dup(1);
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return open(path, O_WRONLY); /* /dev/null, a FIFO, a terminal */
-    J.final = NULL;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-        J.final = realpath(path, NULL); /* replace the file, not the link */
-    if (!J.final)
-        J.final = xstrdup(path);
-    if (asprintf(&J.tmp, "%s.tmp.%ld", J.final, (long)getpid()) < 0)
-        xalloc_die();
-    int fd = open(J.tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        int e = errno;
-        free(J.tmp);
-        free(J.final);
-        J.tmp = J.final = NULL;
-        errno = e;
-        return -1;
-    }
-    static int hooked;
-    if (!hooked) {
-        hooked = 1;
-        atexit(drop_tmp);
-        static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-            if (signal(sigs[i], on_fatal_signal) == SIG_IGN)
-                signal(sigs[i], SIG_IGN);
-    }
-    tmp_path = J.tmp;
-    tmp_live = 1;
-    return fd;
-}
-
-static void ts(struct outbuf *o, int64_t ns)
-{
-    ob_us3(o, ns - J.base);
-}
-
-static void meta(struct dec *d, const char *what, uint64_t tid, const char *key, const char *sval, long ival,
+static void meta(struct json_view *J, struct dec *d, const char *what, uint64_t tid, const char *key, const char *sval, long ival,
                  const char *tail)
 {
-    struct outbuf *o = &J.o;
+    struct outbuf *o = &J->o;
     ob_str(o, "{\"ph\":\"M\",\"pid\":");
     ob_u64(o, d->pid);
     ob_str(o, ",\"tid\":");
@@ -119,9 +61,10 @@ static void meta(struct dec *d, const char *what, uint64_t tid, const char *key,
     ob_str(o, tail);
 }
 
-static void instant(struct dec *d, uint64_t tid, char scope, int64_t ns, const char *name, const char *args)
+static void instant(struct json_view *J, struct dec *d, uint64_t tid, char scope, int64_t ns, const char *name,
+                    const struct view_arg *args, size_t nargs)
 {
-    struct outbuf *o = &J.o;
+    struct outbuf *o = &J->o;
     ob_str(o, "{\"ph\":\"i\",\"s\":\"");
     ob_char(o, scope);
     ob_str(o, "\",\"pid\":");
@@ -129,88 +72,98 @@ static void instant(struct dec *d, uint64_t tid, char scope, int64_t ns, const c
     ob_str(o, ",\"tid\":");
     ob_u64(o, tid);
     ob_str(o, ",\"ts\":");
-    ts(o, ns);
+    ob_us3(o, ns - J->base);
     ob_str(o, ",\"name\":");
     ob_json_str(o, name, strlen(name));
-    if (args) {
-        ob_str(o, ",\"args\":");
-        ob_str(o, args);
+    if (nargs) {
+        ob_str(o, ",\"args\":{");
+        for (size_t i = 0; i < nargs; i++) {
+            if (i)
+                ob_char(o, ',');
+            ob_json_str(o, args[i].key, strlen(args[i].key));
+            ob_char(o, ':');
+            if (args[i].str)
+                ob_json_str(o, args[i].str, strlen(args[i].str));
+            else
+                ob_i64(o, args[i].num);
+        }
+        ob_char(o, '}');
     }
     ob_str(o, "},\n");
 }
 
-void json_instant_thread(struct dec *d, struct dthread *th, int64_t ns, const char *name, const char *args)
+static void j_instant(struct view *v, struct dec *d, struct dthread *th, int64_t ns, const char *name,
+                      const struct view_arg *args, size_t nargs)
 {
-    if (J.open)
-        instant(d, th->rt->tid, 't', ns, name, args);
+    instant((struct json_view *)v, d, th->rt->tid, 't', ns, name, args, nargs);
 }
 
 static const char *thread_label(struct dec *d, struct dthread *th, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s%s", th->rt->name[0] ? th->rt->name : "thread",
-             th->rt->tid != d->crash_tid ? "" : dec_signal_snapshot(&d->t) ? " [signaled]" : " [crashed]");
+    snprintf(buf, n, "%s%s", th->rt->name[0] ? th->rt->name : "thread", dec_thread_mark(d, th->rt->tid));
     return buf;
 }
 
-int json_begin(struct dec *d, const char *path)
+static int j_begin(struct view *v, struct dec *d)
 {
-    int fd = open_output(path);
-    if (fd < 0)
-        return errno ? errno : EIO;
-    if (ob_open(&J.o, fd, 4u << 20))
+    struct json_view *J = (struct json_view *)v;
+    int err = outfile_open(&J->file, v->path);
+    if (err)
+        return err;
+    if (ob_open(&J->o, J->file.fd, 4u << 20))
         xalloc_die();
-    J.open = 1;
-    J.base = d->ts_zero_ns;
-    struct outbuf *o = &J.o;
+    J->base = d->ts_zero_ns;
+    struct outbuf *o = &J->o;
     ob_str(o, "{\"traceEvents\":[\n");
     char buf[128];
-    meta(d, "process_name", d->pid, "name", d->t.cmdline[0] ? d->t.cmdline : "traced process", 0, ",\n");
-    J.prefix = xcalloc(d->nth, sizeof *J.prefix);
-    J.prefix_len = xcalloc(d->nth, sizeof *J.prefix_len);
+    meta(J, d, "process_name", d->pid, "name", d->t.cmdline[0] ? d->t.cmdline : "traced process", 0, ",\n");
+    J->prefix = xcalloc(d->nth, sizeof *J->prefix);
+    J->prefix_len = xcalloc(d->nth, sizeof *J->prefix_len);
     for (size_t i = 0; i < d->nth; i++) {
         struct dthread *th = &d->th[i];
-        meta(d, "thread_name", th->rt->tid, "name", thread_label(d, th, buf, sizeof buf), 0, ",\n");
-        meta(d, "thread_sort_index", th->rt->tid, "sort_index", NULL, th->rt->tid == d->crash_tid ? -1 : (long)i, ",\n");
+        if (!th->shown)
+            continue;
+        meta(J, d, "thread_name", th->rt->tid, "name", thread_label(d, th, buf, sizeof buf), 0, ",\n");
+        meta(J, d, "thread_sort_index", th->rt->tid, "sort_index", NULL, th->rt->tid == d->crash_tid ? -1 : (long)i, ",\n");
         char *p;
         int n = asprintf(&p, "{\"ph\":\"X\",\"pid\":%llu,\"tid\":%llu,\"ts\":", (unsigned long long)d->pid,
                          (unsigned long long)th->rt->tid);
         if (n < 0)
             xalloc_die();
-        J.prefix[i] = p;
-        J.prefix_len[i] = (size_t)n;
+        J->prefix[i] = p;
+        J->prefix_len[i] = (size_t)n;
     }
     /* generation boundaries */
     for (size_t gi = 0; gi < d->ngens; gi++) {
         const struct dgen *g = &d->gens[gi];
         if (!g->emit || g->synthetic)
             continue;
-        char name[64], args[256];
+        char name[64];
         snprintf(name, sizeof name, "generation %llu", (unsigned long long)g->gen);
         char wall[64] = "";
         if (d->have_wall)
             fmt_wall(wall, sizeof wall, g->start_ns + g->wall_off, 1);
-        snprintf(args, sizeof args, "{\"gen\":%llu,\"wallclock\":\"%s\",\"threads_incomplete\":%u}",
-                 (unsigned long long)g->gen, wall, g->nthreads_incomplete);
-        instant(d, 0, 'g', g->start_ns, name, args);
+        struct view_arg args[] = {
+            {"gen", NULL, (int64_t)g->gen},
+            {"wallclock", wall, 0},
+            {"threads_incomplete", NULL, g->nthreads_incomplete},
+        };
+        instant(J, d, 0, 'g', g->start_ns, name, args, 3);
     }
     /* the crash */
     if (d->t.has_crash && d->t.crash.signo) {
-        char name[96], args[256];
+        char name[96], addr[32];
         const struct ft_raw_crash *c = &d->t.crash;
         snprintf(name, sizeof name, "%s at 0x%llx", sig_name(c->signo), (unsigned long long)c->addr);
-        snprintf(args, sizeof args,
-                 "{\"signal\":%d,\"signal_name\":\"%s\",\"si_code\":%d,\"fault_address\":\"0x%llx\","
-                 "\"thread\":%u,\"sender_pid\":%u}",
-                 c->signo, sig_name(c->signo), c->si_code, (unsigned long long)c->addr, c->tid, c->sender_pid);
-        instant(d, c->tid ? c->tid : d->pid, 't', d->end_ns, name, args);
+        snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)c->addr);
+        struct view_arg args[] = {
+            {"signal", NULL, c->signo},   {"signal_name", sig_name(c->signo), 0},
+            {"si_code", NULL, c->si_code}, {"fault_address", addr, 0},
+            {"thread", NULL, c->tid},      {"sender_pid", NULL, c->sender_pid},
+        };
+        instant(J, d, c->tid ? c->tid : d->pid, 't', d->end_ns, name, args, 6);
     }
-    faults_json(d); /* fatal-signal episodes: the original fault, recoveries */
     return 0;
-}
-
-static int thread_index(struct dec *d, struct dthread *th)
-{
-    return (int)(th - d->th);
 }
 
 static void flag_args(struct outbuf *o, unsigned f, int64_t ub)
@@ -226,6 +179,8 @@ static void flag_args(struct outbuf *o, unsigned f, int64_t ub)
         {SL_UNWOUND, "\"unwound_by_exception\":true"},
         {SL_START_UNK, "\"started_before_ring\":true"},
         {SL_UNMEASURED, "\"measured\":false"},
+        {SL_CUT_START, "\"clipped_by_since\":true"},
+        {SL_CUT_END, "\"clipped_by_until\":true"},
     };
     int first = 1;
     ob_str(o, ",\"args\":{");
@@ -242,12 +197,15 @@ static void flag_args(struct outbuf *o, unsigned f, int64_t ub)
     ob_char(o, '}');
 }
 
-void json_slices(struct dec *d, struct dthread *th, const struct slice *s, size_t n)
+static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)
 {
-    struct outbuf *o = &J.o;
-    int ti = thread_index(d, th);
-    const char *pre = J.prefix[ti];
-    size_t pl = J.prefix_len[ti];
+    struct json_view *J = (struct json_view *)v;
+    struct outbuf *o = &J->o;
+    int ti = th->index;
+    (void)gi;
+    J->nslices += n;
+    const char *pre = J->prefix[ti];
+    size_t pl = J->prefix_len[ti];
     for (size_t i = 0; i < n; i++) {
         struct func *fn = sym_func(d->sym, s[i].func);
         fn->used = 1;
@@ -255,7 +213,7 @@ void json_slices(struct dec *d, struct dthread *th, const struct slice *s, size_
         char *p = ob_reserve(o, pl + jl + 96);
         memcpy(p, pre, pl);
         p += pl;
-        p += fmt_us3(p, s[i].start - J.base);
+        p += fmt_us3(p, s[i].start - J->base);
         memcpy(p, ",\"dur\":", 7);
         p += 7;
         p += fmt_us3(p, s[i].end - s[i].start);
@@ -274,9 +232,9 @@ void json_slices(struct dec *d, struct dthread *th, const struct slice *s, size_
 }
 
 /* viztracer's file_info: sources of the functions in the output */
-static void file_info(struct dec *d)
+static void file_info(struct json_view *J, struct dec *d)
 {
-    struct outbuf *o = &J.o;
+    struct outbuf *o = &J->o;
     struct smap done = {0};
     uint32_t nf = sym_nfuncs(d->sym);
     ob_str(o, "\"file_info\":{\"files\":{");
@@ -342,11 +300,12 @@ static void file_info(struct dec *d)
     sm_free(&jdone);
 }
 
-int json_end(struct dec *d)
+static int j_end(struct view *v, struct dec *d)
 {
-    struct outbuf *o = &J.o;
+    struct json_view *J = (struct json_view *)v;
+    struct outbuf *o = &J->o;
     /* every event ends with ",\n": close the list with one without it */
-    meta(d, "process_labels", d->pid, "labels", "funtrace", 0, "");
+    meta(J, d, "process_labels", d->pid, "labels", "funtrace", 0, "");
     ob_str(o, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"producer\":\"funtrace-decode\"");
     if (d->have_wall) {
         char wall[64];
@@ -357,27 +316,35 @@ int json_end(struct dec *d)
     ob_str(o, ",\"ts_zero_ns\":");
     ob_i64(o, d->ts_zero_ns);
     ob_str(o, "},\n\"viztracer_metadata\":{\"version\":\"0.16.3\",\"overflow\":false,\"producer\":\"funtrace-decode\"},\n");
-    sched_json(d, o, J.base); /* "systemTraceEvents": scheduling states (sched_views.c) */
-    file_info(d);
+    sched_json(d, o, J->base); /* "systemTraceEvents": scheduling states (sched_views.c) */
+    file_info(J, d);
     ob_str(o, "}\n");
     for (size_t i = 0; i < d->nth; i++)
-        free(J.prefix[i]);
-    free(J.prefix);
-    free(J.prefix_len);
-    J.open = 0;
-    int err = ob_close(o);
-    if (close(o->fd) != 0 && !err)
-        err = errno;
-    if (J.tmp) {
-        if (!err && rename(J.tmp, J.final) == 0)
-            tmp_live = 0;
-        else if (!err)
-            err = errno;
-        drop_tmp();
-        free(J.tmp);
-        J.tmp = NULL;
-    }
-    free(J.final);
-    J.final = NULL;
-    return err;
+        free(J->prefix[i]);
+    free(J->prefix);
+    free(J->prefix_len);
+    return outfile_close(&J->file, ob_close(o));
+}
+
+static void j_destroy(struct view *v)
+{
+    free(v);
+}
+
+static const struct view_ops json_ops = {
+    .begin = j_begin, .slices = j_slices, .instant = j_instant, .end = j_end, .destroy = j_destroy,
+};
+
+struct view *json_view_new(const char *path)
+{
+    struct json_view *J = xcalloc(1, sizeof *J);
+    J->v.ops = &json_ops;
+    J->v.kind = VIEW_PIECES;
+    J->v.path = path;
+    return &J->v;
+}
+
+uint64_t json_view_slices(const struct view *v)
+{
+    return ((const struct json_view *)v)->nslices;
 }

@@ -40,6 +40,8 @@ int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
     if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
         s->fd = fd;
         s->size = (uint64_t)st.st_size;
+        ssize_t r = pread(fd, s->head, sizeof s->head, 0);
+        s->nhead = r > 0 ? (size_t)r : 0;
         return 0;
     }
     /* a pipe: spool it into an unlinked temporary file */
@@ -66,6 +68,10 @@ int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
         }
         if (r == 0)
             break;
+        if (total == 0) {
+            s->nhead = (size_t)r < sizeof s->head ? (size_t)r : sizeof s->head;
+            memcpy(s->head, buf, s->nhead);
+        }
         if (total == 0 && !magic_ok(buf, (size_t)r)) {
             /* not a raw file: say so now instead of spooling the rest (an
              * endless input like /dev/zero would never end) */

@@ -23,6 +23,8 @@ struct ftr_src {
     int fd;             /* -1: memory source */
     const uint8_t *mem;
     uint64_t size;
+    uint8_t head[32];   /* ftr_src_fd: the input's first bytes (to say what it is) */
+    size_t nhead;
 };
 
 /* Use fd as the source.  A non-seekable fd (pipe) is first copied to an

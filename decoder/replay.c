@@ -52,10 +52,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "gencuts.h"
+#include "replay.h"
+#include "ringevents.h"
+#include "xalloc.h"
+#include "faults.h"
 #include "finalstack.h"
 
 #define NONE UINT64_MAX
+#define PROGRESS_CHUNK (1u << 20) /* ring items */
 #define FR_ROT 1u   /* bit-61 call */
 #define FR_PRE 2u   /* open at the ring start */
 #define FR_EXACT 4u /* start time measured */
@@ -73,9 +78,12 @@ struct frame {
     int64_t mlo;       /* measured: the earliest it can have started */
     uint64_t addr;     /* the call's address */
     uint64_t call_idx; /* NONE: open at the ring start */
-    int64_t slice;     /* index into the generation's slices, -1 */
-    uint64_t text;     /* text ring seq + 1, 0 = none */
+    int64_t slice;     /* index into the batch's slices, -1 */
+    uint32_t cell;     /* VIEW_PIECES: its index among the calls that span a
+                          generation boundary (NONE32: none) */
 };
+
+#define NONE32 UINT32_MAX
 
 struct replay {
     struct dec *d;
@@ -83,6 +91,15 @@ struct replay {
     int discovery;
     int lazy; /* the liveness pass: unmatched catches pop nothing */
     int first_pass; /* the first discovery pass: collects th->modcalls */
+    struct view *out; /* emission: where the slices go (NULL: discovery) */
+    int calls;        /* out is a VIEW_CALLS view: whole calls, measured times */
+    /* the ends of the calls that span a generation boundary, in the order
+     * they are met: measured by a first replay without output
+     * (replay_measure), used by the second to give the pieces their whole
+     * call's duration */
+    int measuring;
+    int64_t *cells;
+    size_t ncells, cellcap, ncells_known;
     struct frame *stk;
     size_t n, cap;
     int64_t last_ns, prev_ns;
@@ -123,6 +140,7 @@ void replay_free(struct replay *r)
 {
     if (!r)
         return;
+    free(r->cells);
     free(r->stk);
     free(r->pre);
     free(r->sl);
@@ -131,64 +149,43 @@ void replay_free(struct replay *r)
 
 /* ---- frames, slices and text records ------------------------------------ */
 
-/* The oldest call in the text ring moves from seq f (*old, about to be
- * overwritten) to f + 1 (at depth nd): the frames enclosing f + 1 are those
- * enclosing f up to depth nd, plus f itself if f + 1 is its child (text
- * records are made in stack order: consecutive records never skip a depth). */
-static void anc_advance(struct dthread *th, const struct trec *old, uint64_t f, uint16_t nd)
+static struct slice *new_slice(struct replay *r)
 {
-    if (th->nanc > nd)
-        th->nanc = nd;
-    if (old->depth < nd && th->nanc == old->depth) {
-        if (th->nanc == th->anccap) {
-            th->anccap = th->anccap ? th->anccap * 2 : 64;
-            th->anc = xrealloc(th->anc, th->anccap * sizeof *th->anc);
-            th->anc_seq = xrealloc(th->anc_seq, th->anccap * sizeof *th->anc_seq);
-        }
-        th->anc[th->nanc] = *old;
-        th->anc_seq[th->nanc++] = f;
+    if (r->nsl == r->slcap) {
+        r->slcap = r->slcap ? r->slcap * 2 : 4096;
+        r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
     }
+    return &r->sl[r->nsl];
 }
 
+/* a frame enters the output: VIEW_PIECES opens a piece in every generation
+ * shown (clipped to the generation's start), VIEW_CALLS one slice per call
+ * in measured times */
 static void open_out(struct replay *r, struct frame *fr)
 {
+    if (r->calls && fr->slice >= 0)
+        return; /* already in this replay's batch */
     fr->slice = -1;
     if (!r->emitting)
         return;
-    struct dec *d = r->d;
     uint16_t depth = (uint16_t)(fr - r->stk > 65535 ? 65535 : fr - r->stk);
-    if (d->o.json_path) {
-        if (r->nsl == r->slcap) {
-            r->slcap = r->slcap ? r->slcap * 2 : 4096;
-            r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
-        }
-        struct slice *s = &r->sl[r->nsl];
-        s->func = fr->func;
-        s->depth = depth;
-        s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
+    struct slice *s = new_slice(r);
+    s->func = fr->func;
+    s->depth = depth;
+    s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
+    s->ub = 0;
+    s->cdur = -1;
+    if (r->calls) {
+        s->start = fr->mstart;
+    } else {
         s->start = fr->start;
         if (s->start < r->gstart) {
             s->start = r->gstart;
             s->flags |= SL_FROM_PREV;
         }
-        s->end = s->start;
-        s->ub = 0;
-        fr->slice = (int64_t)r->nsl++;
     }
-    if (d->o.text && !fr->text && r->th->ring) {
-        uint64_t N = (uint64_t)d->o.ncalls;
-        uint64_t seq = r->th->ring_seq++;
-        struct trec *t = &r->th->ring[seq % N], old = *t;
-        if (seq >= N)
-            anc_advance(r->th, &old, seq - N, seq + 1 - N == seq ? depth : r->th->ring[(seq + 1) % N].depth);
-        t->func = fr->func;
-        t->depth = depth;
-        t->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
-        t->start = fr->mstart;
-        t->end = fr->mstart;
-        t->ub = 0;
-        fr->text = seq + 1;
-    }
+    s->end = s->start;
+    fr->slice = (int64_t)r->nsl++;
 }
 
 /* end_q: the end event's EV_* quality, mhi: the latest it can have been
@@ -199,37 +196,24 @@ static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t m
                       int end_q, int64_t mhi)
 {
     struct dec *d = r->d;
+    if (fr->slice < 0)
+        return;
     if (end < fr->start)
         end = fr->start;
     unsigned unm = d->sampled && (!(fr->flags & FR_EXACT) || end_q != EV_EXACT) ? SL_UNMEASURED : 0;
     if (unm && !(fr->flags & FR_PRE) && ((fr->flags & FR_LOOSE) || end_q == EV_LOOSE))
         unm |= SL_BOUND;
     int64_t ub = mhi - fr->mlo;
-    if (fr->slice >= 0) {
-        struct slice *s = &r->sl[fr->slice];
-        s->end = end < s->start ? s->start : end;
-        s->flags = (uint16_t)((s->flags & ~SL_PENDING) | flags | unm);
-        s->ub = ub > s->end - s->start ? ub : s->end - s->start;
-        fr->slice = -1;
-    }
-    if (fr->text) {
-        uint64_t seq = fr->text - 1;
-        if (r->th->ring_seq - seq <= (uint64_t)d->o.ncalls) {
-            struct trec *t = &r->th->ring[seq % (uint64_t)d->o.ncalls];
-            t->end = mend < t->start ? t->start : mend;
-            t->flags = (uint16_t)((t->flags & ~SL_PENDING) | flags | unm);
-            t->ub = ub > t->end - t->start ? ub : t->end - t->start;
-        } else {
-            size_t k = (size_t)(fr - r->stk);
-            if (k < r->th->nanc && r->th->anc_seq[k] == seq) {
-                struct trec *t = &r->th->anc[k];
-                t->end = mend < t->start ? t->start : mend;
-                t->flags = (uint16_t)((t->flags & ~SL_PENDING) | flags | unm);
-                t->ub = ub > t->end - t->start ? ub : t->end - t->start;
-            }
-        }
-        fr->text = 0;
-    }
+    struct slice *s = &r->sl[fr->slice];
+    if (r->measuring && fr->cell != NONE32)
+        r->cells[fr->cell] = end;
+    s->cdur = r->calls ? (mend > fr->mstart ? mend - fr->mstart : 0) : end - fr->start;
+    if (r->calls)
+        end = mend;
+    s->end = end < s->start ? s->start : end;
+    s->flags = (uint16_t)((s->flags & ~SL_PENDING) | flags | unm);
+    s->ub = ub > s->end - s->start ? ub : s->end - s->start;
+    fr->slice = -1;
 }
 
 static struct frame *push(struct replay *r, uint32_t func, uint64_t addr, uint32_t flags, int64_t start,
@@ -249,7 +233,7 @@ static struct frame *push(struct replay *r, uint32_t func, uint64_t addr, uint32
     fr->addr = addr;
     fr->call_idx = idx;
     fr->slice = -1;
-    fr->text = 0;
+    fr->cell = NONE32;
     open_out(r, fr);
     return fr;
 }
@@ -395,10 +379,10 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         r->prev_m = tm;
         if (r->discovery) {
             th->first_ns = t;
-        } else if (th->lost_older && r->emitting && d->o.json_path) {
+        } else if (th->lost_older && r->emitting && !r->calls && r->out->ops->instant) {
             char msg[128];
             snprintf(msg, sizeof msg, "ring starts here (older events %s)", dec_lost_why(th));
-            json_instant_thread(d, th, t, msg, NULL);
+            r->out->ops->instant(r->out, d, th, t, msg, NULL, 0);
         }
         start(r, t, tm);
     }
@@ -554,7 +538,8 @@ void replay_gen(struct replay *r, size_t gi)
     if (r->finished)
         return;
     r->emitting = !r->discovery && g->emit;
-    r->nsl = 0;
+    if (!r->calls)
+        r->nsl = 0; /* VIEW_PIECES: one batch per generation */
     /* the generation starts at its boundary, or right after this thread's
      * previous event if that one came later (events recorded around the
      * boundary): a thread's pieces of consecutive generations never overlap */
@@ -564,22 +549,31 @@ void replay_gen(struct replay *r, size_t gi)
     if (r->emitting)
         for (size_t i = 0; i < r->n; i++)
             open_out(r, &r->stk[i]);
-    if (r->emitting && !r->started && th->incomplete[gi] && th->cut[gi] == th->cut[gi + 1] &&
-        d->o.json_path && !g->synthetic) {
-        char args[64];
-        snprintf(args, sizeof args, "{\"gen\":%llu}", (unsigned long long)g->gen);
-        json_instant_thread(d, th, g->start_ns,
-                            th->lost_filtered ? "no events: this generation is older than the snapshot's start time"
-                                              : "no events: this generation was overwritten in the ring",
-                            args);
+    if (r->emitting && !r->calls && !r->started && th->incomplete[gi] && th->cut[gi] == th->cut[gi + 1] &&
+        r->out->ops->instant && !g->synthetic) {
+        struct view_arg arg = {"gen", NULL, (int64_t)g->gen};
+        r->out->ops->instant(r->out, d, th, g->start_ns,
+                             th->lost_filtered ? "no events: this generation is older than the snapshot's start time"
+                                               : "no events: this generation was overwritten in the ring",
+                             &arg, 1);
     }
-    ev_run(d, th, th->cut[gi], th->cut[gi + 1], g->clk.ref_tsc, &r->carry, on_event, r);
+    if (r->emitting && !r->calls && !r->measuring) /* fatal-signal episodes (faults.c) */
+        faults_instants(d, th, r->out, g->start_ns, gi + 1 < d->ngens ? g->end_ns : INT64_MAX);
+    uint64_t lo = th->cut[gi] > th->lo ? th->cut[gi] : th->lo, hi = th->cut[gi + 1] > lo ? th->cut[gi + 1] : lo;
+    /* in chunks, for the progress line (the sampled-mode carry makes a range
+     * in pieces decode as it does whole) */
+    for (uint64_t a = lo; a < hi;) {
+        uint64_t b = hi - a > PROGRESS_CHUNK ? a + PROGRESS_CHUNK : hi;
+        ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, on_event, r);
+        progress_add(&d->prog, (b - a) * (th->rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16));
+        a = b;
+    }
     if (r->discovery)
         return;
     int last = gi + 1 == d->ngens || (r->started && th->end_ns <= g->end_ns);
     if (last) {
         finish(r);
-    } else if (r->emitting) {
+    } else if (r->emitting && !r->calls) {
         int64_t gend = g->end_ns;
         if (r->started && r->last_ns + 1 > gend)
             gend = r->last_ns + 1; /* = the next generation's start for this thread */
@@ -587,13 +581,30 @@ void replay_gen(struct replay *r, size_t gi)
             struct frame *fr = &r->stk[i];
             if (fr->slice >= 0) {
                 struct slice *s = &r->sl[fr->slice];
+                if (fr->cell == NONE32) { /* the call goes on in the next generation */
+                    if (r->measuring) {
+                        r->cells = xgrow(r->cells, &r->cellcap, r->ncells + 1, sizeof *r->cells);
+                        r->cells[r->ncells] = INT64_MIN;
+                    }
+                    fr->cell = (uint32_t)r->ncells++;
+                }
+                if (!r->measuring && fr->cell < r->ncells_known && r->cells[fr->cell] != INT64_MIN)
+                    s->cdur = r->cells[fr->cell] - fr->start;
                 s->end = gend < s->start ? s->start : gend;
                 s->flags = (uint16_t)((s->flags & ~SL_PENDING) | SL_TO_NEXT);
                 fr->slice = -1;
             }
         }
     }
-    if (r->emitting && r->nsl && d->o.json_path) {
+    if (r->calls) {
+        /* VIEW_CALLS: the whole thread in one batch, once it is finished */
+        if (last && r->nsl && r->out->ops->slices)
+            r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
+        if (last && r->out->ops->thread_end)
+            r->out->ops->thread_end(r->out, d, th);
+        return;
+    }
+    if (r->emitting && r->nsl) {
         /* pieces clipped on both sides to nothing carry no information (a
          * generation without events whose span this thread's clock passed) */
         size_t k = 0;
@@ -602,9 +613,11 @@ void replay_gen(struct replay *r, size_t gi)
                   (r->sl[i].flags & SL_TO_NEXT)))
                 r->sl[k++] = r->sl[i];
         r->nsl = k;
-        json_slices(d, th, r->sl, r->nsl);
-        th->slices += r->nsl;
+        if (r->nsl && r->out->ops->slices)
+            r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
     }
+    if (last && r->out->ops->thread_end)
+        r->out->ops->thread_end(r->out, d, th);
     if (r->slcap > 65536) { /* one thread's generation at a time in memory */
         free(r->sl);
         r->sl = NULL;
@@ -612,9 +625,29 @@ void replay_gen(struct replay *r, size_t gi)
     }
 }
 
-struct replay *replay_new(struct dec *d, struct dthread *th)
+struct replay *replay_new(struct dec *d, struct dthread *th, struct view *out)
 {
-    return rnew(d, th, 0);
+    struct replay *r = rnew(d, th, 0);
+    r->out = out;
+    r->calls = out->kind == VIEW_CALLS;
+    return r;
+}
+
+static const struct view_ops null_ops;
+
+void replay_measure(struct replay *r)
+{
+    if (r->calls)
+        return; /* whole calls: their durations are known */
+    static struct view null_view = {.ops = &null_ops, .kind = VIEW_PIECES};
+    struct replay *m = replay_new(r->d, r->th, &null_view);
+    m->measuring = 1;
+    for (size_t gi = 0; gi < r->d->ngens; gi++)
+        replay_gen(m, gi);
+    r->cells = m->cells;
+    r->ncells_known = m->ncells;
+    m->cells = NULL;
+    replay_free(m);
 }
 
 /* ---- discovery --------------------------------------------------------- */
@@ -949,4 +982,23 @@ void replay_discover(struct dec *d, struct dthread *th)
     free(mf);
     free(Sm);
     replay_free(r);
+}
+
+void replay_forget(struct dthread *th, int owned)
+{
+    if (owned) {
+        free(th->pre);
+        free(th->abandoned);
+        free(th->live);
+        free(th->modcalls);
+        free(th->final_funcs);
+    }
+    th->pre = NULL;
+    th->abandoned = th->live = NULL;
+    th->modcalls = NULL;
+    th->final_funcs = NULL;
+    th->npre = th->npre_final = th->nabandoned = th->nlive = th->nmodcalls = th->nfinal = 0;
+    th->nevents = th->ncalls = th->nrets = th->ncatches = 0;
+    th->orphans = th->mismatches = th->unmatched_catches = th->out_of_order = th->unnamed = 0;
+    th->first_ns = th->last_ns = th->last_mns = 0;
 }

@@ -23,7 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "ringevents.h"
+#include "xalloc.h"
 
 #define BLK 65536
 

@@ -18,7 +18,7 @@
 
 struct dec;
 struct dthread;
-struct trec;
+struct slice;
 
 enum { ST_RUNNING = 1, ST_RUNNABLE = 2, ST_BLOCKED = 3, ST_EXITED = 4 /* X, Z: not waiting */ };
 #define SIV_PREEMPTED 0x1u /* runnable because it was preempted */
@@ -64,7 +64,7 @@ void sched_json(struct dec *d, struct outbuf *o, int64_t base);
 /* --text: the thread's long waits starting in [from, to) as lines, indented
  * by the call shown (calls[0, ncalls)) they happened in */
 void sched_text_waits(struct dec *d, const struct dthread *th, int64_t from, int64_t to,
-                      const struct trec *calls, size_t ncalls, struct outbuf *o);
+                      const struct slice *calls, size_t ncalls, struct outbuf *o);
 #define SCHED_TEXT_MIN_NS 50000 /* --text shows waits at least this long */
 
 #endif

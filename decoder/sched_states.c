@@ -13,7 +13,9 @@
  * what it was: running before a switch out, runnable before a switch in,
  * blocked before a wakeup.
  */
-#include "decode.h"
+#include "decstate.h"
+#include "textfmt.h"
+#include "xalloc.h"
 #include "sched.h"
 
 #include <stdlib.h>

@@ -4,7 +4,10 @@
  * Perfetto and chrome://tracing turn into per-thread state tracks and CPU
  * tracks) and the --text lines for long waits.
  */
-#include "decode.h"
+#include "decstate.h"
+#include "slice.h"
+#include "textfmt.h"
+#include "xalloc.h"
 #include "sched.h"
 
 #include <stdio.h>
@@ -152,7 +155,7 @@ static void waker_text(struct dec *d, const struct sched_iv *w, char *buf, size_
 }
 
 static void wait_line(struct dec *d, const struct sched_iv *v, int64_t dur, const char *what,
-                      const struct trec *calls, size_t ncalls, struct outbuf *o)
+                      const struct slice *calls, size_t ncalls, struct outbuf *o)
 {
     char b1[64], b2[64];
     if (d->o.wallclock && d->have_wall) fmt_wall(b1, sizeof b1, v->start + d->wall_off, 0);
@@ -176,7 +179,7 @@ static void wait_line(struct dec *d, const struct sched_iv *v, int64_t dur, cons
 }
 
 void sched_text_waits(struct dec *d, const struct dthread *th, int64_t from, int64_t to,
-                      const struct trec *calls, size_t ncalls, struct outbuf *o)
+                      const struct slice *calls, size_t ncalls, struct outbuf *o)
 {
     const struct sched_thread *st = sched_thread(d, th->rt->tid);
     if (!st) return;

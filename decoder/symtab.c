@@ -306,6 +306,8 @@ void sym_free(struct symtab *s)
     for (size_t i = 0; i < s->nfuncs; i++) {
         free(s->funcs[i].name);
         free(s->funcs[i].jname);
+        if (s->funcs[i].uname != s->funcs[i].name)
+            free(s->funcs[i].uname);
     }
     free(s->funcs);
     hm_free(&s->hot.addr_cache);
@@ -691,7 +693,7 @@ static uint32_t new_func_src(struct symtab *s, int32_t file, uint64_t vaddr, cha
     fn->jname = json_quote(jn ? jn : name);
     if (!fn->jname)
         xalloc_die();
-    free(jn);
+    fn->uname = jn ? jn : name;
     if (unknown)
         s->stats.unknown_addrs++;
     return id;

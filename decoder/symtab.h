@@ -20,6 +20,8 @@
 struct func {
     char *name;     /* display name (demangled, clone suffix stripped) */
     char *jname;    /* JSON string literal, unique per function */
+    char *uname;    /* the same unquoted: name, or "name (file:line)" / "name [module]"
+                       when another function has the same name */
     const char *file; /* source file or NULL */
     uint32_t line;
     int32_t modfile; /* -1: no module */

@@ -10,9 +10,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "decstate.h"
 #include "faults.h"
 #include "finalstack.h"
+#include "gencuts.h"
+#include "outbuf.h"
+#include "textfmt.h"
+#include "tracefacts.h"
+#include "views.h"
+#include "xalloc.h"
+
+/* per thread: the calls shown and the frames enclosing the first of them */
+struct tthread {
+    struct slice *calls; /* the last N calls, in call order */
+    size_t ncalls;
+    uint64_t total;      /* calls in the generations shown */
+    struct slice *anc;   /* anc[k]: the enclosing frame at depth k, outermost first */
+    size_t nanc;
+    int got;             /* slices came since the last thread_end */
+    int replayed;        /* the thread was replayed for this view: */
+    uint64_t nevents;    /* events read */
+    uint64_t lo;         /* the first ring item read (textwindow.c) */
+    int no_outer;        /* read from the middle of its ring without a whole
+                            final stack: frames open since before are unknown */
+};
+
+struct text_view {
+    struct view v;
+    struct tthread *th; /* [d->nth] */
+    size_t nth;
+};
 
 static const char *src_kind(const struct dec *d)
 {
@@ -32,20 +59,27 @@ static const char *base_name(const char *p)
     return b ? b + 1 : p;
 }
 
-static const char *thread_mark(const struct dec *d, const struct ftr_thread *rt)
+/* the events the text view read of thread i (its own replay if it did one) */
+static uint64_t events_read(const struct text_view *T, const struct dec *d, size_t i, int *partial)
 {
-    if (rt->tid != d->crash_tid)
-        return "";
-    return dec_signal_snapshot(&d->t) ? " [signaled]" : " [crashed]";
+    const struct tthread *tt = &T->th[i];
+    if (tt->replayed) {
+        *partial |= tt->lo > 0;
+        return tt->nevents;
+    }
+    *partial |= d->th[i].lo > 0;
+    return d->th[i].nevents;
 }
 
-static void header(struct dec *d, struct outbuf *o)
+static void header(const struct text_view *T, struct dec *d, struct outbuf *o)
 {
     char b1[96], b2[96];
     ob_str(o, "funtrace: `");
     ob_text(o, d->t.cmdline[0] ? d->t.cmdline : "?");
-    ob_printf(o, "` (pid %llu), from a %s\n", (unsigned long long)d->pid, src_kind(d));
-    /* the original fault, when the signal below is not it */
+    const char *kind = src_kind(d);
+    ob_printf(o, "` (pid %llu), from %s %s\n", (unsigned long long)d->pid, strchr("aeiou", kind[0]) ? "an" : "a",
+              kind);
+    /* the original fault, when the signal below is not it (faults.c) */
     int orig_is_other = dec_original_fault(&d->t) && !faults_print_header(d, o, "  ");
     if (d->t.has_crash && d->t.crash.signo) {
         const struct ft_raw_crash *c = &d->t.crash;
@@ -108,7 +142,12 @@ static void header(struct dec *d, struct outbuf *o)
         }
     int64_t span = d->total_events ? d->end_ns - d->base_ns : 0;
     fmt_dur(b2, sizeof b2, span < 0 ? 0 : span);
-    ob_printf(o, "  trace:      %zu threads, %llu events, ", d->nth, (unsigned long long)d->total_events);
+    uint64_t nev = 0;
+    int partial = 0;
+    for (size_t i = 0; i < d->nth; i++)
+        nev += events_read(T, d, i, &partial);
+    ob_printf(o, "  trace:      %zu threads, %llu events%s, ", d->nth, (unsigned long long)nev,
+              partial ? " read from the ends of the rings" : "");
     if (ne && !(d->ngens == 1 && d->gens[0].synthetic))
         ob_printf(o, "generations %llu..%llu, ", (unsigned long long)d->gens[first].gen + d->gens[first].synthetic,
                   (unsigned long long)d->gens[lastg].gen);
@@ -126,7 +165,7 @@ static void header(struct dec *d, struct outbuf *o)
 #define MAX_INDENT 40
 
 /* one call line: start, duration, indented name, marks */
-static void call_line(struct dec *d, const struct trec *t, int enclosing, struct outbuf *o)
+static void call_line(struct dec *d, const struct slice *t, int enclosing, int partial, struct outbuf *o)
 {
     char b1[64], b2[64];
     struct func *fn = sym_func(d->sym, t->func);
@@ -142,7 +181,7 @@ static void call_line(struct dec *d, const struct trec *t, int enclosing, struct
          * loose one: only an upper bound is known (ringevents.c) */
         int bound = (t->flags & SL_BOUND) != 0;
         fmt_dur(du, sizeof du, bound ? t->ub : t->end - t->start);
-        snprintf(b2, sizeof b2, "%s%s%s", t->flags & SL_START_UNK ? ">" : "",
+        snprintf(b2, sizeof b2, "%s%s%s", t->flags & (SL_START_UNK | SL_CUT_START | SL_CUT_END) ? ">" : "",
                  bound ? "<=" : t->flags & SL_UNMEASURED ? "~" : "", du);
     }
     int depth = t->depth;
@@ -166,7 +205,11 @@ static void call_line(struct dec *d, const struct trec *t, int enclosing, struct
     if (t->flags & SL_UNWOUND)
         ob_str(o, "  [unwound by exception]");
     if (t->flags & SL_START_UNK)
-        ob_str(o, "  [started before the ring]");
+        ob_str(o, partial ? "  [started before the part read]" : "  [started before the ring]");
+    if (t->flags & SL_CUT_START)
+        ob_str(o, "  [started before --since]");
+    if (t->flags & SL_CUT_END)
+        ob_str(o, "  [went on past --until]");
     if (enclosing)
         ob_str(o, "  [enclosing]");
     ob_char(o, '\n');
@@ -175,7 +218,7 @@ static void call_line(struct dec *d, const struct trec *t, int enclosing, struct
 /* the frames enclosing the first call shown (anc[0..n)), outermost first;
  * deep stacks keep the outermost and innermost ones, and say which
  * functions the frames left out of the middle run */
-static void enclosing(struct dec *d, const struct trec *anc, size_t n, struct outbuf *o)
+static void enclosing(struct dec *d, const struct slice *anc, size_t n, int partial, struct outbuf *o)
 {
     size_t lo = n, hi = n;
     if (n > ANC_OUTER + ANC_INNER) {
@@ -183,11 +226,11 @@ static void enclosing(struct dec *d, const struct trec *anc, size_t n, struct ou
         hi = n - ANC_INNER;
     }
     for (size_t i = 0; i < lo; i++)
-        call_line(d, &anc[i], 1, o);
+        call_line(d, &anc[i], 1, partial, o);
     size_t runs = 0;
     for (size_t i = lo; i < hi;) {
         if (sym_func(d->sym, anc[i].func)->special) { /* "[frames not unwound]": never folded away */
-            call_line(d, &anc[i], 1, o);
+            call_line(d, &anc[i], 1, partial, o);
             i++;
             continue;
         }
@@ -217,58 +260,126 @@ static void enclosing(struct dec *d, const struct trec *anc, size_t n, struct ou
         i = j;
     }
     for (size_t i = hi; i < n; i++)
-        call_line(d, &anc[i], 1, o);
+        call_line(d, &anc[i], 1, partial, o);
 }
 
-static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
+static void one_thread(struct dec *d, struct dthread *th, const struct tthread *tt, struct outbuf *o)
 {
     const struct ftr_thread *rt = th->rt;
     ob_printf(o, "\nthread %llu \"", (unsigned long long)rt->tid);
     ob_text(o, rt->name);
-    ob_printf(o, "\"%s -- %llu events", thread_mark(d, rt), (unsigned long long)th->nevents);
-    if (th->lost_older && th->nevents)
+    ob_printf(o, "\"%s -- %llu events", dec_thread_mark(d, rt->tid), (unsigned long long)tt->nevents);
+    if (tt->lo)
+        ob_printf(o, " read from the end of its ring (the last %llu of %llu entries%s%s)",
+                  (unsigned long long)(rt->n - tt->lo), (unsigned long long)rt->n,
+                  th->lost_older ? "; older ones " : "", th->lost_older ? dec_lost_why(th) : "");
+    else if (th->lost_older && tt->nevents)
         ob_printf(o, " (older ones %s)", dec_lost_why(th));
-    uint64_t N = (uint64_t)d->o.ncalls;
-    uint64_t from = th->ring_seq > N ? th->ring_seq - N : 0;
-    if (th->ring_seq == 0) {
+    if (tt->ncalls == 0) {
         ob_str(o, "; no calls in the generations shown\n");
     } else {
-        ob_printf(o, "; last %llu calls", (unsigned long long)(th->ring_seq - from));
-        if (th->nanc)
-            ob_printf(o, " (and the %zu enclosing the first)", th->nanc);
+        ob_printf(o, "; last %zu calls", tt->ncalls);
+        if (tt->nanc)
+            ob_printf(o, " (and the %zu enclosing the first)", tt->nanc);
         ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
-        enclosing(d, th->anc, th->nanc, o);
+        enclosing(d, tt->anc, tt->nanc, tt->lo > 0, o);
         /* the calls, and between them the long waits (sched_views.c) and the
          * fatal-signal episodes (faults.c) */
-        size_t nsh = (size_t)(th->ring_seq - from);
-        struct trec *sh = xmalloc(nsh * sizeof *sh);
-        for (size_t k = 0; k < nsh; k++)
-            sh[k] = th->ring[(from + k) % N];
-        for (size_t k = 0; k < nsh; k++) {
+        for (size_t k = 0; k < tt->ncalls; k++) {
             if (k) {
-                sched_text_waits(d, th, sh[k - 1].start, sh[k].start, sh, k, o);
-                faults_print_thread(d, th, sh[k - 1].start, sh[k].start, o);
+                sched_text_waits(d, th, tt->calls[k - 1].start, tt->calls[k].start, tt->calls, k, o);
+                faults_print_thread(d, th, tt->calls[k - 1].start, tt->calls[k].start, o);
             }
-            call_line(d, &sh[k], 0, o);
+            call_line(d, &tt->calls[k], 0, tt->lo > 0, o);
         }
-        sched_text_waits(d, th, sh[nsh - 1].start, INT64_MAX, sh, nsh, o);
-        faults_print_thread(d, th, sh[nsh - 1].start, INT64_MAX, o);
-        free(sh);
+        sched_text_waits(d, th, tt->calls[tt->ncalls - 1].start, INT64_MAX, tt->calls, tt->ncalls, o);
+        faults_print_thread(d, th, tt->calls[tt->ncalls - 1].start, INT64_MAX, o);
+        if (tt->no_outer)
+            ob_str(o, "  (calls made before the part read that were still running are not shown: "
+                      "no whole final stack for this thread)\n");
     }
-    if (rt->stack >= 0) /* as gdb's bt shows it (finalstack.c) */
-        fs_print(d, &d->t.stacks[rt->stack], o);
+    if (rt->stack >= 0)
+        final_stack_print(d, &d->t.stacks[rt->stack], o);
 }
 
-void text_print(struct dec *d, struct outbuf *o)
+/* one thread's calls (VIEW_CALLS: the whole thread, in call order): keep
+ * the last N and the frames enclosing the first of them */
+static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)
 {
-    header(d, o);
+    struct text_view *T = (struct text_view *)v;
+    struct tthread *tt = &T->th[th->index];
+    (void)gi;
+    tt->got = 1;
+    size_t N = (size_t)d->o.ncalls, from = n > N ? n - N : 0;
+    tt->total = n;
+    tt->ncalls = n - from;
+    tt->calls = xrealloc(tt->calls, tt->ncalls * sizeof *tt->calls);
+    memcpy(tt->calls, s + from, tt->ncalls * sizeof *tt->calls);
+    /* in call order the frame enclosing a call at depth k is the last call
+     * before it at depth k - 1 */
+    size_t need = from ? s[from].depth : 0;
+    tt->nanc = need;
+    tt->anc = xrealloc(tt->anc, (need ? need : 1) * sizeof *tt->anc);
+    for (size_t j = from; j > 0 && need > 0; j--)
+        if (s[j - 1].depth == need - 1)
+            tt->anc[--need] = s[j - 1];
+    if (need) { /* a saturated depth (> 65535 frames): show what was found */
+        memmove(tt->anc, tt->anc + need, (tt->nanc - need) * sizeof *tt->anc);
+        tt->nanc -= need;
+    }
+}
+
+static void t_thread_end(struct view *v, struct dec *d, struct dthread *th)
+{
+    struct text_view *T = (struct text_view *)v;
+    struct tthread *tt = &T->th[th->index];
+    if (!tt->got)
+        tt->ncalls = tt->nanc = tt->total = 0;
+    tt->got = 0;
+    tt->replayed = 1;
+    tt->nevents = th->nevents;
+    tt->lo = th->lo;
+    const struct ftr_stack *fs = th->rt->stack >= 0 ? &d->t.stacks[th->rt->stack] : NULL;
+    tt->no_outer = th->lo > 0 && (!fs || (fs->h.flags & FT_STKF_TRUNCATED) || d->o.sym.no_symbols);
+}
+
+int text_view_wants(const struct view *v, const struct dec *d, const struct dthread *th)
+{
+    (void)v;
+    (void)d;
+    return th->shown;
+}
+
+size_t text_view_calls(const struct view *v, const struct dthread *th)
+{
+    const struct text_view *T = (const struct text_view *)v;
+    return T->th[th->index].ncalls;
+}
+
+static int t_begin(struct view *v, struct dec *d)
+{
+    struct text_view *T = (struct text_view *)v;
+    T->nth = d->nth;
+    T->th = xcalloc(d->nth, sizeof *T->th);
+    return 0;
+}
+
+static int t_end(struct view *v, struct dec *d)
+{
+    struct text_view *T = (struct text_view *)v;
+    struct outbuf ob, *o = &ob;
+    if (ob_open(o, 1, 1 << 16))
+        xalloc_die();
+    if (d->o.summary) /* after the summary */
+        ob_char(o, '\n');
+    header(T, d, o);
     size_t shown = 0, skipped = 0;
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < d->nth; i++) {
             struct dthread *th = &d->th[i];
             int crashed = th->rt->tid == d->crash_tid;
-            if ((pass == 0) != crashed)
+            if ((pass == 0) != crashed || !th->shown)
                 continue;
             if (!th->nevents && th->rt->has_stat && th->rt->st.state == FT_THR_IGNORED) {
                 skipped++; /* e.g. the runtime's own housekeeping thread */
@@ -276,11 +387,35 @@ void text_print(struct dec *d, struct outbuf *o)
             }
             if (d->o.max_threads_text && shown >= (size_t)d->o.max_threads_text) {
                 ob_printf(o, "\n(%zu more threads not shown; see --threads)\n", d->nth - shown);
-                return;
+                return ob_close(o);
             }
-            one_thread(d, th, o);
+            one_thread(d, th, &T->th[i], o);
             shown++;
         }
     if (skipped)
         ob_printf(o, "\n(%zu ignored threads without events not shown)\n", skipped);
+    return ob_close(o);
+}
+
+static void t_destroy(struct view *v)
+{
+    struct text_view *T = (struct text_view *)v;
+    for (size_t i = 0; i < T->nth; i++) {
+        free(T->th[i].calls);
+        free(T->th[i].anc);
+    }
+    free(T->th);
+    free(T);
+}
+
+static const struct view_ops text_ops = {
+    .begin = t_begin, .slices = t_slices, .thread_end = t_thread_end, .end = t_end, .destroy = t_destroy,
+};
+
+struct view *text_view_new(void)
+{
+    struct text_view *T = xcalloc(1, sizeof *T);
+    T->v.ops = &text_ops;
+    T->v.kind = VIEW_CALLS;
+    return &T->v;
 }

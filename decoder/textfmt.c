@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "decode.h"
+#include "textfmt.h"
 
 void fmt_dur(char *buf, size_t n, int64_t ns)
 {
@@ -42,6 +42,16 @@ void fmt_wall(char *buf, size_t n, int64_t wall_ns, int with_date)
         snprintf(buf, n, "%s.%09ld %s", a, frac, z);
     else
         snprintf(buf, n, "%s.%09ld", a, frac);
+}
+
+int64_t local_midnight(int64_t wall_ns)
+{
+    time_t sec = (time_t)(wall_ns / 1000000000);
+    struct tm tm;
+    localtime_r(&sec, &tm);
+    tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+    tm.tm_isdst = -1;
+    return (int64_t)mktime(&tm) * 1000000000;
 }
 
 const char *sig_name(int sig)

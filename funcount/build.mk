@@ -30,8 +30,8 @@ $(FC_LIB): $(FC_OBJS)
 
 $(OBJ)/funcount/report.o: funcount/report.c
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_CFLAGS) -c -o $@ $<
+	$(CC) $(TOOL_CFLAGS) -Icli -c -o $@ $<
 
-$(BIN)/funtrace-count: $(OBJ)/funcount/report.o
+$(BIN)/funtrace-count: $(OBJ)/funcount/report.o $(CLI_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(TOOL_LDFLAGS) -o $@ $^ -ldw -lelf

@@ -11,6 +11,7 @@
  * DWARF line info (libdwfl).  Exit 0, 1 no calls counted, 2 unusable input.
  */
 #define _GNU_SOURCE
+#include "cli.h"
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -71,13 +72,15 @@ static char *base_name(const char *n)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: funtrace-count [-n N] [-x FILE] [--max-bytes B] [--min-share P] COUNTS\n"
+    fprintf(f, "Usage: funtrace-count [-n N] [-x FILE] [--max-bytes B] [--min-share P] COUNTS\n"
                "  COUNTS           funcount.txt written by a program linked with -funtrace-count\n"
                "  -n N             show the N most called functions (default 30, 0 = all)\n"
                "  -x, --exclude-out FILE  write the hottest short functions to FILE, one name a\n"
                "                   line, for -funtrace-no-trace=FILE / -funtrace-exclude-list=FILE\n"
                "  --max-bytes B    'short': at most B bytes of code (default 160)\n"
                "  --min-share P    'hot': at least P%% of all calls (default 1)\n"
+               "  -h, --help       this text\n"
+               "  -V, --version    the version of funtrace and of its file formats\n"
                "exit status: 0 report written, 1 no calls counted, 2 unusable input\n");
 }
 
@@ -86,6 +89,7 @@ int main(int argc, char **argv)
     long top = 30;
     const char *in = NULL, *xout = NULL;
     double max_bytes = 160, min_share = 1.0;
+    cli_init(prog);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if ((!strcmp(a, "-n")) && i + 1 < argc)
@@ -99,14 +103,16 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+            return cli_version();
         } else if (a[0] == '-' || in) {
-            usage(stderr);
+            cli_usage_error(a[0] == '-' ? "unknown option '%s'" : "more than one input given ('%s')", a);
             return 2;
         } else
             in = a;
     }
     if (!in) {
-        usage(stderr);
+        cli_usage_error("no input file given");
         return 2;
     }
     FILE *f = fopen(in, "r");

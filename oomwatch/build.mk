@@ -14,10 +14,10 @@ INSTALL_STEPS += install -m 755 $(BIN)/funtrace-oomwatch $(DESTDIR)$(PREFIX)/bin
 .PHONY: funtrace-oomwatch
 funtrace-oomwatch: $(BIN)/funtrace-oomwatch
 
-$(BIN)/funtrace-oomwatch: $(OOMW_OBJS) $(RD_LIB)
+$(BIN)/funtrace-oomwatch: $(OOMW_OBJS) $(RD_LIB) $(CLI_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_LDFLAGS) -o $@ $(OOMW_OBJS) $(RD_LIB) $(RD_LDLIBS)
+	$(CC) $(TOOL_LDFLAGS) -o $@ $(OOMW_OBJS) $(RD_LIB) $(CLI_LIB) $(RD_LDLIBS)
 
 $(OBJ)/oomwatch/%.o: oomwatch/%.c
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_CFLAGS) -Ioomwatch -c -o $@ $<
+	$(CC) $(TOOL_CFLAGS) -Ioomwatch -Icli -c -o $@ $<

@@ -4,6 +4,7 @@
  * OOM killer's SIGKILL makes it impossible.  Options, setup, main loop.
  */
 #define _GNU_SOURCE
+#include "cli.h"
 #include "oomwatch.h"
 
 #include <errno.h>
@@ -25,7 +26,7 @@
 #define DEFAULT_STOP_MS 3000
 
 static const char usage[] =
-    "usage: funtrace-oomwatch (--pid PID | --cgroup DIR [--cgroup DIR]) -o DIR [options]\n"
+    "Usage: funtrace-oomwatch (--pid PID | --cgroup DIR [--cgroup DIR]) -o DIR [options]\n"
     "\n"
     "Watch a process or a cgroup; when memory runs out, save the funtrace trace of\n"
     "every traced process in it (DIR/<prog>-<pid>-<time>.raw) before the OOM killer\n"
@@ -63,6 +64,7 @@ static const char usage[] =
     "                         (default 3000)\n"
     "  -v, --verbose          more log lines\n"
     "  -h, --help\n"
+    "  -V, --version          the version of funtrace and of its file formats\n"
     "\n"
     "BYTES take a K, M or G suffix.  Exit: 0 when the target is gone, on SIGINT/SIGTERM\n"
     "or after --once saved a trace; 1 when --once found nothing to save; 2 on bad\n"
@@ -119,7 +121,8 @@ static int parse_args(int argc, char **argv, struct ow_opts *o)
         {"min-interval", required_argument, 0, O_MININT}, {"max-bytes", required_argument, 0, O_MAXB},
         {"once", no_argument, 0, O_ONCE},       {"poll-ms", required_argument, 0, O_POLL},
         {"stop-ms", required_argument, 0, O_STOP}, {"verbose", no_argument, 0, 'v'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+        {"help", no_argument, 0, 'h'},          {"version", no_argument, 0, 'V'},
+        {0, 0, 0, 0}};
     const char *psi = FT_PSI_DEFAULT;
     char *end;
     memset(o, 0, sizeof *o);
@@ -130,7 +133,7 @@ static int parse_args(int argc, char **argv, struct ow_opts *o)
     o->stop_ms = DEFAULT_STOP_MS;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":p:c:o:vh", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:c:o:vhV", lo, NULL)) != -1) {
         switch (c) {
         case 'p': {
             errno = 0;
@@ -180,14 +183,18 @@ static int parse_args(int argc, char **argv, struct ow_opts *o)
         }
         case 'v': o->verbose++; break;
         case 'h': fputs(usage, stdout); exit(0);
-        case ':': return bad("%s needs an argument%s", argv[optind - 1], "");
-        default: return bad("unknown option %s (see --help)%s", argv[optind - 1], "");
+        case 'V': exit(cli_version());
+        default: cli_bad_option(c, argv); return OW_EXIT_BADARGS;
         }
     }
-    if (optind < argc)
-        return bad("unexpected argument \"%s\" (see --help)%s", argv[optind], "");
-    if (!o->pid && !o->ncg)
-        return bad("give a target: --pid PID or --cgroup DIR (see --help)%s%s", "", "");
+    if (optind < argc) {
+        cli_usage_error("unexpected argument '%s'", argv[optind]);
+        return OW_EXIT_BADARGS;
+    }
+    if (!o->pid && !o->ncg) {
+        cli_usage_error("give a target: --pid PID or --cgroup DIR");
+        return OW_EXIT_BADARGS;
+    }
     if (o->pid && o->ncg)
         return bad("give --pid or --cgroup, not both%s%s", "", "");
     if (!o->outdir)
@@ -259,6 +266,7 @@ int main(int argc, char **argv)
 {
     static struct ow_state st;
     struct ow_state *s = &st;
+    cli_init("funtrace-oomwatch");
     s->psi_fd = s->oom_efd = s->oom_ctl_fd = s->events_fd = s->pidfd = s->sigfd = s->outfd = -1;
     s->last_dump = -1;
     int r = parse_args(argc, argv, &s->o);

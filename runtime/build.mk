@@ -39,13 +39,15 @@ $(BUILD)/include/%.h: runtime/include/%.h
 	@mkdir -p $(@D)
 	cp $< $@
 
-$(RT_WRAPPERS): runtime/funtrace-cc.sh
+$(RT_WRAPPERS): runtime/funtrace-cc.sh runtime/include/funtrace_abi.h
 	@mkdir -p $(@D)
-	install -m 755 $< $@
+	sed -e 's/@FT_VERSION@/$(FT_VERSION)/; s/@FT_ABI@/$(FT_ABI)/; s/@FT_RAW@/$(FT_RAW)/' $< > $@.tmp
+	chmod 755 $@.tmp
+	mv $@.tmp $@
 
 $(RT_PC): runtime/funtrace.pc.in
 	@mkdir -p $(@D)
-	cp $< $@
+	sed -e 's/@FT_VERSION@/$(FT_VERSION)/' $< > $@
 
 INSTALL_STEPS += install -m 644 $(RT_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace.a; \
 	install -m 644 $(RT_HEADERS) $(DESTDIR)$(PREFIX)/include/; \

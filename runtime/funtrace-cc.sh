@@ -59,6 +59,48 @@ case "$me" in
     *)         cc=${FUNTRACE_CC:-gcc}; kind=gcc ;;
 esac
 
+# --version: the compiler's own text (build systems parse it), then funtrace's
+# line; --funtrace-version: only funtrace's line
+ftver="$(basename -- "$0") (funtrace) @FT_VERSION@; FORMAT: ABI @FT_ABI@, raw @FT_RAW@"
+if [ $# = 1 ] && [ "$1" = --funtrace-version ]; then
+    echo "$ftver"
+    exit 0
+fi
+if [ $# = 1 ] && [ "$1" = --funtrace-help ]; then
+    n=$(basename -- "$0")
+    cat <<EOF
+Usage: $n [COMPILER ARGUMENTS]...
+
+Compiles and links C/C++ with funtrace's function tracing: runs the real
+compiler with the instrumentation flags and -I for funtrace.h, and links
+executables with the funtrace runtime (libfuntrace.a) and the exports its
+readers need.  Shared libraries are instrumented but get no runtime.  Use it
+as CC/CXX (CC=funtrace-gcc CXX=funtrace-g++ make, cmake
+-DCMAKE_C_COMPILER=funtrace-gcc ...).
+
+Options of its own (everything else goes to the compiler):
+  --version              the compiler's --version, then funtrace's line
+  --funtrace-version     only funtrace's version line
+  --funtrace-help        this text
+
+Environment:
+  FUNTRACE_INSTR         pg (gcc default: -pg -mfentry -minstrument-return=call),
+                         finstr (-finstrument-functions; clang's default:
+                         -finstrument-functions-after-inlining) or none
+  FUNTRACE_CC, FUNTRACE_CXX, FUNTRACE_CLANG, FUNTRACE_CLANGXX
+                         the real compilers (default gcc, g++, clang, clang++)
+
+The runtime's settings (FUNTRACE_BUF, FUNTRACE_ON_CRASH, ...) are read by the
+traced program at start-up: see the README.
+EOF
+    exit 0
+fi
+if [ $# = 1 ] && [ "$1" = --version ]; then
+    "$cc" --version || exit
+    echo "$ftver"
+    exit 0
+fi
+
 instr=${FUNTRACE_INSTR:-}
 if [ -z "$instr" ]; then
     if [ $kind = gcc ]; then instr=pg; else instr=finstr; fi

@@ -14,10 +14,10 @@ INSTALL_STEPS += install -m 755 $(BIN)/funtrace-sched $(DESTDIR)$(PREFIX)/bin/;
 .PHONY: funtrace-sched
 funtrace-sched: $(BIN)/funtrace-sched
 
-$(BIN)/funtrace-sched: $(SCHED_OBJS) $(RD_LIB)
+$(BIN)/funtrace-sched: $(SCHED_OBJS) $(RD_LIB) $(CLI_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_LDFLAGS) -o $@ $(SCHED_OBJS) $(RD_LIB) $(RD_LDLIBS)
+	$(CC) $(TOOL_LDFLAGS) -o $@ $(SCHED_OBJS) $(RD_LIB) $(CLI_LIB) $(RD_LDLIBS)
 
 $(OBJ)/sched/%.o: sched/%.c
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_CFLAGS) -c -o $@ $<
+	$(CC) $(TOOL_CFLAGS) -Icli -c -o $@ $<

@@ -6,6 +6,7 @@
  * settings: only its own instance under instances/.
  */
 #define _GNU_SOURCE
+#include "cli.h"
 #include "funtrace_sched.h"
 
 #include <errno.h>
@@ -23,9 +24,9 @@
 static const char *prog = "funtrace-sched";
 
 static const char usage_text[] =
-"usage: funtrace-sched setup  [--tracefs DIR] [--instance NAME] [--buffer-kb KB] [--group GROUP]\n"
-"       funtrace-sched status [--tracefs DIR] [--instance NAME]\n"
-"       funtrace-sched remove [--tracefs DIR] [--instance NAME]\n"
+"Usage: funtrace-sched setup  [--tracefs DIR] [--instance NAME] [--buffer-kb KB] [--group GROUP]\n"
+"  or:  funtrace-sched status [--tracefs DIR] [--instance NAME]\n"
+"  or:  funtrace-sched remove [--tracefs DIR] [--instance NAME]\n"
 "\n"
 "Scheduling states for funtrace: a tracefs instance that records sched_switch,\n"
 "sched_waking and sched_wakeup_new of every task with the x86-tsc clock (the\n"
@@ -47,6 +48,7 @@ static const char usage_text[] =
 "  --group GROUP   let GROUP's members read the instance (traced programs that\n"
 "                  do not run as root); the tracefs mount point must let them in too\n"
 "  -h, --help      this text\n"
+"  -V, --version   the version of funtrace and of its file formats\n"
 "\n"
 "Exit status: 0 done (status: usable); 1 status: not usable; 2 bad arguments\n"
 "or the setup failed (one line on stderr says what and where).\n";
@@ -243,13 +245,15 @@ int main(int argc, char **argv)
     static const struct option lo[] = {
         { "tracefs", required_argument, 0, 't' }, { "instance", required_argument, 0, 'i' },
         { "buffer-kb", required_argument, 0, 'b' }, { "group", required_argument, 0, 'g' },
-        { "help", no_argument, 0, 'h' },          { 0, 0, 0, 0 },
+        { "help", no_argument, 0, 'h' },          { "version", no_argument, 0, 'V' },
+        { 0, 0, 0, 0 },
     };
     const char *tfs_arg = NULL, *name = FT_SCHED_INSTANCE, *group = NULL;
     long kb = 2048;
     int ch;
+    cli_init(prog);
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "t:i:b:g:h", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":t:i:b:g:hV", lo, NULL)) != -1) {
         switch (ch) {
         case 't': tfs_arg = optarg; break;
         case 'i': name = optarg; break;
@@ -265,19 +269,20 @@ int main(int argc, char **argv)
         }
         case 'g': group = optarg; break;
         case 'h': fputs(usage_text, stdout); return 0;
+        case 'V': return cli_version();
         default:
-            fprintf(stderr, "%s: unknown option or missing argument '%s' (try --help)\n", prog, argv[optind - 1]);
+            cli_bad_option(ch, argv);
             return 2;
         }
     }
     if (optind + 1 != argc) {
-        fprintf(stderr, "%s: %s (try --help)\n", prog, optind == argc ? "no command given" : "too many arguments");
+        cli_usage_error("%s", optind == argc ? "no command given" : "too many arguments");
         return 2;
     }
     const char *cmd = argv[optind];
     int setup = !strcmp(cmd, "setup");
     if (!setup && strcmp(cmd, "status") && strcmp(cmd, "remove")) {
-        fprintf(stderr, "%s: unknown command '%s' (setup, status or remove; try --help)\n", prog, cmd);
+        cli_usage_error("unknown command '%s' (setup, status or remove)", cmd);
         return 2;
     }
     if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {

@@ -165,6 +165,20 @@ def crash_raw(tree, run_crash, exe, args=(), env=None, name="run", stacks=True) 
     return raw
 
 
+def core_trace(tree, exe, args, d, env=None):
+    """Run exe (expected to crash) in d/run, coreextract its core to d/trace.raw and
+    decode that into d/full.json: (raw, Trace)."""
+    from conftest import run_program
+    r = run_program([exe, *args], d / "run", env=env)
+    assert r.core is not None, r.stderr
+    raw = d / "trace.raw"
+    ce = run_tool([tree.tool("coreextract"), "-o", raw, r.core, exe])
+    assert ce.returncode == 0, ce.stderr
+    res, full = decode(tree, raw, json_out=d / "full.json")
+    assert res.returncode == 0, res.stderr
+    return raw, full
+
+
 def objdump_has_jmp(exe, func, target) -> bool:
     """Does func's code contain a jmp to target (a sibling call)?"""
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(exe)], capture_output=True,

@@ -27,9 +27,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "strset.h"
 
 static const char *prog = "funtrace-asmfilter";
+
+static const char usage_text[] =
+    "Usage: funtrace-asmfilter [--thresh N] [--ignore-loops] [--no-trace FILE]... [--do-trace FILE]... [-v] FILE.s\n"
+    "\n"
+    "Post-processes the assembly the compiler wrappers generate (their\n"
+    "-funtrace-instr-thresh, -funtrace-ignore-loops, -funtrace-no-trace and\n"
+    "-funtrace-do-trace flags): removes the tracing hooks of the functions left out.\n"
+    "\n"
+    "  --thresh N       leave out functions of fewer than N instructions\n"
+    "  --ignore-loops   ... even when they have a loop\n"
+    "  --no-trace FILE  leave out the functions listed in FILE (one name a line)\n"
+    "  --do-trace FILE  always trace the functions listed in FILE\n"
+    "  -v               say what was left out\n"
+    "  -h, --help       this text\n"
+    "  -V, --version    the version of funtrace and of its file formats\n";
 
 static const char *const hooks[] = {"__fentry__", "__return__", "__cyg_profile_func_enter",
                                     "__cyg_profile_func_exit", NULL};
@@ -147,9 +163,15 @@ int main(int argc, char **argv)
     struct strset no, yes;
     strset_init(&no);
     strset_init(&yes);
+    cli_init(prog);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--thresh") && i + 1 < argc) {
+        if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+            return cli_version();
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (!strcmp(a, "--thresh") && i + 1 < argc) {
             char *end;
             errno = 0;
             thresh = strtol(argv[++i], &end, 10);
@@ -169,16 +191,14 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--name") && i + 1 < argc) {
             prog = argv[++i];
         } else if (a[0] == '-' || path) {
-            fprintf(stderr, "usage: funtrace-asmfilter [--thresh N] [--ignore-loops] [--no-trace FILE]... "
-                    "[--do-trace FILE]... [-v] FILE.s\n");
+            cli_usage_error(a[0] == '-' ? "unknown option '%s'" : "more than one input given ('%s')", a);
             return 2;
         } else {
             path = a;
         }
     }
     if (!path) {
-        fprintf(stderr, "usage: funtrace-asmfilter [--thresh N] [--ignore-loops] [--no-trace FILE]... "
-                "[--do-trace FILE]... [-v] FILE.s\n");
+        cli_usage_error("no input file given");
         return 2;
     }
 

@@ -14,12 +14,12 @@ INSTALL_STEPS += install -m 755 $(WR_TOOLS) $(DESTDIR)$(PREFIX)/bin/;
 
 $(OBJ)/wrapper/%.o: wrapper/%.c
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_CFLAGS) -Iwrapper -c -o $@ $<
+	$(CC) $(TOOL_CFLAGS) -Iwrapper -Icli -c -o $@ $<
 
-$(BIN)/funtrace-instrcheck: $(OBJ)/wrapper/instrcheck.o $(WR_COMMON)
+$(BIN)/funtrace-instrcheck: $(OBJ)/wrapper/instrcheck.o $(WR_COMMON) $(CLI_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(TOOL_LDFLAGS) -o $@ $^ -lelf
 
-$(BIN)/funtrace-asmfilter: $(OBJ)/wrapper/asmfilter.o $(WR_COMMON)
+$(BIN)/funtrace-asmfilter: $(OBJ)/wrapper/asmfilter.o $(WR_COMMON) $(CLI_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(TOOL_LDFLAGS) -o $@ $^

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "strset.h"
 
 struct fn {
@@ -109,14 +110,19 @@ int main(int argc, char **argv)
             verbose = 1;
         } else if (!strcmp(argv[i], "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+            cli_init("funtrace-instrcheck");
+            return cli_version();
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: funtrace-instrcheck [--runtime LIB.a]... [--quiet] [-v] [--name WRAPPER] EXE\n"
+            printf("Usage: funtrace-instrcheck [--runtime LIB.a]... [--quiet] [-v] [--name WRAPPER] EXE\n"
                    "Counts the functions of EXE that call the funtrace hooks; warns (one line on stderr)\n"
                    "when none, or under 5%% of at least 20, do.  Exit 0 checked, 1 no hooks in EXE,\n"
-                   "2 unreadable input.\n");
+                   "2 unreadable input.\n"
+                   "  -V, --version   the version of funtrace and of its file formats\n");
             return 0;
         } else if (argv[i][0] == '-' || exe) {
-            fprintf(stderr, "%s: usage: funtrace-instrcheck [--runtime LIB.a]... [--quiet] EXE\n", name);
+            cli_init(name);
+            cli_usage_error(argv[i][0] == '-' ? "unknown option '%s'" : "more than one input given ('%s')", argv[i]);
             return 2;
         } else {
             exe = argv[i];

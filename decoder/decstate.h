@@ -1,0 +1,95 @@
+/*
+ * decstate.h -- the decoder's state, shared by the pipeline (decode.c), the
+ * ring layer (gencuts.c, ringevents.c), the replay and the views: the
+ * generations with their clocks (struct dgen), the threads with what the
+ * discovery pass found (struct dthread), and the whole decoder (struct dec).
+ */
+#ifndef FT_DECODER_DECSTATE_H
+#define FT_DECODER_DECSTATE_H
+
+#include <stdint.h>
+#include "clock.h"
+#include "progress.h"
+#include "opts.h"
+#include "raw.h"
+#include "sched.h"
+#include "symtab.h"
+
+struct dgen {
+    uint64_t gen;        /* generation number */
+    int synthetic;       /* 1: no record (events older than the oldest record,
+                            or a trace without generations) */
+    uint64_t start_tsc;
+    struct ft_clock clk;
+    int64_t start_ns, end_ns; /* monotonic-clock ns; end = next start */
+    int64_t wall_off;    /* CLOCK_REALTIME - CLOCK_MONOTONIC at this snapshot */
+    int space;           /* symtab address space */
+    int emit;            /* in the output */
+    uint32_t nthreads_with_events, nthreads_incomplete;
+};
+
+struct dthread {
+    const struct ftr_thread *rt;
+    int index;           /* in the raw */
+    uint64_t *cut;       /* [ngens + 1]: first ring item of each generation */
+    uint8_t *incomplete; /* [ngens]: the ring does not reach back to the start */
+    uint8_t *by_tsc;     /* [ngens]: gen_pos unusable, cut by timestamps */
+    int lost_older;      /* the ring lost older events (wrapped, dropped, filtered) */
+    int lost_filtered;   /* older events left out by the snapshot's start time */
+    int lost_overwritten; /* the ring wrapped (or lost its memory/raced) */
+    int has_first;
+    uint64_t first_tsc;  /* oldest timestamp in the ring */
+    int64_t first_ns, last_ns, end_ns; /* last_ns: the last event's own ns (see replay.c) */
+    int64_t last_mns;    /* the last event's measured time */
+    int crashed;
+    int shown;           /* selected by --tid (filter.c), 1 without it */
+    uint64_t lo;         /* the first ring item replayed (0: all; the text view
+                            reads the end of a ring: textwindow.c) */
+    /* discovery results */
+    uint32_t *pre;       /* frames open at the ring start, outermost first */
+    size_t npre;
+    size_t npre_final;   /* of which the first npre_final come from the final stack */
+    uint64_t *abandoned; /* call item indices of frames missing from the final stack */
+    size_t nabandoned;
+    uint64_t *live;      /* call item indices of frames the final stack proves live at the end
+                            (only computed for threads with unmatched catches), sorted */
+    size_t nlive;
+    uint8_t *modcalls;   /* [nmodcalls]: module files with call events in this thread */
+    size_t nmodcalls;
+    uint32_t *final_funcs; /* final stack, outermost first (func ids) */
+    size_t nfinal;
+    /* counters */
+    uint64_t nevents, ncalls, nrets, ncatches;
+    uint64_t orphans, mismatches, unmatched_catches, out_of_order, unnamed;
+};
+
+struct dec {
+    struct dec_opts o;
+    struct ftr_src src;
+    struct ftr_trace t;
+    struct symtab *sym;
+    struct dgen *gens;
+    size_t ngens;
+    struct dthread *th;
+    size_t nth;
+    int sampled;         /* time mode sampled */
+    uint64_t tsc_hz;
+    int have_wall;
+    int64_t wall_off;    /* of the newest generation */
+    int64_t end_ns;      /* end of the trace (newest event / snapshot) */
+    int64_t base_ns;     /* start of the generations shown */
+    int64_t ts_zero_ns;  /* JSON ts origin: base_ns, or its local midnight (-w) */
+    int first_emit;      /* index of the first emitted generation */
+    uint64_t crash_tid;
+    uint64_t pid;
+    int nwarn;
+    int problems;        /* decoded with problems -> EXIT_PROBLEMS */
+    uint64_t total_events;
+    struct progress prog; /* ring items replayed (replay.c), on a terminal */
+    struct dsched *sched; /* scheduling states (sched.h, sched_states.c) */
+};
+
+/* a warning on stderr (at most 40; none with --quiet) */
+void dec_warn(struct dec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * slice.h -- one call as the replay hands it to the views: a function, its
+ * depth in the thread's stack, when it ran, and what is unusual about it.
+ */
+#ifndef FT_DECODER_SLICE_H
+#define FT_DECODER_SLICE_H
+
+#include <stdint.h>
+
+/* slice flags */
+#define SL_FROM_PREV   0x001u /* began in an earlier generation (clipped) */
+#define SL_TO_NEXT     0x002u /* goes on in the next generation (clipped) */
+#define SL_OPEN        0x004u /* still open at the end of the trace */
+#define SL_ABANDONED   0x008u /* its return is missing (longjmp, tail call, ...) */
+#define SL_UNWOUND     0x010u /* unwound by a C++ exception (popped by a catch) */
+#define SL_START_UNK   0x020u /* open when the ring starts: began earlier */
+#define SL_UNMEASURED  0x040u /* sampled mode: an end point was interpolated */
+#define SL_PENDING     0x080u /* end not known yet */
+#define SL_BOUND       0x100u /* sampled mode: an end point lies in a loose bracket:
+                                 the duration is at most ub (ringevents.c) */
+#define SL_CUT_START   0x200u /* started before --since: clipped to it (filter.c) */
+#define SL_CUT_END     0x400u /* went on past --until: clipped to it (filter.c) */
+
+struct slice {
+    uint32_t func;       /* symtab function id */
+    uint16_t flags;      /* SL_* */
+    uint16_t depth;      /* 0 = outermost frame (saturates at 65535) */
+    int64_t start, end;  /* ns (see replay.h for which clock) */
+    int64_t ub;          /* SL_BOUND: upper bound of the duration, ns */
+    int64_t cdur;        /* the whole call's duration (a piece's call, over every
+                            generation); -1: not known (a piece going on in the
+                            next generation, when the replay was not asked to
+                            measure its calls first: replay.h) */
+};
+
+#endif
