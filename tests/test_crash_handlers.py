@@ -80,7 +80,7 @@ def test_report_and_reraise(compiled, run_crash, tool, mode, how):
     j = r.dir / "t.json"
     decode_text(tool, r, "--json", j)
     ev = [e for e in json.loads(j.read_text())["traceEvents"] if e.get("name") == "SIGSEGV (the original fault)"]
-    assert len(ev) == 1 and ev[0]["args"]["fault_address"] == "0x28" and ev[0]["args"]["tracing_frozen"] is True
+    assert len(ev) == 1 and ev[0]["args"]["fault_address"] == "0x28" and ev[0]["args"]["tracing_frozen"] == 1
 
 
 def test_report_traced_on_request(compiled, run_crash, tool):
