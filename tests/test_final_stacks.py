@@ -132,7 +132,7 @@ def test_enclosing_frames_say_where_frames_are_missing(compiled, run_crash, tool
     stopped early, the outermost line says the outer frames are unknown --
     never a recursion frame presented as the outermost one."""
     prog = compiled("fs_deep.c", "pg")
-    r, raw, text = core_and_text(tool, run_crash, prog, env={"FUNTRACE_BUF": "8192"}, decode_args=["-n", "5"])
+    r, raw, text = core_and_text(tool, run_crash, prog, env={"FUNTRACE_BUF": "4096"}, decode_args=["-n", "5"])
     block = thread_block(text, r.pid)
     enc = [x for x in block.splitlines() if x.endswith("[enclosing]")]
     assert enc[0].split()[3] == "_start", enc[:6]
