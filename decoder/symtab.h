@@ -32,6 +32,8 @@ struct func {
     uint8_t seen;    /* appears in a trace event */
     uint8_t used;    /* appears in the output */
     uint8_t unknown; /* no symbol: name is module+0xoff or 0xaddr */
+    uint8_t throws;  /* __cxa_throw, __cxa_rethrow: never return (exc_events.c) */
+    uint8_t unwind_exit; /* 0 unknown, 1 / 2: see sym_exit_on_unwind */
 };
 
 struct sym_opts {
@@ -70,6 +72,12 @@ uint32_t sym_nfuncs(const struct symtab *s);
  * or the -finstrument-functions "load own address" sequence), 0 if not or
  * unknown */
 int sym_instrumented(struct symtab *s, uint32_t id);
+/* 1 if the function's -finstrument-functions exit hook also runs when a C++
+ * exception unwinds it (gcc's C++ code, or -fexceptions: the hook is called
+ * from a cleanup landing pad), 0 if not (clang; gcc's C code; -fno-exceptions).
+ * From its compile unit's DW_AT_producer and DW_AT_language; without debug
+ * info, 0 for a module whose .comment names clang, else 1. */
+int sym_exit_on_unwind(struct symtab *s, uint32_t id);
 
 /* one frame of a final stack, with inlined callers, written to o as lines
  * prefixed by indent: "fn at file:line" (+ "inlined into ..." lines).

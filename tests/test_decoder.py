@@ -205,7 +205,8 @@ def test_last_k_generations(tree, compiled, run_crash, tmp_path):
 # ---- exceptions, longjmp, tail calls, dlclose -------------------------------
 
 EXC_ITER = ["  caller", "    catcher", "      before_try", "      wrapper_outer", "        wrapper_call",
-            "          thrower", "      after_catch"]
+            "          thrower", "            __cxa_throw", "      __cxa_begin_catch", "      after_catch",
+            "      __cxa_end_catch"]
 
 
 @pytest.mark.parametrize("mode", modes())
@@ -222,6 +223,10 @@ def test_exceptions(tree, compiled, run_crash, mode, tmp_path):
         assert not any(s.args for s in unwound)
     else:  # closed by the catch event
         assert all(s.args.get("unwound_by_exception") for s in unwound)
+    # __cxa_throw never returns: unwound, at the thrower's logged return (gcc
+    # -finstrument-functions) or at the catch
+    throws = [s for s in tr.slices[tr.pid] if s.n == "__cxa_throw"]
+    assert len(throws) == 3 and all(s.args.get("unwound_by_exception") for s in throws)
 
 
 @pytest.mark.parametrize("mode", modes())
