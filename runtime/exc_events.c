@@ -16,8 +16,8 @@
  *
  * The catch entries (FT_F_CATCH): first the return address of the call to
  * __cxa_begin_catch, inside the function whose handler caught the exception
- * (the "catcher"); then, innermost first, up to FT_CATCH_CALLERS of the
- * catcher's callers (return address - 1, inside the calling function), as
+ * (the "catcher"); then, innermost first, up to FUNTRACE_CATCH_CALLERS
+ * (default 4) of the catcher's callers (return address - 1, inside the calling function), as
  * _Unwind_Backtrace finds them.  The decoder takes the whole run of catch
  * entries as one catch: the frames above the innermost traced function of
  * the run were unwound.  So a catcher that is not traced itself (NOFUNTRACE,
@@ -39,9 +39,20 @@ void ft_log_event(uint64_t word) FT_HIDDEN;
 void ft_exc_catch(void *catcher) FT_HIDDEN;
 void *ft_exc_caught(void *ret) FT_HIDDEN;
 
-/* callers of the catcher logged after it (the decoder does not depend on
- * the number: a run ends at the next event that is not a catch) */
-#define FT_CATCH_CALLERS 16
+/* callers of the catcher logged after it: FUNTRACE_CATCH_CALLERS (the
+ * decoder does not depend on the number: a run ends at the next event that
+ * is not a catch).  Each costs about one frame of unwinding (~2000
+ * instructions with libgcc; a throw and catch unwinds each frame twice). */
+#define CATCH_CALLERS_DEFAULT 4
+#define CATCH_CALLERS_MAX 64
+static int catch_callers = CATCH_CALLERS_DEFAULT;
+
+__attribute__((constructor)) static void exc_settings(void)
+{
+    uint64_t v;
+    if (ft_env_u64("FUNTRACE_CATCH_CALLERS", &v) == 1)
+        catch_callers = v > CATCH_CALLERS_MAX ? CATCH_CALLERS_MAX : (int)v;
+}
 
 /* the interposers: declared here, their addresses are the events' */
 void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *));
@@ -106,14 +117,14 @@ FT_EXPORT __attribute__((weak)) void __cxa_end_catch(void)
 
 struct walk {
     getip_fn getip;
-    int n;
-    uintptr_t pc[FT_CATCH_CALLERS + 4]; /* this function, __cxa_begin_catch, the catcher, its callers */
+    int n, max;
+    uintptr_t pc[CATCH_CALLERS_MAX + 3]; /* this function, __cxa_begin_catch, the catcher, its callers */
 };
 
 static int walk_frame(struct _Unwind_Context *ctx, void *arg)
 {
     struct walk *w = arg;
-    if (w->n >= (int)(sizeof w->pc / sizeof *w->pc))
+    if (w->n >= w->max)
         return URC_END_OF_STACK; /* stops the walk */
     w->pc[w->n++] = (uintptr_t)w->getip(ctx);
     return URC_NO_REASON;
@@ -125,16 +136,17 @@ __attribute__((noinline)) void ft_exc_catch(void *catcher)
 {
     uintptr_t c = (uintptr_t)catcher;
     ft_log_event((uint64_t)c | FT_F_CATCH);
-    backtrace_fn bt = (backtrace_fn)real_fn(&real_backtrace, "_Unwind_Backtrace", RTLD_DEFAULT);
-    getip_fn ip = (getip_fn)real_fn(&real_getip, "_Unwind_GetIP", RTLD_DEFAULT);
-    if (bt && ip) {
-        struct walk w = {.getip = ip};
+    int callers = catch_callers;
+    backtrace_fn bt = callers ? (backtrace_fn)real_fn(&real_backtrace, "_Unwind_Backtrace", RTLD_DEFAULT) : NULL;
+    getip_fn ip = bt ? (getip_fn)real_fn(&real_getip, "_Unwind_GetIP", RTLD_DEFAULT) : NULL;
+    if (ip) {
+        struct walk w = {.getip = ip, .max = callers + 3};
         bt(walk_frame, &w);
         int i = 0;
         while (i < w.n && w.pc[i] != c)
             i++;
         /* the catcher's callers: a return address - 1 lies in the call */
-        for (int j = i + 1; j < w.n && j <= i + FT_CATCH_CALLERS && w.pc[j] > 1; j++)
+        for (int j = i + 1; j < w.n && j <= i + callers && w.pc[j] > 1; j++)
             ft_log_event((uint64_t)(w.pc[j] - 1) | FT_F_CATCH);
     }
     ft_log_event(FN_WORD(__cxa_begin_catch));

@@ -115,6 +115,7 @@ void ft_unlock(void) FT_HIDDEN;
 uint64_t ft_mono_ns(void) FT_HIDDEN;
 uint64_t ft_real_ns(void) FT_HIDDEN;
 void ft_warn(const char *msg, const char *detail) FT_HIDDEN;
+int ft_env_u64(const char *name, uint64_t *out) FT_HIDDEN; /* 0 unset, -1 invalid (warned), 1 set */
 
 /* tsc.c */
 void ft_tsc_init(void) FT_HIDDEN;
