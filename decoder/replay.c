@@ -28,11 +28,13 @@
  *                     proves live (those are the catcher's callers and are
  *                     still running).  A frame is proven live when a replay in
  *                     which unmatched catches pop nothing leaves it open at
- *                     the end, matched with a final-stack frame.  A catch from
- *                     an older runtime (no callers in the run) by a catcher
- *                     with no instrumentation (libstdc++'s terminate handler,
- *                     any uninstrumented module) pops nothing without a final
- *                     stack.
+ *                     the end, matched with a final-stack frame.  An
+ *                     unmatched catch by the C++ runtime's terminate path
+ *                     (__cxa_throw's own catch when no handler was found, the
+ *                     terminate handlers: terminate_path) pops nothing: the
+ *                     exception escaped, its frames are still running.  No
+ *                     catch unwinds an earlier exception's open __cxa_throw
+ *                     (unwind_to).
  *   throw             __cxa_throw / __cxa_rethrow (logged as calls) never
  *                     return: when a frame below one returns (gcc logs the
  *                     returns of the frames it unwinds), the frames above that
@@ -103,7 +105,6 @@ struct replay {
     struct dthread *th;
     int discovery;
     int lazy; /* the liveness pass: unmatched catches pop nothing */
-    int first_pass; /* the first discovery pass: collects th->modcalls */
     struct view *out; /* emission: where the slices go (NULL: discovery) */
     int calls;        /* out is a VIEW_CALLS view: whole calls, measured times */
     /* the ends of the calls that span a generation boundary, in the order
@@ -369,27 +370,41 @@ static int is_live(const struct dthread *th, uint64_t call_idx)
     return th->nlive && bsearch(&call_idx, th->live, th->nlive, sizeof *th->live, cmp_u64);
 }
 
-/* Is a catcher outside the traced code?  A function with a symbol: when its
- * code has no instrumentation; one without (a stripped library's local
- * function): when its module has no call events in this thread (complete
- * after the first discovery pass, which is redone when this matters). */
-static int untraced(struct replay *r, struct func *fn, uint32_t f)
+/* Is a catcher the C++ runtime's, on the way to std::terminate (an
+ * exception nothing caught: the frames it escaped from are still running)?
+ * __cxa_throw calls __cxa_begin_catch itself when the search for a handler
+ * fails; the terminate handlers catch the exception again to show it. */
+static int terminate_path(const struct func *fn)
 {
-    if (!fn->unknown)
-        return !sym_instrumented(r->d->sym, f);
-    if (fn->modfile < 0)
+    static const char *const names[] = {"std::terminate", "std::__terminate", "__cxxabiv1::__terminate",
+                                        "__cxa_call_terminate", "__gnu_cxx::__verbose_terminate_handler"};
+    if (fn->unknown || !fn->name)
         return 0;
-    return (size_t)fn->modfile >= r->th->nmodcalls || !r->th->modcalls[fn->modfile];
+    if (fn->throws || strstr(fn->name, "demangling_terminate_handler"))
+        return 1;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strncmp(fn->name, names[i], strlen(names[i])))
+            return 1;
+    return 0;
 }
 
 /* ---- catches ------------------------------------------------------------ */
 
 /* the frames above frame keep-1 were unwound: they end at the catch, down
- * to a live bit-61 frame (one that would have logged its return) */
+ * to a frame with a stop flag (a live bit-61 frame, one that would have
+ * logged its return, ...) -- and never below the __cxa_throw of an earlier
+ * exception: that one is still in flight (a destructor run by its unwinding
+ * threw, or it escaped to std::terminate, whose handler threw it again),
+ * and no exception can unwind through it */
 static void unwind_to(struct replay *r, size_t keep, unsigned stop)
 {
-    while (r->n > keep && !(r->stk[r->n - 1].flags & stop))
+    int throws = 0;
+    while (r->n > keep) {
+        unsigned fl = r->stk[r->n - 1].flags;
+        if ((fl & stop) || ((fl & FR_THROW) && throws++))
+            break;
         pop(r, r->crun_t, r->crun_tm, SL_UNWOUND, r->crun_q, r->crun_hi);
+    }
 }
 
 /* one catch entry: the first of a run names the catcher, the others its
@@ -435,11 +450,9 @@ static void catch_end(struct replay *r)
         th->unmatched_catches++;
     if (r->lazy)
         return;
-    /* no callers logged (older runtimes) and no final stack to protect the
-     * frames the exception escaped from: a catcher outside the traced code
-     * pops nothing */
-    if (!r->crun_callers && th->rt->stack < 0 && !d->o.sym.no_symbols &&
-        untraced(r, sym_func(d->sym, r->crun_f), r->crun_f))
+    /* an exception nothing caught (no callers were logged to tell, or they
+     * are all outside the traced code): its frames are still running */
+    if (terminate_path(sym_func(d->sym, r->crun_f)))
         return;
     unwind_to(r, 0, FR_ROT | FR_PRE | FR_LIVE);
 }
@@ -575,19 +588,8 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         r->expect = f;
         return;
     }
-    if (r->discovery) {
+    if (r->discovery)
         th->ncalls++;
-        if (fn->modfile >= 0 && r->first_pass) {
-            size_t m = (size_t)fn->modfile;
-            if (m >= th->nmodcalls) {
-                size_t n = m + 16;
-                th->modcalls = xrealloc(th->modcalls, n);
-                memset(th->modcalls + th->nmodcalls, 0, n - th->nmodcalls);
-                th->nmodcalls = n;
-            }
-            th->modcalls[m] = 1;
-        }
-    }
     /* bit 61: the -finstrument-functions hooks set it for every call; only
      * gcc's C++ code really logs the return when an exception unwinds it */
     unsigned rot = 0;
@@ -882,11 +884,10 @@ static void align_final(struct dec *d, const struct dthread *th, const uint32_t 
         mf[nf - 1] = unlogged;
 }
 
-static struct replay *discovery_pass(struct dec *d, struct dthread *th, int lazy, int first)
+static struct replay *discovery_pass(struct dec *d, struct dthread *th, int lazy)
 {
     struct replay *r = rnew(d, th, 1);
     r->lazy = lazy;
-    r->first_pass = first;
     th->first_ns = th->last_ns = 0;
     for (size_t gi = 0; gi < d->ngens; gi++)
         replay_gen(r, gi);
@@ -916,21 +917,14 @@ void replay_discover(struct dec *d, struct dthread *th)
     }
 
     struct dthread before = *th;
-    struct replay *r = discovery_pass(d, th, 0, 1);
-    before.modcalls = th->modcalls;
-    before.nmodcalls = th->nmodcalls;
-    if (th->unmatched_catches && !nS) {
-        /* judged with the modules called so far: again with all of them */
-        replay_free(r);
-        *th = before;
-        r = discovery_pass(d, th, 0, 0);
-    } else if (th->unmatched_catches) {
+    struct replay *r = discovery_pass(d, th, 0);
+    if (th->unmatched_catches && nS) {
         /* catches from outside the stack: the frames that are open at the
          * end when such catches pop nothing and that match the final stack
          * never returned; they must survive those catches */
         replay_free(r);
         *th = before;
-        r = discovery_pass(d, th, 1, 0);
+        r = discovery_pass(d, th, 1);
         if (r->n) {
             uint32_t *Lm = xrealloc(NULL, r->n * sizeof *Lm);
             long *ml = xrealloc(NULL, r->n * sizeof *ml);
@@ -953,7 +947,7 @@ void replay_discover(struct dec *d, struct dthread *th)
             replay_free(r);
             *th = before;
         }
-        r = discovery_pass(d, th, 0, 0);
+        r = discovery_pass(d, th, 0);
     }
     /* F: frames open at the end */
     uint32_t *Fm = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *Fm);
@@ -1009,14 +1003,12 @@ void replay_forget(struct dthread *th, int owned)
         free(th->pre);
         free(th->abandoned);
         free(th->live);
-        free(th->modcalls);
         free(th->final_funcs);
     }
     th->pre = NULL;
     th->abandoned = th->live = NULL;
-    th->modcalls = NULL;
     th->final_funcs = NULL;
-    th->npre = th->npre_final = th->nabandoned = th->nlive = th->nmodcalls = th->nfinal = 0;
+    th->npre = th->npre_final = th->nabandoned = th->nlive = th->nfinal = 0;
     th->nevents = th->ncalls = th->nrets = th->ncatches = 0;
     th->orphans = th->mismatches = th->unmatched_catches = th->out_of_order = th->unnamed = 0;
     th->first_ns = th->last_ns = th->last_mns = 0;
