@@ -600,6 +600,12 @@ static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct f
                 continue;
             const char *file = dwarf_decl_file(&scopes[i]);
             int line = 0;
+            Dwarf_Attribute at;
+            Dwarf_Word fi;
+            /* DWARF 5's file 0 (the compile unit's own file, clang's default)
+             * is not resolved by this libdw: the unit's name */
+            if (!file && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_decl_file, &at), &fi) == 0 && fi == 0)
+                file = dwarf_diename(cu);
             if (file && dwarf_decl_line(&scopes[i], &line) == 0) {
                 fn->file = intern(s, file);
                 fn->line = (uint32_t)line;
@@ -804,6 +810,10 @@ int sym_instrumented(struct symtab *s, uint32_t id)
     if (i < n && b[i] == 0x67) /* addr32 prefix (gcc pads the fentry call to 6 bytes) */
         i++;
     if (i < n && b[i] == 0xe8) { /* -pg -mfentry: call __fentry__ first */
+        fn->instr = 1;
+        return 1;
+    }
+    if (i + 1 < n && b[i] == 0xeb && b[i + 1] == 0x09) { /* clang -fxray-instrument: an entry sled */
         fn->instr = 1;
         return 1;
     }

@@ -68,9 +68,9 @@ static inline uint32_t sym_lookup(struct symtab *s, int space, uint64_t addr)
 
 struct func *sym_func(struct symtab *s, uint32_t id);
 uint32_t sym_nfuncs(const struct symtab *s);
-/* 1 if the function's code carries entry instrumentation (-pg fentry call
- * or the -finstrument-functions "load own address" sequence), 0 if not or
- * unknown */
+/* 1 if the function's code carries entry instrumentation (-pg fentry call,
+ * XRay entry sled or the -finstrument-functions "load own address"
+ * sequence), 0 if not or unknown */
 int sym_instrumented(struct symtab *s, uint32_t id);
 /* 1 if the function's -finstrument-functions exit hook also runs when a C++
  * exception unwinds it (gcc's C++ code, or -fexceptions: the hook is called

@@ -143,6 +143,10 @@ int ft_modules_scan(uint64_t gen_for_new) FT_HIDDEN; /* under lock */
 int ft_modules_changed(void) FT_HIDDEN;       /* dlpi_adds/subs moved */
 void ft_modules_after_fork_child(void) FT_HIDDEN;
 
+/* xray.c (FUNTRACE_INSTR=xray; no-ops in other programs) */
+void ft_xray_scan(void) FT_HIDDEN;            /* after dlopen/dlclose: patch new objects' sleds */
+void ft_xray_set(int on) FT_HIDDEN;           /* patch (1) / unpatch (0) every sled */
+
 /* gens.c */
 void ft_gens_init(void) FT_HIDDEN;
 void ft_new_generation(void) FT_HIDDEN;       /* under lock */

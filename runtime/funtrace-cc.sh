@@ -111,8 +111,14 @@ case "$instr" in
             echo "$me: FUNTRACE_INSTR=pg needs gcc; clang uses -finstrument-functions-after-inlining" >&2
             instr=finstr
         fi ;;
+    xray)
+        # gcc has no XRay; its -pg code calls the same hooks, so both mix
+        if [ $kind = gcc ]; then
+            echo "$me: FUNTRACE_INSTR=xray needs clang; gcc uses -pg -mfentry -minstrument-return=call" >&2
+            instr=pg
+        fi ;;
     finstr|none) ;;
-    *) echo "$me: FUNTRACE_INSTR must be pg, finstr or none (got '$instr')" >&2; exit 2 ;;
+    *) echo "$me: FUNTRACE_INSTR must be pg, finstr, xray or none (got '$instr')" >&2; exit 2 ;;
 esac
 
 link=1
@@ -201,6 +207,11 @@ elif [ $instr = finstr ] && [ $kind = gcc ]; then
     [ $headers = 0 ] && cflags+=(-finstrument-functions-exclude-file-list=.h,.hpp,/usr/include)
 elif [ $instr = finstr ]; then
     cflags=(-finstrument-functions-after-inlining)
+elif [ $instr = xray ]; then
+    # clang's sleds; the runtime patches them (runtime/xray.c), so no
+    # compiler-rt XRay runtime at link time.  clang's threshold applies
+    # (-fxray-instruction-threshold=N, default 200 instructions).
+    cflags=(-fxray-instrument)
 else
     cflags=()
 fi
@@ -214,6 +225,36 @@ if [ -n "$exclude_list" ]; then
     fi
 fi
 [ $instr = none ] && filter=()
+# XRay: the filter flags are clang's own options (the sleds are not in the
+# assembly's hook calls): -fxray-instruction-threshold, -fxray-ignore-loops,
+# and an attribute list ([always]/[never] fun:NAME) for the name lists
+tmp=
+if [ $instr = xray ] && [ ${#filter[@]} != 0 ]; then
+    never=()
+    always=()
+    i=0
+    while [ $i -lt ${#filter[@]} ]; do
+        v=${filter[$((i + 1))]:-}
+        case "${filter[$i]}" in
+            --thresh) cflags+=("-fxray-instruction-threshold=$v"); i=$((i + 1)) ;;
+            --ignore-loops) cflags+=(-fxray-ignore-loops) ;;
+            --no-trace) never+=("$v"); i=$((i + 1)) ;;
+            --do-trace) always+=("$v"); i=$((i + 1)) ;;
+        esac
+        i=$((i + 1))
+    done
+    filter=()
+    if [ ${#never[@]} != 0 ] || [ ${#always[@]} != 0 ]; then
+        tmp=$(mktemp -d "${TMPDIR:-/tmp}/funtrace-cc.XXXXXX") || exit 2
+        trap 'rm -rf "$tmp"' EXIT
+        names_of() { grep -hv '^[[:space:]]*#' -- "$@" | tr -s ' \t\r' '\n' | sed '/^$/d; s/^/fun:/'; }
+        {
+            [ ${#always[@]} != 0 ] && { echo "[always]"; names_of "${always[@]}"; }
+            [ ${#never[@]} != 0 ] && { echo "[never]"; names_of "${never[@]}"; }
+        } > "$tmp/xray-attr-list.txt"
+        cflags+=("-fxray-attr-list=$tmp/xray-attr-list.txt")
+    fi
+fi
 
 extra=()
 if [ $link = 0 ] || [ $have_src = 1 ]; then
@@ -222,6 +263,7 @@ elif [ $link = 1 ]; then
     # a link: code generated here (LTO) must be instrumented as well
     extra+=("${cflags[@]}")
 fi
+[ $link = 1 ] && [ $instr = xray ] && extra+=(-fnoxray-link-deps)
 rtlib="$lib/libfuntrace.a"
 [ $count = 1 ] && rtlib="$lib/libfuntrace_count.a"
 exe=0
@@ -272,7 +314,7 @@ else
     done
 fi
 if [ $use_filter = 0 ]; then
-    if [ $exe = 0 ]; then
+    if [ $exe = 0 ] && [ -z "$tmp" ]; then
         exec "$cc" "${args[@]}" "${extra[@]}"
     fi
     "$cc" "${args[@]}" "${extra[@]}"
