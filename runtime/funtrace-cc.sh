@@ -295,7 +295,9 @@ check_exe() {
     [ $exe = 1 ] && [ $instr != none ] && [ "${FUNTRACE_CHECK:-1}" != 0 ] || return 0
     local x=${out:-a.out}
     [ -x "$bin/funtrace-instrcheck" ] && [ -f "$x" ] || return 0
-    "$bin/funtrace-instrcheck" --quiet --name "$me" --runtime "$rtlib" "$x" 2>&1 >/dev/null | head -1 >&2
+    local xr=()
+    [ $instr = xray ] && xr=(--xray)
+    "$bin/funtrace-instrcheck" --quiet "${xr[@]}" --name "$me" --runtime "$rtlib" "$x" 2>&1 >/dev/null | head -1 >&2
     return 0
 }
 

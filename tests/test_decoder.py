@@ -5,13 +5,13 @@ import re
 
 import pytest
 
-from conftest import INSTR_MODES
+from conftest import CLANG_MODES, INSTR_MODES
 from dec_util import (check_nesting, crash_raw, decode, forest, load, merge_gens, modules, objdump_has_jmp,
                       render)
 
 
 def modes():
-    return [pytest.param(m, marks=pytest.mark.clang) if m == "clang" else m for m in INSTR_MODES]
+    return [pytest.param(m, marks=pytest.mark.clang) if m in CLANG_MODES else m for m in INSTR_MODES]
 
 
 PATTERN = ["main", "  run"] + ["    leaf", "    leaf", "    leaf", "    mid", "      leaf"] * 3 + \

@@ -6,12 +6,12 @@ import subprocess
 
 import pytest
 
-from conftest import INSTR_MODES
+from conftest import CLANG_MODES, INSTR_MODES
 from dec_util import check_nesting, crash_raw, decode
 
 
 def modes():
-    return [pytest.param(m, marks=pytest.mark.clang) if m == "clang" else m for m in INSTR_MODES]
+    return [pytest.param(m, marks=pytest.mark.clang) if m in CLANG_MODES else m for m in INSTR_MODES]
 
 
 def calls(out, thread_marker="[crashed]"):

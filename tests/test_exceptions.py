@@ -15,12 +15,12 @@ import re
 
 import pytest
 
-from conftest import INSTR_MODES, run_program
+from conftest import CLANG_MODES, INSTR_MODES, run_program
 from dec_util import check_nesting, crash_raw, decode, forest, merge_gens
 
 
 def modes():
-    return [pytest.param(m, marks=pytest.mark.clang) if m in ("clang", "xray") else m for m in INSTR_MODES]
+    return [pytest.param(m, marks=pytest.mark.clang) if m in CLANG_MODES else m for m in INSTR_MODES]
 
 
 def calls_and_returns(nodes, out=None):

@@ -6,7 +6,7 @@
  * objects from a plain-gcc static library) is reported in one line instead of
  * producing a program with an empty trace.
  *
- *   funtrace-instrcheck [--runtime LIB.a]... [--quiet] [-v] [--name WRAPPER] EXE
+ *   funtrace-instrcheck [--runtime LIB.a]... [--quiet] [-v] [--xray] [--name WRAPPER] EXE
  *
  * Counts the defined functions of EXE (.symtab, else .dynsym) that contain a
  * direct call (E8 rel32, also the 67 E8 form of a relaxed GOT call) to one of
@@ -96,7 +96,7 @@ static int add_archive_names(const char *lib, struct strset *set)
 int main(int argc, char **argv)
 {
     const char *name = "funtrace-instrcheck", *exe = NULL;
-    int quiet = 0, verbose = 0;
+    int quiet = 0, verbose = 0, xray = 0;
     struct strset runtime;
     strset_init(&runtime);
     elf_version(EV_CURRENT);
@@ -112,14 +112,17 @@ int main(int argc, char **argv)
             verbose = 1;
         } else if (!strcmp(argv[i], "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(argv[i], "--xray")) {
+            xray = 1;
         } else if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
             cli_init("funtrace-instrcheck");
             return cli_version();
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("Usage: funtrace-instrcheck [--runtime LIB.a]... [--quiet] [-v] [--name WRAPPER] EXE\n"
-                   "Counts the functions of EXE that call the funtrace hooks; warns (one line on stderr)\n"
-                   "when none, or under 5%% of at least 20, do.  Exit 0 checked, 1 no hooks in EXE,\n"
-                   "2 unreadable input.\n"
+            printf("Usage: funtrace-instrcheck [--runtime LIB.a]... [--quiet] [-v] [--xray] [--name WRAPPER] EXE\n"
+                   "Counts the functions of EXE that call the funtrace hooks (or have an XRay entry sled);\n"
+                   "warns (one line on stderr) when none, or under 5%% of at least 20, do.  --xray: EXE\n"
+                   "was built with FUNTRACE_INSTR=xray (the warning names clang's threshold).\n"
+                   "Exit 0 checked, 1 no hooks in EXE, 2 unreadable input.\n"
                    "  -V, --version   the version of funtrace and of its file formats\n");
             return 0;
         } else if (argv[i][0] == '-' || exe) {
@@ -249,7 +252,6 @@ int main(int argc, char **argv)
         }
     }
     /* XRay: the entry sleds (kind 0, or 3 with argument logging) */
-    int xray = 0;
     scn = NULL;
     while ((scn = elf_nextscn(e, scn)) != NULL) {
         GElf_Shdr sh;
