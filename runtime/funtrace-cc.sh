@@ -12,6 +12,9 @@
 #                  + -finstrument-functions-exclude-file-list=.h,.hpp,/usr/include
 #                    (as the original funtrace; -funtrace-trace-headers keeps them)
 #   clang/++:    -finstrument-functions-after-inlining
+#                -fxray-instrument                         (FUNTRACE_INSTR=xray; the
+#                  runtime patches the sleds: -fnoxray-link-deps at link time;
+#                  the -funtrace-* filter flags become clang's XRay options)
 #   any:         nothing                                   (FUNTRACE_INSTR=none)
 # Linking (no -c/-S/-E/-M/-MM): the instrumentation flags again, so that the
 # code generated at link time (-flto) is instrumented too.  Linking an
@@ -86,7 +89,10 @@ Options of its own (everything else goes to the compiler):
 Environment:
   FUNTRACE_INSTR         pg (gcc default: -pg -mfentry -minstrument-return=call),
                          finstr (-finstrument-functions; clang's default:
-                         -finstrument-functions-after-inlining) or none
+                         -finstrument-functions-after-inlining), xray (clang:
+                         -fxray-instrument, sleds patched by the runtime; add
+                         -fxray-instruction-threshold=1 to trace every
+                         function) or none
   FUNTRACE_CC, FUNTRACE_CXX, FUNTRACE_CLANG, FUNTRACE_CLANGXX
                          the real compilers (default gcc, g++, clang, clang++)
 
