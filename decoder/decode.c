@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "decode.h"
+#include "faults.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include "decstate.h"
 #include "gencuts.h"
 #include "replay.h"
+#include "ringevents.h"
 #include "outputs.h"
 #include "textfmt.h"
 #include "textwindow.h"
@@ -157,7 +159,7 @@ static int run(struct dec *d, struct outputs *out)
         dec_warn(d, "warning: the TSC frequency is unknown: times are TSC ticks shown as ns");
     d->sampled = t->has_header && t->hdr.time_mode == FT_TIME_SAMPLED;
     for (size_t i = 0; i < t->nthreads; i++)
-        if (t->threads[i].fmt == FT_FMT_SAMPLED8)
+        if (t->threads[i].fmt == FT_FMT_SAMPLED8 || t->threads[i].fmt == FT_FMT_SAMPLED4)
             d->sampled = 1;
 
     d->sym = sym_new(t, &o->sym, sym_warn, d);
@@ -171,6 +173,8 @@ static int run(struct dec *d, struct outputs *out)
     d->nth = t->nthreads;
     d->th = xcalloc(d->nth, sizeof *d->th);
     d->crash_tid = t->has_crash ? t->crash.tid : 0;
+    if (dec_original_fault(t)) /* the thread of the original fault, not of a later signal */
+        d->crash_tid = dec_original_fault(t)->tid;
     for (size_t k = 0; !d->crash_tid && k < t->nstacks; k++)
         if (t->stacks[k].h.flags & FT_STKF_CRASHED)
             d->crash_tid = t->stacks[k].h.tid;
@@ -320,6 +324,7 @@ int decode_main(struct dec_opts *o)
     sched_free(&d);
     for (size_t i = 0; i < d.nth; i++) {
         struct dthread *th = &d.th[i];
+        ev_release(th);
         free(th->cut);
         free(th->incomplete);
         free(th->by_tsc);

@@ -39,6 +39,11 @@ struct dthread {
     int lost_overwritten; /* the ring wrapped (or lost its memory/raced) */
     int has_first;
     uint64_t first_tsc;  /* oldest timestamp in the ring */
+    /* ring8.c: zeroed or invalid items inside the ring's window (lost events) */
+    uint64_t ninvalid, invalid_first, invalid_last;
+    int has_invalid_tsc;
+    uint64_t invalid_tsc; /* the time of the last event before the first of them */
+    struct ring8 *ring8; /* FT_FMT_EXACT8 / SAMPLED4 decoding state (ringesc.h) */
     int64_t first_ns, last_ns, end_ns; /* last_ns: the last event's own ns (see replay.c) */
     int64_t last_mns;    /* the last event's measured time */
     int crashed;

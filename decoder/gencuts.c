@@ -27,15 +27,15 @@ struct stamps {
 
 static void stamps_load(struct dec *d, struct dthread *th, uint64_t ref, struct stamps *s)
 {
-    static uint64_t buf[8192];
+    static struct ev_sitem buf[8192];
     size_t cap = 0;
     s->done = 1;
     for (uint64_t i = 0; i < th->rt->n;) {
-        size_t got = ftr_read_entries(&d->src, th->rt, i, 8192, buf);
+        size_t got = ev_read_sampled(d, th, i, 8192, ref, buf);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
-            if (!FT_IS_TIME_WORD(buf[k]))
+            if (buf[k].kind != EVS_TIME && buf[k].kind != EVS_STAMPED)
                 continue;
             if (s->n == cap) {
                 cap = cap ? cap * 2 : 1024;
@@ -43,7 +43,7 @@ static void stamps_load(struct dec *d, struct dthread *th, uint64_t ref, struct 
                 s->tsc = xrealloc(s->tsc, cap * sizeof *s->tsc);
             }
             s->idx[s->n] = i + k;
-            s->tsc[s->n] = ev_restore_tsc(buf[k], ref);
+            s->tsc[s->n] = buf[k].tsc;
             s->n++;
         }
         i += got;
@@ -53,12 +53,12 @@ static void stamps_load(struct dec *d, struct dthread *th, uint64_t ref, struct 
 static uint64_t tsc_cut(struct dec *d, struct dthread *th, uint64_t S, struct stamps *st, uint64_t ref)
 {
     uint64_t n = th->rt->n;
-    if (th->rt->fmt == FT_FMT_EXACT16) {
+    if (ev_is_exact(th->rt->fmt)) {
         uint64_t lo = 0, hi = n; /* first item with tsc >= S */
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
             struct ft_entry e;
-            if (ftr_read_entries(&d->src, th->rt, mid, 1, &e) != 1)
+            if (ev_read_exact(d, th, mid, 1, &e) != 1)
                 break;
             if (e.tsc < S)
                 lo = mid + 1;
@@ -75,15 +75,15 @@ static uint64_t tsc_cut(struct dec *d, struct dthread *th, uint64_t S, struct st
     return n;
 }
 
-/* previous time word before i (sampled), within a window */
+/* previous time word / stamped return before i (sampled), within a window */
 static int prev_stamp(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref, uint64_t *tsc)
 {
-    uint64_t buf[512];
+    struct ev_sitem buf[512];
     uint64_t from = i > 512 ? i - 512 : 0;
-    size_t got = ftr_read_entries(&d->src, th->rt, from, i - from, buf);
+    size_t got = ev_read_sampled(d, th, from, i - from, ref, buf);
     for (size_t k = got; k > 0; k--)
-        if (FT_IS_TIME_WORD(buf[k - 1])) {
-            *tsc = ev_restore_tsc(buf[k - 1], ref);
+        if (buf[k - 1].kind == EVS_TIME || buf[k - 1].kind == EVS_STAMPED) {
+            *tsc = buf[k - 1].tsc;
             return 1;
         }
     return 0;
@@ -91,11 +91,11 @@ static int prev_stamp(struct dec *d, struct dthread *th, uint64_t i, uint64_t re
 
 static int first_tsc(struct dec *d, struct dthread *th, uint64_t ref, uint64_t *tsc)
 {
-    uint64_t buf[1024];
+    static struct ev_sitem buf[1024];
     for (uint64_t i = 0; i < th->rt->n && i < (1u << 22);) {
-        if (th->rt->fmt == FT_FMT_EXACT16) {
+        if (ev_is_exact(th->rt->fmt)) {
             struct ft_entry e[64];
-            size_t got = ftr_read_entries(&d->src, th->rt, i, 64, e);
+            size_t got = ev_read_exact(d, th, i, 64, e);
             if (!got)
                 return 0;
             for (size_t k = 0; k < got; k++)
@@ -105,12 +105,12 @@ static int first_tsc(struct dec *d, struct dthread *th, uint64_t ref, uint64_t *
                 }
             i += got;
         } else {
-            size_t got = ftr_read_entries(&d->src, th->rt, i, 1024, buf);
+            size_t got = ev_read_sampled(d, th, i, 1024, ref, buf);
             if (!got)
                 return 0;
             for (size_t k = 0; k < got; k++)
-                if (FT_IS_TIME_WORD(buf[k])) {
-                    *tsc = ev_restore_tsc(buf[k], ref);
+                if (buf[k].kind == EVS_TIME || buf[k].kind == EVS_STAMPED) {
+                    *tsc = buf[k].tsc;
                     return 1;
                 }
             i += got;
@@ -128,7 +128,7 @@ static uint64_t refine(struct dec *d, struct dthread *th, uint64_t idx, uint64_t
     enum { W = 512 };
     static struct ft_entry e[2 * W];
     uint64_t from = idx > W ? idx - W : 0;
-    size_t got = ftr_read_entries(&d->src, th->rt, from, 2 * W, e);
+    size_t got = ev_read_exact(d, th, from, 2 * W, e);
     size_t j = 0;
     while (j < got && e[j].tsc < S)
         j++;
@@ -142,6 +142,7 @@ void cuts_compute(struct dec *d, struct dthread *th)
     const struct ftr_thread *rt = th->rt;
     size_t G = d->ngens;
     uint64_t n = rt->n;
+    ev_prepare(d, th);
     th->cut = xcalloc(G + 1, sizeof *th->cut);
     th->incomplete = xcalloc(G, 1);
     th->by_tsc = xcalloc(G, 1);
@@ -162,7 +163,7 @@ void cuts_compute(struct dec *d, struct dthread *th)
     th->has_first = first_tsc(d, th, ref_last, &th->first_tsc);
 
     uint64_t tol = ft_ns_ticks(&d->gens[G - 1].clk, 2000000); /* 2 ms */
-    size_t isz = rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16;
+    size_t isz = ev_item_size(rt->fmt);
     uint64_t prev = 0;
     for (size_t gi = 0; gi < G; gi++) {
         const struct dgen *g = &d->gens[gi];
@@ -185,7 +186,7 @@ void cuts_compute(struct dec *d, struct dthread *th)
             if (idx != NONE && idx > 0 && idx <= n) { /* check against timestamps */
                 uint64_t t;
                 int ok = 1;
-                if (rt->fmt == FT_FMT_EXACT16) {
+                if (ev_is_exact(rt->fmt)) {
                     if (ev_tsc_at(d, th, idx - 1, ref, &t) && t > S + tol)
                         ok = 0;
                     if (idx < n && ev_tsc_at(d, th, idx, ref, &t) && t + tol < S)
@@ -198,7 +199,7 @@ void cuts_compute(struct dec *d, struct dthread *th)
                 }
                 if (!ok)
                     idx = NONE;
-                else if (rt->fmt == FT_FMT_EXACT16)
+                else if (ev_is_exact(rt->fmt))
                     idx = refine(d, th, idx, S);
             } else if (idx == 0 && th->has_first && th->first_tsc + tol < S) {
                 idx = NONE; /* the ring starts well before the boundary: inconsistent */

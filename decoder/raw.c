@@ -129,7 +129,7 @@ size_t ftr_read(const struct ftr_src *s, uint64_t off, void *buf, size_t len)
 size_t ftr_read_entries(const struct ftr_src *src, const struct ftr_thread *th, uint64_t i,
                         uint64_t n, void *buf)
 {
-    size_t isz = th->fmt == FT_FMT_SAMPLED8 ? 8 : 16;
+    size_t isz = ftr_item_size(th->fmt);
     if (i >= th->n)
         return 0;
     if (n > th->n - i)
@@ -218,8 +218,8 @@ static int known_magic(const char m[8])
 {
     static const char *const known[] = {FT_CHUNK_FUNTRACE, FT_CHUNK_HEADER, FT_CHUNK_CMDLINE, FT_CHUNK_SIGINFO,
                                         FT_CHUNK_MAPPINGS, FT_CHUNK_MODULES, FT_CHUNK_GENS, FT_CHUNK_THREADID,
-                                        FT_CHUNK_THREADSTAT, FT_CHUNK_TRACEBUF, FT_CHUNK_TRACEW08, FT_CHUNK_STACK,
-                                        FT_CHUNK_END, FT_CHUNK_PROCMAPS, "FTRACETX", FT_CHUNK_SCHED};
+                                        FT_CHUNK_THREADSTAT, FT_CHUNK_TRACEBUF, FT_CHUNK_TRACEW08, FT_CHUNK_TRACEE08, FT_CHUNK_TRACES04, FT_CHUNK_STACK,
+                                        FT_CHUNK_END, FT_CHUNK_PROCMAPS, "FTRACETX", FT_CHUNK_SCHED, FT_CHUNK_FAULTS};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!memcmp(m, known[i], 8))
             return 1;
@@ -396,9 +396,13 @@ static int chunk(struct parser *p, struct sstate *s, const char magic[8], uint64
     mag_str(magic, ms);
     s->nchunks++;
 
-    if (!memcmp(magic, FT_CHUNK_TRACEBUF, 8) || !memcmp(magic, FT_CHUNK_TRACEW08, 8)) {
-        uint32_t fmt = magic[5] == 'B' ? FT_FMT_EXACT16 : FT_FMT_SAMPLED8;
-        uint64_t isz = fmt == FT_FMT_EXACT16 ? 16 : 8;
+    if (!memcmp(magic, FT_CHUNK_TRACEBUF, 8) || !memcmp(magic, FT_CHUNK_TRACEW08, 8) ||
+        !memcmp(magic, FT_CHUNK_TRACEE08, 8) || !memcmp(magic, FT_CHUNK_TRACES04, 8)) {
+        uint32_t fmt = magic[5] == 'B'   ? FT_FMT_EXACT16
+                       : magic[5] == 'W' ? FT_FMT_SAMPLED8
+                       : magic[5] == 'E' ? FT_FMT_EXACT8
+                                         : FT_FMT_SAMPLED4;
+        uint64_t isz = ftr_item_size(fmt);
         struct ftr_thread *th = cur_thread(s);
         if (!th || th->fmt) {
             th = new_thread(p, s);
@@ -467,6 +471,14 @@ static int chunk(struct parser *p, struct sstate *s, const char magic[8], uint64
         NEED(len >= sizeof(struct ft_raw_crash), "too short");
         memcpy(&s->t.crash, b, sizeof s->t.crash);
         s->t.has_crash = 1;
+    } else if (!memcmp(magic, FT_CHUNK_FAULTS, 8)) {
+        struct ft_raw_faults fh;
+        NEED(len >= sizeof fh, "too short");
+        memcpy(&fh, b, sizeof fh);
+        NEED(fh.n <= FT_FAULT_SLOTS && len >= sizeof fh + fh.n * sizeof(struct ft_fault), "bad record count");
+        s->t.faults_total = fh.total;
+        s->t.nfaults = fh.n;
+        memcpy(s->t.faults, b + sizeof fh, fh.n * sizeof(struct ft_fault));
     } else if (!memcmp(magic, FT_CHUNK_MAPPINGS, 8)) {
         parse_mappings(p, s, b, len);
     } else if (!memcmp(magic, FT_CHUNK_PROCMAPS, 8)) {

@@ -55,7 +55,7 @@ struct ftr_thread {
     int has_id;             /* THREADID seen */
     int has_stat;           /* THRDSTAT seen */
     struct ft_raw_thread st;
-    uint32_t fmt;           /* FT_FMT_EXACT16 / FT_FMT_SAMPLED8; 0 = no ring chunk */
+    uint32_t fmt;           /* FT_FMT_EXACT16 / SAMPLED8 / EXACT8 / SAMPLED4; 0 = no ring chunk */
     uint64_t data_off;      /* file offset of entry 0 */
     uint64_t n;             /* entries (16 bytes) or words (8 bytes) */
     uint64_t rot;           /* item i is stored at (i + rot) % n: the original
@@ -85,6 +85,9 @@ struct ftr_trace {
     char *cmdline;          /* "" if absent */
     int has_crash;
     struct ft_raw_crash crash;
+    uint64_t faults_total;  /* FAULTS chunk: fatal-signal episodes in all (0: none/absent) */
+    struct ft_fault faults[FT_FAULT_SLOTS]; /* the last ones, oldest first */
+    uint32_t nfaults;
     struct ftr_mapping *maps;
     size_t nmaps;
     int maps_from_procmaps; /* maps parsed from a PROCMAPS chunk */
@@ -120,9 +123,14 @@ int ftr_load(const struct ftr_src *src, int sample, struct ftr_trace *t, ftr_war
 void ftr_free(struct ftr_trace *t);
 const char *ftr_strerror(int code);
 
-/* Read ring items [i, i+n) of th (16-byte struct ft_entry or 8-byte words,
- * depending on th->fmt), oldest first, into buf.  Returns the number of
+/* Read ring items [i, i+n) of th (16-byte struct ft_entry, or 8-byte words
+ * / FT_FMT_EXACT8 entries, depending on th->fmt), oldest first, into buf.  Returns the number of
  * items read.  Items whose word is 0 were never written: skip them. */
+/* bytes per ring item of a format */
+static inline size_t ftr_item_size(uint32_t fmt)
+{
+    return fmt == FT_FMT_EXACT16 ? 16 : fmt == FT_FMT_SAMPLED4 ? 4 : 8;
+}
 size_t ftr_read_entries(const struct ftr_src *src, const struct ftr_thread *th, uint64_t i,
                         uint64_t n, void *buf);
 

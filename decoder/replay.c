@@ -71,6 +71,8 @@
 #include "replay.h"
 #include "ringevents.h"
 #include "xalloc.h"
+#include "faults.h"
+#include "finalstack.h"
 
 #define NONE UINT64_MAX
 #define PROGRESS_CHUNK (1u << 20) /* ring items */
@@ -672,6 +674,8 @@ void replay_gen(struct replay *r, size_t gi)
                                                : "no events: this generation was overwritten in the ring",
                              &arg, 1);
     }
+    if (r->emitting && !r->calls && !r->measuring) /* fatal-signal episodes (faults.c) */
+        faults_instants(d, th, r->out, g->start_ns, gi + 1 < d->ngens ? g->end_ns : INT64_MAX);
     uint64_t lo = th->cut[gi] > th->lo ? th->cut[gi] : th->lo, hi = th->cut[gi + 1] > lo ? th->cut[gi + 1] : lo;
     /* in chunks, for the progress line (the sampled-mode carry makes a range
      * in pieces decode as it does whole) */
@@ -771,6 +775,7 @@ void replay_measure(struct replay *r)
 /* ---- discovery --------------------------------------------------------- */
 
 #define LCS_MAX 4096
+#define LCS_WIN 1024 /* the outermost frames aligned when the stacks are longer */
 
 /* longest common subsequence of F and S (by match id); mf[i] = index in S
  * matched by F[i] or -1.  Ties favour the innermost frames.  Longer stacks
@@ -782,6 +787,8 @@ void replay_measure(struct replay *r)
  * hook wrote it) matches F's innermost frame when it is the same function
  * (a recursion), which shifts the alignment by one frame of that function
  * only, and stays unmatched otherwise. */
+static void lcs_outer(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long *mf);
+
 static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int truncated, long *mf)
 {
     for (size_t i = 0; i < nf; i++)
@@ -789,23 +796,32 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int 
     if (!nf || !ns)
         return;
     if (nf > LCS_MAX || ns > LCS_MAX) {
-        size_t q = 0, p = 0;
+        size_t q = 0, pf = 0, ps = 0;
         while (q < nf && q < ns && F[nf - 1 - q] == S[ns - 1 - q]) {
             mf[nf - 1 - q] = (long)(ns - 1 - q);
             q++;
         }
-        while (!truncated && p < nf - q && p < ns - q && F[p] == S[p]) {
-            mf[p] = (long)p;
-            p++;
+        if (!truncated) { /* the outermost frames: an LCS of bounded windows (S may
+                             have frames below F's outermost, e.g. _start) */
+            size_t wf = nf - q < LCS_WIN ? nf - q : LCS_WIN, ws = ns - q < LCS_WIN ? ns - q : LCS_WIN;
+            long *mm = xrealloc(NULL, (wf ? wf : 1) * sizeof *mm);
+            lcs_outer(F, wf, S, ws, mm);
+            for (size_t i = 0; i < wf; i++)
+                if (mm[i] >= 0) {
+                    mf[i] = mm[i];
+                    pf = i + 1;
+                    ps = (size_t)mm[i] + 1;
+                }
+            free(mm);
         }
-        nf -= p + q;
-        ns -= p + q;
+        nf -= pf + q;
+        ns -= ps + q;
         if (nf > LCS_MAX || ns > LCS_MAX || !nf || !ns)
             return;
         long *mm = xrealloc(NULL, nf * sizeof *mm);
-        lcs(F + p, nf, S + p, ns, truncated, mm);
+        lcs(F + pf, nf, S + ps, ns, truncated, mm);
         for (size_t i = 0; i < nf; i++)
-            mf[p + i] = mm[i] < 0 ? -1 : mm[i] + (long)p;
+            mf[pf + i] = mm[i] < 0 ? -1 : mm[i] + (long)ps;
         free(mm);
         return;
     }
@@ -832,6 +848,27 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int 
     }
 #undef AT
     free(L);
+}
+
+/* lcs() with ties favouring the outermost frames (both stacks anchored at
+ * their outermost frame: the part of a final stack outside the frames the
+ * unwinder left out) */
+static void lcs_outer(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long *mf)
+{
+    if (!nf)
+        return;
+    uint32_t *rf = xrealloc(NULL, nf * sizeof *rf), *rs = xrealloc(NULL, (ns ? ns : 1) * sizeof *rs);
+    long *rm = xrealloc(NULL, nf * sizeof *rm);
+    for (size_t i = 0; i < nf; i++)
+        rf[i] = F[nf - 1 - i];
+    for (size_t i = 0; i < ns; i++)
+        rs[i] = S[ns - 1 - i];
+    lcs(rf, nf, rs, ns, 0, rm);
+    for (size_t i = 0; i < nf; i++)
+        mf[nf - 1 - i] = rm[i] < 0 ? -1 : (long)(ns - 1) - rm[i];
+    free(rf);
+    free(rs);
+    free(rm);
 }
 
 /* the runtime's entry hooks: a fault inside one (a stack overflow faults
@@ -871,15 +908,44 @@ static size_t final_usable(struct dec *d, const struct dthread *th, long *unlogg
     return n;
 }
 
+/* where the unwinder left frames out of a final stack: S index of the
+ * marker (outermost first), and how many machine frames */
+struct gap {
+    size_t at;   /* nS if none */
+    uint32_t n;
+};
+
 /* lcs of the open frames with the usable final-stack frames; an open
  * innermost frame left unmatched is the unlogged frame when it is the same
- * function (the fault came after its hook logged the call after all) */
+ * function (the fault came after its hook logged the call after all).
+ * Across a gap (frames not kept by the unwinder) the open frames are first
+ * aligned with the part inside it; only open frames that lie further out
+ * than the gap's frames can reach are aligned with the part outside it. */
 static void align_final(struct dec *d, const struct dthread *th, const uint32_t *F, size_t nf,
-                        const uint32_t *S, int truncated, long *mf)
+                        const uint32_t *S, int truncated, struct gap g, long *mf)
 {
     long unlogged;
     size_t ns = final_usable(d, th, &unlogged);
-    lcs(F, nf, S, ns, truncated, mf);
+    if (g.at >= ns) {
+        lcs(F, nf, S, ns, truncated, mf);
+    } else {
+        size_t in0 = g.at + 1, o = nf;
+        lcs(F, nf, S + in0, ns - in0, truncated, mf);
+        for (size_t i = 0; i < nf; i++)
+            if (mf[i] >= 0) {
+                mf[i] += (long)in0;
+                if (o == nf)
+                    o = i;
+            }
+        if (o > g.n) { /* open frames beyond the gap */
+            size_t no = o - g.n;
+            long *mo = xrealloc(NULL, no * sizeof *mo);
+            lcs_outer(F, no, S, g.at, mo);
+            for (size_t i = 0; i < no; i++)
+                mf[i] = mo[i];
+            free(mo);
+        }
+    }
     if (unlogged >= 0 && nf && mf[nf - 1] < 0 && F[nf - 1] == S[unlogged])
         mf[nf - 1] = unlogged;
 }
@@ -900,21 +966,35 @@ void replay_discover(struct dec *d, struct dthread *th)
      * addresses cannot be matched with the traced functions: not used. */
     const struct ftr_stack *fs =
         th->rt->stack >= 0 && !d->o.sym.no_symbols ? &d->t.stacks[th->rt->stack] : NULL;
-    size_t nS = fs ? fs->npcs : 0;
+    /* its frames as gdb shows them (inlined callers, signal frames, markers
+     * where frames were not unwound: finalstack.c), outermost first */
+    struct fs_frame *ff = NULL;
+    size_t nS = fs && fs->npcs ? fs_frames(d, fs, &ff) : 0;
     uint32_t *Sm = NULL;
-    int space = d->gens[d->ngens - 1].space;
+    size_t gap = nS; /* S index of the marker of frames the unwinder left out */
+    struct gap gp = {nS, 0};
     if (nS) {
-        th->final_funcs = xrealloc(NULL, nS * sizeof *th->final_funcs);
-        Sm = xrealloc(NULL, nS * sizeof *Sm);
+        size_t m = 0; /* tail-call frames are not open frames: they returned (-pg) or never
+                         logged a return; they are only printed (finalstack.c) */
+        for (size_t k = 0; k < nS; k++)
+            if (!(ff[k].flags & FSF_TAILCALL))
+                ff[m++] = ff[k];
+        nS = m;
+        th->final_funcs = xrealloc(NULL, (nS ? nS : 1) * sizeof *th->final_funcs);
+        Sm = xrealloc(NULL, (nS ? nS : 1) * sizeof *Sm);
         for (size_t k = 0; k < nS; k++) {
-            size_t j = nS - 1 - k; /* pcs are innermost first */
-            uint64_t pc = fs->pcs[j];
-            uint32_t f = sym_lookup(d->sym, space, j && pc ? pc - 1 : pc);
-            th->final_funcs[k] = f;
-            Sm[k] = sym_func(d->sym, f)->match;
+            const struct fs_frame *f = &ff[nS - 1 - k]; /* innermost first there */
+            th->final_funcs[k] = f->func;
+            Sm[k] = sym_func(d->sym, f->func)->match;
+            if (f->flags & FSF_CUT) {
+                gap = k;
+                gp.at = k;
+                gp.n = f->ncut;
+            }
         }
         th->nfinal = nS;
     }
+    free(ff);
 
     struct dthread before = *th;
     struct replay *r = discovery_pass(d, th, 0);
@@ -930,7 +1010,7 @@ void replay_discover(struct dec *d, struct dthread *th)
             long *ml = xrealloc(NULL, r->n * sizeof *ml);
             for (size_t i = 0; i < r->n; i++)
                 Lm[i] = r->stk[i].match;
-            align_final(d, th, Lm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, ml);
+            align_final(d, th, Lm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, gp, ml);
             uint64_t *live = xrealloc(NULL, r->n * sizeof *live);
             size_t nlive = 0;
             for (size_t i = 0; i < r->n; i++)
@@ -956,7 +1036,7 @@ void replay_discover(struct dec *d, struct dthread *th)
         Fm[i] = r->stk[i].match;
     size_t first_match = nS;
     if (nS) {
-        align_final(d, th, Fm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, mf);
+        align_final(d, th, Fm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, gp, mf);
         /* a truncated final stack lacks the outer frames: open frames outside
          * its outermost matched one may well be running */
         size_t outer = 0;
@@ -964,17 +1044,31 @@ void replay_discover(struct dec *d, struct dthread *th)
             while (outer < r->n && mf[outer] < 0)
                 outer++;
         th->abandoned = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *th->abandoned);
+        long below = -1; /* S index matched by the nearest open frame further out */
         for (size_t i = 0; i < r->n; i++) {
-            if (mf[i] < 0 && i >= outer)
-                th->abandoned[th->nabandoned++] = r->stk[i].call_idx;
-            else if ((size_t)mf[i] < first_match)
-                first_match = (size_t)mf[i];
+            if (mf[i] >= 0) {
+                below = mf[i];
+                if ((size_t)mf[i] < first_match)
+                    first_match = (size_t)mf[i];
+                continue;
+            }
+            if (i < outer)
+                continue;
+            /* frames the unwinder did not keep (the gap) may be this one */
+            long above = -1;
+            for (size_t j = i + 1; j < r->n && above < 0; j++)
+                above = mf[j];
+            if (gap < nS && below < (long)gap && (above < 0 || above > (long)gap))
+                continue;
+            th->abandoned[th->nabandoned++] = r->stk[i].call_idx;
         }
         qsort(th->abandoned, th->nabandoned, sizeof *th->abandoned, cmp_u64);
     }
-    /* final-stack frames open during the whole ring */
-    long w = -1;
-    for (size_t j = 0; j < first_match; j++) {
+    /* final-stack frames open during the whole ring: not the runtime's hook
+     * frames at the top, nor a frame whose call the hook had not logged yet */
+    long w = -1, unlogged;
+    size_t usable = nS ? final_usable(d, th, &unlogged) : 0;
+    for (size_t j = 0; j < first_match && j < usable; j++) {
         uint32_t f = th->final_funcs[j];
         struct func *fn = sym_func(d->sym, f);
         if (fn->unknown || fn->ignored)
@@ -982,12 +1076,19 @@ void replay_discover(struct dec *d, struct dthread *th)
         if (fn->seen || sym_instrumented(d->sym, f))
             w = (long)j;
     }
+    if (gap < nS && w >= 0 && (size_t)w < gap && first_match > gap)
+        w = (long)gap; /* the frames between those and the open ones were not unwound: say so */
+    if (nS && (fs->h.flags & FT_STKF_TRUNCATED) && w < 0 && th->lost_older)
+        w = 0; /* neither the ring nor the final stack reaches the outermost frames: its
+                  outermost entry is the marker "outer frames unknown" (finalstack.c) */
     size_t np = (size_t)(w + 1) + r->npre;
     th->pre = xrealloc(NULL, (np ? np : 1) * sizeof *th->pre);
     th->npre = 0;
-    for (long j = 0; j <= w; j++)
-        if (!sym_func(d->sym, th->final_funcs[j])->unknown)
+    for (long j = 0; j <= w; j++) { /* code without a symbol is a frame too (lib.so+0x...), not outside any module */
+        const struct func *fn = sym_func(d->sym, th->final_funcs[j]);
+        if (!fn->unknown || fn->modfile >= 0)
             th->pre[th->npre++] = th->final_funcs[j];
+    }
     th->npre_final = th->npre;
     for (size_t i = r->npre; i > 0; i--)
         th->pre[th->npre++] = r->pre[i - 1];

@@ -1,7 +1,8 @@
 /*
  * ringevents.c -- ring items -> timestamped events.
  *
- * Exact mode: every entry has its own TSC.  Sampled mode: a time word
+ * Exact mode: every entry has its own TSC (FT_FMT_EXACT8 entries are
+ * expanded by ring8.c).  Sampled mode: a time word
  * (bits 63..61 = 111) stamps the event word right after it; the TSC's high
  * 3 bits are restored from a reference (the generation's clk_tsc), and the
  * events between two stamps get times interpolated by their event ordinal
@@ -42,17 +43,17 @@ uint64_t ev_restore_tsc(uint64_t low61, uint64_t ref)
 int ev_tsc_at(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref_tsc, uint64_t *tsc)
 {
     const struct ftr_thread *rt = th->rt;
-    if (rt->fmt == FT_FMT_EXACT16) {
+    if (ev_is_exact(rt->fmt)) {
         struct ft_entry e;
-        if (ftr_read_entries(&d->src, rt, i, 1, &e) != 1 || !e.word)
+        if (ev_read_exact(d, th, i, 1, &e) != 1 || !e.word)
             return 0;
         *tsc = e.tsc;
         return 1;
     }
-    uint64_t w;
-    if (ftr_read_entries(&d->src, rt, i, 1, &w) != 1 || !FT_IS_TIME_WORD(w))
+    struct ev_sitem e;
+    if (ev_read_sampled(d, th, i, 1, ref_tsc, &e) != 1 || (e.kind != EVS_TIME && e.kind != EVS_STAMPED))
         return 0;
-    *tsc = ev_restore_tsc(w, ref_tsc);
+    *tsc = e.tsc;
     return 1;
 }
 
@@ -103,7 +104,7 @@ static void run_exact(struct dec *d, struct dthread *th, uint64_t lo, uint64_t h
         buf = xmalloc(BLK * sizeof *buf);
     for (uint64_t i = lo; i < hi;) {
         uint64_t want = hi - i < BLK ? hi - i : BLK;
-        size_t got = ftr_read_entries(&d->src, th->rt, i, want, buf);
+        size_t got = ev_read_exact(d, th, i, want, buf);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++)
@@ -121,29 +122,33 @@ typedef int (*word_fn)(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_
 static int scan_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref, word_fn cb,
                         void *ctx)
 {
-    static uint64_t *buf;
+    static struct ev_sitem *buf;
     if (!buf)
         buf = xmalloc(BLK * sizeof *buf);
     uint64_t st = 0;
-    int stamp = lo > 0 && ev_tsc_at(d, th, lo - 1, ref, &st);
+    /* FT_FMT_SAMPLED8: a time word right before lo stamps the first event */
+    int stamp = th->rt->fmt == FT_FMT_SAMPLED8 && lo > 0 && ev_tsc_at(d, th, lo - 1, ref, &st);
     for (uint64_t i = lo; i < hi;) {
         uint64_t want = hi - i < BLK ? hi - i : BLK;
-        size_t got = ftr_read_entries(&d->src, th->rt, i, want, buf);
+        size_t got = ev_read_sampled(d, th, i, want, ref, buf);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
-            uint64_t w = buf[k];
-            if (FT_IS_TIME_WORD(w)) {
+            const struct ev_sitem *e = &buf[k];
+            if (e->kind == EVS_TIME) {
                 stamp = 1;
-                st = ev_restore_tsc(w, ref);
+                st = e->tsc;
                 continue;
             }
-            if (w) {
-                int rc = cb(ctx, w, i + k, stamp, st);
-                if (rc)
-                    return rc;
-            }
-            stamp = 0;
+            int rc = 0;
+            if (e->kind == EVS_STAMPED)
+                rc = cb(ctx, e->word, i + k, 1, e->tsc);
+            else if (e->kind == EVS_EVENT)
+                rc = cb(ctx, e->word, i + k, stamp, st);
+            if (rc)
+                return rc;
+            if (e->kind != EVS_NONE || th->rt->fmt == FT_FMT_SAMPLED8)
+                stamp = 0;
         }
         i += got;
     }
@@ -213,7 +218,7 @@ void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_
         hi = th->rt->n;
     if (lo >= hi)
         return;
-    if (th->rt->fmt == FT_FMT_SAMPLED8)
+    if (!ev_is_exact(th->rt->fmt))
         run_sampled(d, th, lo, hi, ref_tsc, carry, fn, ctx);
     else
         run_exact(d, th, lo, hi, fn, ctx);

@@ -4,6 +4,7 @@
 #ifndef FT_DECODER_RINGEVENTS_H
 #define FT_DECODER_RINGEVENTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "decstate.h"
 
@@ -31,5 +32,31 @@ void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_
  * returns 0 if there is none */
 int ev_tsc_at(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref_tsc, uint64_t *tsc);
 uint64_t ev_restore_tsc(uint64_t low61, uint64_t ref);
+
+/* ring8.c: ev_prepare before anything reads a thread's ring (counts the
+ * zeroed/invalid items of every format; FT_FMT_EXACT8 / SAMPLED4 decoding
+ * state); ev_read_exact: exact-mode items [i, i+n) (FT_FMT_EXACT16 or
+ * EXACT8) as {word = address | FT_F_* flags, tsc}; word 0: not an event
+ * (escape, zeroed); returns the count read */
+struct ring8;
+void ev_prepare(struct dec *d, struct dthread *th);
+size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ft_entry *out);
+void ev_release(struct dthread *th);
+static inline int ev_is_exact(uint32_t fmt) { return fmt == FT_FMT_EXACT16 || fmt == FT_FMT_EXACT8; }
+static inline size_t ev_item_size(uint32_t fmt) { return ftr_item_size(fmt); }
+
+/* ring4.c: sampled-mode items [i, i+n) (FT_FMT_SAMPLED8 or SAMPLED4); ref:
+ * the reference TSC for the high bits of FT_FMT_SAMPLED8 time words */
+struct ev_sitem {
+    uint64_t word;       /* address | FT_F_* flags (EVS_EVENT / EVS_STAMPED) */
+    uint64_t tsc;        /* EVS_TIME / EVS_STAMPED */
+    uint8_t kind;
+};
+#define EVS_NONE 0       /* not an event: escape, zeroed */
+#define EVS_TIME 1       /* FT_FMT_SAMPLED8 time word: stamps the next event */
+#define EVS_EVENT 2      /* an event without a time */
+#define EVS_STAMPED 3    /* FT_FMT_SAMPLED4 stamped return: an event with its own time */
+size_t ev_read_sampled(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, uint64_t ref,
+                       struct ev_sitem *out);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "tracefacts.h"
+#include "textfmt.h"
 
 /* the tids of the threads whose THRDSTAT has one of flags: count, and up to
  * 4 tids into buf */
@@ -72,6 +73,24 @@ size_t dec_problems(const struct dec *d, struct problem *out, size_t max)
         {FT_TSF_RING_PARTIAL, 1, "partly missing from the source"},
         {FT_TSF_COPY_RACED, 0, "missing the events overwritten while it was copied"},
     };
+    /* zeroed or invalid entries inside a ring's window (ring8.c): lost events */
+    for (size_t i = 0; i < d->nth; i++) {
+        const struct dthread *th = &d->th[i];
+        char when[96] = "";
+        if (!th->ninvalid)
+            continue;
+        if (th->has_invalid_tsc && th->has_first && th->invalid_tsc >= th->first_tsc) {
+            char dur[32];
+            fmt_dur(dur, sizeof dur,
+                    ft_clock_ns(&d->gens[d->ngens - 1].clk, th->invalid_tsc) -
+                        ft_clock_ns(&d->gens[d->ngens - 1].clk, th->first_tsc));
+            snprintf(when, sizeof when, ", after the event %s after its oldest one", dur);
+        }
+        ADD(1, "the ring of thread %llu has %llu zeroed or invalid entries inside its trace (items %llu..%llu%s): "
+            "the events there are lost",
+            (unsigned long long)th->rt->tid, (unsigned long long)th->ninvalid,
+            (unsigned long long)th->invalid_first, (unsigned long long)th->invalid_last, when);
+    }
     for (size_t k = 0; k < sizeof rings / sizeof rings[0]; k++) {
         char tids[64];
         size_t c = tids_with(d, rings[k].flag, tids, sizeof tids);

@@ -103,6 +103,7 @@ static void ring_readability(struct rview *v, uint64_t *pages, uint64_t *missing
 
 struct plan {
     uint32_t tsf;            /* FT_TSF_* */
+    uint32_t fmt;            /* enum ft_entry_format */
     int emit_ring;           /* geometry valid: ring read */
     uint64_t pos_off;
     uint64_t first_off;      /* first emitted slot (ring offset) */
@@ -125,7 +126,9 @@ static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 static int ring_geometry(const uint64_t ring, uint64_t size, uint32_t fmt, uint64_t pos,
                          struct plan *pl, unsigned *esz)
 {
-    *esz = fmt == FT_FMT_EXACT16 ? 16 : fmt == FT_FMT_SAMPLED8 ? 8 : 0;
+    *esz = fmt == FT_FMT_EXACT16 ? 16 : (fmt == FT_FMT_SAMPLED8 || fmt == FT_FMT_EXACT8) ? 8
+         : fmt == FT_FMT_SAMPLED4 ? 4 : 0;
+    pl->fmt = fmt;
     pl->pos_off = pos - ring;
     if (ring == 0 || size == 0) { pl->tsf |= FT_TSF_RING_MISSING; return 0; }
     if (*esz == 0 || !is_pow2(size) || size < 2ull * *esz || size > RW_MAX_RING ||
@@ -166,7 +169,7 @@ static int ring_stream_spans(struct rview *v, const struct plan *pl)
         left -= n;
         off = 0;
     }
-    return pl->has_unc ? ft_rw_wr(v->c, pl->unc, 16) : 0;
+    return pl->has_unc ? ft_rw_wr(v->c, pl->unc, v->esz) : 0;
 }
 
 /* Plan a ring whose view v is set up; pos_off in pl.  live_k: number of slots
@@ -178,10 +181,88 @@ static int after_limit(const struct plan *pl, const uint8_t *s)
     return pl->tsc_limit && u64at(s) != 0 && u64at(s + 8) > pl->tsc_limit;
 }
 
+/* a slot's first word: the whole 4-byte item of an FT_FMT_SAMPLED4 ring */
+static uint64_t slotw(const struct rview *v, const uint8_t *s)
+{
+    uint32_t w;
+    if (v->esz != 4) return u64at(s);
+    memcpy(&w, s, 4);
+    return w;
+}
+
+/* ---- FT_FMT_SAMPLED4 (FORMAT.md 1.4, 2.3) ---- */
+
+static int s4_tsc_hi(uint64_t w) { return (w & 7u) == 3u && FT_S4_ESC_TYPE(w) == FT_S4_TSC_HI; }
+/* the full TSC of a stamped return w under the TSC_HI payload hi, the bits
+ * above 58 taken from top */
+static uint64_t s4_time(uint64_t top, uint32_t hi, uint64_t w)
+{
+    return (top & ~((1ull << (32 + FT_S4_PAYLOAD_BITS)) - 1)) | ((uint64_t)hi << 32) | (w & ~7ull & 0xFFFFFFFFull);
+}
+
+/* the TSC_HI payload that puts the stamp with low half lo at or before R */
+static uint32_t s4_hi_before(uint64_t R, int have_lo, uint64_t lo)
+{
+    uint64_t h = (R >> 32) & FT_S4_HI_MASK;
+    if (have_lo && s4_time(R, (uint32_t)h, lo) > R) h = (h - 1) & FT_S4_HI_MASK;
+    return (uint32_t)h;
+}
+
+/* ---- FT_FMT_EXACT8 (FORMAT.md 1.4, 2.3) ---- */
+
+static int e8_event(uint64_t w) { return w && (w & FT_E8_TAG_MASK) != FT_E8_ESC; }
+static int e8_tsc_hi(uint64_t w) { return (w & FT_E8_TAG_MASK) == FT_E8_ESC && FT_E8_ESC_TYPE(w) == FT_E8_TSC_HI; }
+
+/* the nearest readable event slot from slot i going dir (+1/-1), circular,
+ * at most 8 slots away (escape runs are shorter); 1 if found */
+static int e8_near(struct rview *v, uint64_t i, int dir, uint64_t n, uint64_t *w)
+{
+    int miss;
+    for (unsigned k = 1; k <= 8 && k < n; k++) {
+        uint64_t j = (i + n + (dir > 0 ? k : n - k)) % n;
+        const uint8_t *s = rv_slot(v, j * 8, &miss);
+        if (miss) return 0;
+        if (e8_event(u64at(s))) { *w = u64at(s); return 1; }
+        if (!u64at(s)) return 0;
+    }
+    return 0;
+}
+
+/* The slot at pos (A, an event) in a ring whose slots after pos are written
+ * (or pos is the last slot): the thread's newest entry, written but not
+ * committed, or the oldest entry of the wrapped ring?  The TSC low halves
+ * decide: from the newest committed event N to A is a short step forward if
+ * A is newer, and from A to the event after it is a short step forward if A
+ * is the oldest (steps taken modulo 2^32). */
+static int e8_uncommitted(struct rview *v, uint64_t p, uint64_t n, uint64_t a)
+{
+    uint64_t nw, aw;
+    if (!e8_near(v, p, -1, n, &nw)) return 0;
+    uint32_t d1 = (uint32_t)((a >> 32) - (nw >> 32));
+    uint32_t d2 = e8_near(v, p, +1, n, &aw) ? (uint32_t)((aw >> 32) - (a >> 32)) : UINT32_MAX;
+    return d1 < d2;
+}
+
+/* walking the ring: the full TSC of an event (*known = 0 before the walk's
+ * first TSC_HI escape: only the low half then) */
+struct e8_clock {
+    int known;
+    uint32_t hi;
+};
+
+static uint64_t e8_clock_step(struct e8_clock *k, uint64_t w, int *is_event)
+{
+    *is_event = e8_event(w);
+    if (e8_tsc_hi(w)) { k->known = 1; k->hi = (uint32_t)(w >> 32); }
+    return ((uint64_t)k->hi << 32) | (w >> 32);
+}
+
 static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_t min_tsc, int live)
 {
     const uint64_t n = v->size / v->esz, p = pl->pos_off / v->esz;
     const int exact = v->esz == 16;
+    const int e8 = pl->fmt == FT_FMT_EXACT8;
+    const int s4 = pl->fmt == FT_FMT_SAMPLED4;
     int miss, a_ok = 0, n_ok = 0;
     uint64_t a_w = 0, a_t = 0, n_t = 0;
 
@@ -198,27 +279,41 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         const uint8_t *s = rv_slot(v, pl->pos_off, &miss);
         if (!miss) {
             a_ok = 1;
-            a_w = u64at(s);
+            a_w = slotw(v, s);
             if (exact) { a_t = u64at(s + 8); memcpy(pl->unc, s, 16); }
         }
     }
     {
         const uint8_t *s = rv_slot(v, ((p + n - 1) % n) * v->esz, &miss);
-        if (!miss && u64at(s) != 0) { n_ok = 1; if (exact) n_t = u64at(s + 8); }
+        if (!miss && slotw(v, s) != 0) { n_ok = 1; if (exact) n_t = u64at(s + 8); }
     }
     /* F: a written slot after pos (to the end of the ring), past the live
      * drop zone and, in sampled mode, past the word the writer may have in
      * flight after pos */
     int F = 0;
     {
-        uint64_t i = p + 1 + (live_k ? live_k : 0) + (exact ? 0 : 1);
+        uint64_t i = p + 1 + (live_k ? live_k : 0) + ((exact || e8 || s4) ? 0 : 1);
         for (; i < n && !F; i++) {
             const uint8_t *s = rv_slot(v, i * v->esz, &miss);
-            if (!miss && u64at(s) != 0) F = 1;
+            if (!miss && slotw(v, s) != 0) F = 1;
         }
     }
-    int wrapped;
-    if (exact)
+    int wrapped, e8_unc = 0;
+    if (e8 && a_ok && a_w) {
+        /* one store per slot: nothing is torn.  An event at pos is the
+         * uncommitted newest one or the oldest of a wrapped ring; an escape
+         * there is not emitted (uncommitted: counted as dropped; at the
+         * last slot it cannot be told from the oldest: taken as that) */
+        if (!F && p + 1 < n)
+            e8_unc = e8_event(a_w);
+        else if (e8_event(a_w))
+            e8_unc = e8_uncommitted(v, p, n, a_w);
+        wrapped = F || (p + 1 >= n && !e8_unc);
+    } else if (e8)
+        wrapped = F;
+    else if (s4)
+        wrapped = F || (a_ok && a_w && p + 1 >= n);
+    else if (exact)
         wrapped = F || (a_ok && a_w && a_t && n_ok && a_t <= n_t);
     else
         wrapped = F || (a_ok && a_w && p + 2 >= n);
@@ -226,7 +321,10 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
     if (wrapped) pl->tsf |= FT_TSF_WRAPPED;
 
     if (a_ok && a_w) {
-        if (exact && a_t && (!n_ok || a_t > n_t)) {
+        if (e8) {
+            if (e8_unc) { pl->has_unc = 1; memcpy(pl->unc, &a_w, 8); }
+            else if (!wrapped) pl->n_dropped++;
+        } else if (exact && a_t && (!n_ok || a_t > n_t)) {
             pl->has_unc = 1;
         } else if (!wrapped) {
             if (exact) pl->tsf |= FT_TSF_TORN;
@@ -262,11 +360,84 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
     uint64_t i = 0;
     for (; i < len; i++) {
         const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
-        if (!miss && u64at(s) != 0) break;
+        if (!miss && slotw(v, s) != 0) break;
     }
     /* time filter: leading entries older than min_tsc */
-    if (min_tsc) {
-        if (exact) {
+    if (min_tsc && s4) {
+        /* from the first stamped return at or after min_tsc (stamps dated
+         * with the TSC_HI escapes met on the way; before the first one, the
+         * high half that puts the last stamp before it at or before that
+         * one's time, else before now) */
+        uint64_t lo_last = 0, R = 0;
+        int have_last = 0;
+        for (uint64_t j = i; j < len && !R; j++) {
+            const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
+            if (miss) continue;
+            uint64_t w = slotw(v, s);
+            if (s4_tsc_hi(w)) {
+                for (uint64_t m = j + 1; m < len && m < j + 8 && !R; m++) {
+                    const uint8_t *s2 = rv_slot(v, SLOT_AT(v, start, m), &miss);
+                    if (!miss && FT_S4_IS_STAMP(slotw(v, s2)))
+                        R = s4_time(rw_rdtsc(), (uint32_t)(w >> 5) & FT_S4_HI_MASK, slotw(v, s2));
+                }
+                break;
+            }
+            if (FT_S4_IS_STAMP(w)) { lo_last = w; have_last = 1; }
+        }
+        if (!R) R = rw_rdtsc();
+        uint32_t hi = s4_hi_before(R, have_last, lo_last);
+        uint64_t j = i, skipped = 0;
+        for (; j < len; j++) {
+            const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
+            if (miss) continue;
+            uint64_t w = slotw(v, s);
+            if (s4_tsc_hi(w)) hi = (uint32_t)(w >> 5) & FT_S4_HI_MASK;
+            if (FT_S4_IS_STAMP(w) && s4_time(R, hi, w) >= min_tsc) break;
+            if (w) skipped++;
+        }
+        pl->n_dropped += skipped;
+        i = j;
+    } else if (min_tsc) {
+        if (e8) {
+            /* events before the walk's first TSC_HI escape share one high
+             * half: the one that puts the last of them at or before the first
+             * known time after them (else before now) */
+            uint64_t lo_last = 0, R = 0;
+            int have_last = 0;
+            for (uint64_t j = i; j < len && !R; j++) {
+                const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
+                if (miss) continue;
+                uint64_t w = u64at(s);
+                if (e8_tsc_hi(w)) {
+                    for (uint64_t m = j + 1; m < len && m < j + 8 && !R; m++) {
+                        const uint8_t *s2 = rv_slot(v, SLOT_AT(v, start, m), &miss);
+                        if (!miss && e8_event(u64at(s2))) R = (w & 0xFFFFFFFF00000000ull) | (u64at(s2) >> 32);
+                    }
+                    break;
+                }
+                if (e8_event(w)) { lo_last = w >> 32; have_last = 1; }
+            }
+            if (!R) R = rw_rdtsc();
+            struct e8_clock k = {1, (uint32_t)(R >> 32)};
+            if (have_last && (((uint64_t)k.hi << 32) | lo_last) > R) k.hi--;
+            for (; i < len; i++) {
+                const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
+                if (miss) continue;
+                int ev;
+                uint64_t t = e8_clock_step(&k, u64at(s), &ev);
+                if (ev && t >= min_tsc) break;
+                if (u64at(s)) pl->n_dropped++;
+            }
+            /* keep the TSC_HI escape that dates the first kept event */
+            if (i < len && i > 0) {
+                const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i - 1), &miss);
+                if (!miss && e8_tsc_hi(u64at(s))) { i--; pl->n_dropped--; }
+            }
+            if (pl->has_unc && (((uint64_t)k.hi << 32) | (u64at(pl->unc) >> 32)) < min_tsc) {
+                pl->has_unc = 0;
+                pl->n_dropped++;
+            }
+        } else if (exact) {
             for (; i < len; i++) {
                 const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
                 if (miss) continue;
@@ -296,25 +467,40 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
     if (live) {
         uint64_t cut = i, prev = 0;
         int have = 0;
+        struct e8_clock kk = {0, 0};
+        int s4_known = 0;
+        uint32_t s4_hi = 0;
         for (uint64_t j = i; j < len; j++) {
             const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
             if (miss) continue;
-            uint64_t w = u64at(s), t;
-            if (exact) {
+            uint64_t w = slotw(v, s), t;
+            if (s4) {
+                if (s4_tsc_hi(w)) { s4_known = 1; s4_hi = (uint32_t)(w >> 5) & FT_S4_HI_MASK; }
+                if (!FT_S4_IS_STAMP(w)) continue;
+                t = ((uint64_t)s4_hi << 32) | (w & ~7ull);
+            } else if (e8) {
+                int ev;
+                t = e8_clock_step(&kk, w, &ev);
+                if (!ev) continue;
+            } else if (exact) {
                 if (!w || after_limit(pl, s)) continue;
                 t = u64at(s + 8);
             } else {
                 if (!FT_IS_TIME_WORD(w)) continue;
                 t = w & FT_TIME_WORD_TSC_MASK;
             }
-            if (have && t < prev) cut = j;
+            /* FT_FMT_EXACT8 before the first TSC_HI escape: low halves, which
+             * step back when they wrap (2^32 ticks) */
+            if (have && t < prev && !(e8 && !kk.known && prev - t > 0x80000000u) &&
+                !(s4 && !s4_known && prev - t > 0x80000000u))
+                cut = j;
             prev = t;
             have = 1;
         }
         if (cut != i) {
             for (; i < cut; i++) {
                 const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
-                if (!miss && u64at(s)) pl->n_dropped++;
+                if (!miss && slotw(v, s)) pl->n_dropped++;
             }
             pl->tsf |= FT_TSF_COPY_RACED;
         }
@@ -379,12 +565,12 @@ static int ring_stream(struct rview *v, const struct plan *pl)
         }
     }
     if (pl->has_unc) {
-        if (o + 16 > sizeof out) {
+        if (o + v->esz > sizeof out) {
             if (ft_rw_wr(v->c, out, o)) return -1;
             o = 0;
         }
-        memcpy(out + o, pl->unc, 16);
-        o += 16;
+        memcpy(out + o, pl->unc, v->esz);
+        o += v->esz;
     }
     return ft_rw_wr(v->c, out, o);
 }
@@ -537,7 +723,7 @@ int ft_rw_emit_thread(struct rw *c, struct trec *t, struct rview *v)
                 pos = pos2 = p1;
                 pl.pos_off = pos - rt.ring;
             }
-            pl.tsc_limit = esz == 16 ? limit : 0;
+            pl.tsc_limit = rt.fmt == FT_FMT_EXACT16 ? limit : 0;
             uint8_t *copy = NULL;
             uint64_t npages = (rt.ring + rt.ring_size - 1) / RW_PAGE - rt.ring / RW_PAGE + 1;
             if (si->get_scratch)
@@ -556,7 +742,7 @@ int ft_rw_emit_thread(struct rw *c, struct trec *t, struct rview *v)
                 uint64_t k = live_slots(pos, pos2, rt.ring, rt.ring_size, esz);
                 memset(&pl, 0, sizeof pl);
                 ring_geometry(rt.ring, rt.ring_size, rt.fmt, pos, &pl, &esz);
-                pl.tsc_limit = esz == 16 ? limit : 0;
+                pl.tsc_limit = rt.fmt == FT_FMT_EXACT16 ? limit : 0;
                 ring_plan(v, &pl, k, si->min_tsc, 1);
             }
         }
@@ -577,7 +763,9 @@ int ft_rw_emit_thread(struct rw *c, struct trec *t, struct rview *v)
     } else {
         rt.first_off = rt.pos_off;
     }
-    const char *tm = rt.fmt == FT_FMT_SAMPLED8 ? FT_CHUNK_TRACEW08 : FT_CHUNK_TRACEBUF;
+    const char *tm = rt.fmt == FT_FMT_SAMPLED8 ? FT_CHUNK_TRACEW08
+                   : rt.fmt == FT_FMT_EXACT8  ? FT_CHUNK_TRACEE08
+                   : rt.fmt == FT_FMT_SAMPLED4 ? FT_CHUNK_TRACES04 : FT_CHUNK_TRACEBUF;
     if (ft_raw_chunk(c->w, FT_CHUNK_THREADID, &ti, sizeof ti, c->st)) return -1;
     if (ft_raw_chunk(c->w, FT_CHUNK_THREADSTAT, &rt, sizeof rt, c->st)) return -1;
     if (ft_rw_chunk_hdr(c, tm, ring_ok ? pl.n_entries * esz : 0)) return -1;

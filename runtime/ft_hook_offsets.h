@@ -11,10 +11,16 @@
 #define FT_THR_OFF_MASK 8
 #define FT_THR_OFF_COUNTDOWN 16
 #define FT_THR_OFF_WRAP 24
+#define FT_THR_OFF_ADDR_HI 32
+#define FT_THR_OFF_TSC_HI 36
+#define FT_THR_OFF_SELF 40
 
 /* struct ft_hot_settings (ft_internal.h) */
 #define FT_HOT_OFF_MODE 0
 #define FT_HOT_MODE_OFF_BIT 0x80 /* FT_MODE_OFF */
 #define FT_HOT_OFF_SAMPLE_K 8
+#define FT_HOT_OFF_REG_BASE 16
+#define FT_HOT_OFF_REG_SPAN 24
+#define FT_HOT_OFF_FREEZE_SEQ 64 /* park.S */
 
 #endif

@@ -6,6 +6,7 @@
 #define FT_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -16,7 +17,7 @@
 
 /* defaults (documented in FORMAT.md 1.8) */
 #define FT_DEFAULT_BUF (1ULL << 20)          /* 1 MiB per thread */
-#define FT_MIN_BUF 4096ULL
+#define FT_MIN_BUF 32ULL                    /* the original's smallest ring (2^5) */
 #define FT_MAX_BUF (1ULL << 30)
 #define FT_DEFAULT_GEN_MS 100
 #define FT_DEFAULT_BUDGET (256ULL << 20)      /* 256 MiB of rings in all */
@@ -44,7 +45,12 @@ extern struct ft_thread ft_thread_dummy_init FT_HIDDEN; /* mask 0: "create my re
 extern struct ft_thread ft_thread_dummy_dead FT_HIDDEN; /* mask 0: "record nothing" */
 /* the hooks' read-mostly settings, written once at start-up, alone in their
  * cache line (a line shared with written data - ft_rt.lock, the root -
- * would cost every hook of every thread a miss after each such write) */
+ * would cost every hook of every thread a miss after each such write) and
+ * alone in their page: the page is made read-only at the end of start-up, so
+ * a program's crash handler that rewrites all writable memory (a memory
+ * test) never changes what the hooks see; runtime/freeze.c switches it with
+ * mprotect (async-signal-safe) to freeze and thaw tracing. */
+#define FT_FREEZE_LEVELS 16 /* fatal-signal handlers running at once (freeze.c) */
 #define FT_MODE_EXACT 0   /* FUNTRACE_TIME=exact (the default) */
 #define FT_MODE_SAMPLED 1 /* FUNTRACE_TIME=sampled */
 #define FT_MODE_OFF 0x80  /* or'ed in: tracing frozen, hooks return at once */
@@ -52,9 +58,16 @@ struct ft_hot_settings {
     uint8_t mode;         /* FT_MODE_* (hooks_pg.S; ft_hook_offsets.h) */
     uint8_t pad0[7];
     uint64_t sample_k;    /* a time word every k events (hooks_pg.S; ft_hook_offsets.h) */
-    uint8_t pad1[48];
+    uint64_t reg_base;    /* the registry mapping: a record pointer p is valid for */
+    uint64_t reg_span;    /* the hooks iff p - reg_base < reg_span (0 until it exists) */
+    uint8_t pad1[32];
+    /* the freeze (freeze.c); never read by the hooks */
+    uint32_t freeze_seq;  /* futex word: bumped at every thaw */
+    uint32_t freeze_tid;  /* thread whose fatal signal froze tracing (0: not frozen) */
+    uint32_t level_tid[FT_FREEZE_LEVELS]; /* threads in a fatal-signal handler meanwhile */
+    uint8_t pad2[4096 - 72 - 4 * FT_FREEZE_LEVELS];
 };
-_Static_assert(sizeof(struct ft_hot_settings) == 64, "one cache line");
+_Static_assert(sizeof(struct ft_hot_settings) == 4096, "one page");
 extern struct ft_hot_settings ft_hot FT_HIDDEN;
 #define ft_hook_mode (ft_hot.mode)
 /* the time mode, whether or not tracing is frozen */
@@ -110,7 +123,9 @@ static inline struct ft_gen *ft_gens(void)
 
 /* root.c */
 void ft_init(void) FT_HIDDEN;
-void ft_lock(void) FT_HIDDEN;
+int ft_libc_ready(void) FT_HIDDEN;
+int ft_lock(void) FT_HIDDEN;                  /* 0: frozen, skipped (root.c) */
+void ft_lock_wait(void) FT_HIDDEN;
 void ft_unlock(void) FT_HIDDEN;
 uint64_t ft_mono_ns(void) FT_HIDDEN;
 uint64_t ft_real_ns(void) FT_HIDDEN;
@@ -134,6 +149,14 @@ void ft_registry_after_fork_child(void) FT_HIDDEN;
 void ft_refresh_names(void) FT_HIDDEN;        /* under lock */
 void ft_thread_set_name_by_pthread(pthread_t th, const char *name) FT_HIDDEN;
 
+/* ringpool.c (under lock) */
+void *ft_ring_alloc(uint64_t size) FT_HIDDEN;        /* zeroed, aligned to 2 * size */
+/* zeroed and kept for reuse; dirty: bytes from the start that may be non-zero */
+void ft_ring_free(void *ring, uint64_t size, uint64_t dirty) FT_HIDDEN;
+uint64_t ft_ring_dirty(const struct ft_thread *t) FT_HIDDEN; /* registry.c */
+void ft_ring_prefault(uint64_t size, unsigned n) FT_HIDDEN;
+void ft_registry_prefault(void) FT_HIDDEN;           /* registry.c: the next record's page */
+
 /* hooks_cyg.c */
 void ft_write_event(struct ft_thread *t, uint64_t word) FT_HIDDEN;
 
@@ -156,8 +179,49 @@ void ft_gens_after_fork_child(void) FT_HIDDEN;
 void ft_hk_lock(void) FT_HIDDEN;              /* atfork */
 void ft_hk_unlock(void) FT_HIDDEN;
 
+/* freeze.c: tracing frozen while a fatal signal is handled (FORMAT.md 1.9) */
+struct ft_freeze_how {
+    int freeze;                /* freeze (FUNTRACE_CRASH_HANDLERS=freeze), else only record */
+    int dflt;                  /* no handler of the program's (FT_FAULTF_DEFAULT) */
+    uintptr_t frame;           /* the signal wrapper's frame */
+    uintptr_t alt_lo, alt_hi;  /* the alternate stack it runs on, or 0 */
+};
+extern int ft_busy FT_HIDDEN;                 /* threads inside runtime writers */
+void ft_freeze_protect(void) FT_HIDDEN;       /* end of start-up: ft_hot read-only */
+/* a fatal signal reached a handler: record it (a new episode, or a nested
+ * signal of the current one), freeze unless how->freeze is 0.  Returns the
+ * level to close with ft_freeze_leave, -1 if none; *first: a new episode */
+int ft_freeze_enter(int sig, const siginfo_t *si, const void *uc, const struct ft_freeze_how *how,
+                    int *first) FT_HIDDEN;
+void ft_freeze_leave(int level, uint32_t state) FT_HIDDEN;   /* the handler returned */
+/* this thread is about to continue at stack pointer target_sp (longjmp,
+ * exception caught): close the levels of its handlers that it leaves */
+void ft_freeze_unwinding(uintptr_t target_sp, uint32_t state) FT_HIDDEN;
+int ft_freeze_active(void) FT_HIDDEN;         /* a handler level is open */
+void ft_freeze_after_fork_child(void) FT_HIDDEN;
+/* writers of registry/modules/generations (ft_lock): count as busy
+ * meanwhile; while tracing is frozen by another thread's fatal signal,
+ * ft_writer_enter waits for the thaw, ft_writer_try returns 0 */
+void ft_writer_enter(void) FT_HIDDEN;
+int ft_writer_try(void) FT_HIDDEN;            /* the same without waiting: 0 if frozen */
+void ft_writer_leave(void) FT_HIDDEN;
+static inline int ft_frozen(void)
+{
+    return (__atomic_load_n(&ft_hot.mode, __ATOMIC_RELAXED) & FT_MODE_OFF) != 0;
+}
+/* park.S: a runtime thread's blocking syscall (nr, up to 6 args), not counted
+ * busy while blocked; when it returns while tracing is frozen, the thread
+ * waits for the thaw without touching its stack or any writable memory */
+long ft_park_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6) FT_HIDDEN;
+
 /* signals.c */
 void ft_signals_init(void) FT_HIDDEN;
+/* interposed sigaction() for signo: 1 if the runtime handles it (*rc is the
+ * result; the program's own dispositions of the fatal signals), 0: libc's */
+int ft_sig_sigaction(int sig, const struct sigaction *act, struct sigaction *old, int *rc) FT_HIDDEN;
+int ft_sig_is_ours(int sig) FT_HIDDEN;
+/* interpose.c */
+void ft_interpose_init(void) FT_HIDDEN;       /* resolves the real functions */
 void ft_thread_altstack(void) FT_HIDDEN;      /* new thread: alt stack if on-crash */
 void ft_thread_altstack_free(void) FT_HIDDEN;
 

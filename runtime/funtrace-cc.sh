@@ -293,6 +293,11 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
             -Wl,--export-dynamic-symbol=dlopen
             -Wl,--export-dynamic-symbol=dlclose
             -Wl,--export-dynamic-symbol=pthread_setname_np
+            -Wl,--export-dynamic-symbol=sigaction -Wl,--export-dynamic-symbol=signal
+            -Wl,--export-dynamic-symbol=bsd_signal -Wl,--export-dynamic-symbol=sysv_signal
+            -Wl,--export-dynamic-symbol=__sysv_signal -Wl,--export-dynamic-symbol=longjmp
+            -Wl,--export-dynamic-symbol=_longjmp -Wl,--export-dynamic-symbol=siglongjmp
+            -Wl,--export-dynamic-symbol=__longjmp_chk
             '-Wl,--export-dynamic-symbol=funtrace_*')
 fi
 

@@ -1,17 +1,20 @@
 /*
  * hooks_cyg.c -- the -finstrument-functions hooks (gcc, and clang's
  * -finstrument-functions-after-inlining), and the C event writer used by the
- * cold path.
+ * cold path and the runtime's own events (catch).
  *
  * The mode is tested first (a predicted branch on a read-mostly byte), so
  * sampled mode never goes through a failed exact attempt; a mode other than
  * exact is dispatched out of line: FT_MODE_OFF (tracing frozen) returns at
- * once without touching TLS or the record, else sampled:
- *   exact:   rec = ft_self; slot = rec->pos & rec->mask; if 0 -> cold path;
- *            store word; store tsc; rec->pos = (slot + 16) & mask.
- *   sampled: rec = ft_self_s; slot = rec->pos & rec->mask; if 0 -> cold
- *            path; every sample_k-th event a time word first; store word;
- *            rec->pos = (slot + 8) & mask (FORMAT.md 1.4).
+ * once without touching TLS or the record, else sampled.  Then the validity
+ * check (the record pointer lies in the registry and the record names
+ * itself: FORMAT.md 1.4 "Hot path"), then:
+ *   exact:   rec = ft_self; slot = rec->pos & rec->mask; if 0 -> nothing;
+ *            [escape entries when the address's or the TSC's high half
+ *            changed]; store the 8-byte entry; rec->pos = (slot + 8) & mask.
+ *   sampled: rec = ft_self_s; slot = rec->pos & rec->mask; if 0 -> nothing;
+ *            a 4-byte item per event (every sample_k-th event, if a return,
+ *            a stamped return); rec->pos = (slot + 4) & mask (FORMAT.md 1.4).
  * The mask is read once per event (a pauser may store 0 at any time).
  * These are ordinary C functions for their callers: they keep what the ABI
  * says a callee keeps, nothing more.
@@ -24,9 +27,14 @@ _Static_assert(offsetof(struct ft_thread, pos) == FT_THR_OFF_POS, "hooks_pg.S PO
 _Static_assert(offsetof(struct ft_thread, mask) == FT_THR_OFF_MASK, "hooks_pg.S MASK");
 _Static_assert(offsetof(struct ft_thread, countdown) == FT_THR_OFF_COUNTDOWN, "hooks_pg.S COUNTDOWN");
 _Static_assert(offsetof(struct ft_thread, wrap) == FT_THR_OFF_WRAP, "hooks_pg.S WRAP");
+_Static_assert(offsetof(struct ft_thread, addr_hi) == FT_THR_OFF_ADDR_HI, "hooks_pg.S AHI");
+_Static_assert(offsetof(struct ft_thread, tsc_hi) == FT_THR_OFF_TSC_HI, "hooks_pg.S THI");
+_Static_assert(offsetof(struct ft_thread, self) == FT_THR_OFF_SELF, "hooks_pg.S SELF");
 _Static_assert(offsetof(struct ft_hot_settings, mode) == FT_HOT_OFF_MODE, "hooks_pg.S ft_hot");
 _Static_assert(FT_MODE_OFF == FT_HOT_MODE_OFF_BIT && FT_MODE_EXACT == 0, "hooks_pg.S mode values");
 _Static_assert(offsetof(struct ft_hot_settings, sample_k) == FT_HOT_OFF_SAMPLE_K, "hooks_pg.S ft_hot+8");
+_Static_assert(offsetof(struct ft_hot_settings, reg_base) == FT_HOT_OFF_REG_BASE, "hooks_pg.S ft_hot+16");
+_Static_assert(offsetof(struct ft_hot_settings, reg_span) == FT_HOT_OFF_REG_SPAN, "hooks_pg.S ft_hot+24");
 
 /* xsave area size for the asm cold path (hooks_pg.S computes it on first use) */
 uint32_t ft_xsave_size;
@@ -41,29 +49,117 @@ uint32_t ft_xsave_size;
         p_;                                                                    \
     })
 
+/* store one 8-byte exact-mode item at slot and commit it; the next slot */
+static inline __attribute__((always_inline)) uint64_t put_exact(struct ft_thread *t, uint64_t slot,
+                                                                uint64_t mask, uint64_t item)
+{
+    *(uint64_t *)(uintptr_t)slot = item;
+    ft_barrier();
+    slot = (slot + 8) & mask;
+    t->pos = slot;
+    return slot;
+}
+
+/* FT_FMT_EXACT8: word = address | FT_F_* flags (FORMAT.md 1.4).  Escapes
+ * first when a high half changed (the record's value is stored before the
+ * escape, as in hooks_pg.S), each committed on its own. */
 static inline __attribute__((always_inline)) void write_exact(struct ft_thread *t, uint64_t slot,
                                                               uint64_t mask, uint64_t word)
 {
-    struct ft_entry *e = (struct ft_entry *)(uintptr_t)slot;
-    e->word = word;
-    ft_barrier();
-    e->tsc = ft_rdtsc();
-    ft_barrier();
-    t->pos = (slot + sizeof(struct ft_entry)) & mask;
+    uint64_t addr = word & FT_ADDR_MASK, tag;
+    uint32_t ahi = (uint32_t)(addr >> 32);
+    if (__builtin_expect(ahi != t->addr_hi, 0)) {
+        t->addr_hi = ahi;
+        ft_barrier();
+        slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_ADDR_HI, ahi));
+    }
+    if (__builtin_expect((word & FT_F_CATCH) == FT_F_CATCH, 0)) {
+        slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_CATCH, 0));
+        tag = FT_E8_CALL;
+    } else {
+        tag = (word & FT_F_RET) ? FT_E8_RET : (word & FT_F_CALL_RET_ON_THROW) ? FT_E8_CALL_ROT : FT_E8_CALL;
+    }
+    uint64_t tsc = ft_rdtsc();
+    uint32_t thi = (uint32_t)(tsc >> 32);
+    if (__builtin_expect(thi != t->tsc_hi, 0)) {
+        t->tsc_hi = thi;
+        ft_barrier();
+        slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_TSC_HI, thi));
+    }
+    put_exact(t, slot, mask, (tsc << 32) | (addr & FT_E8_ADDR_LO_MASK) | tag);
 }
 
+/* store one 4-byte sampled-mode item at slot and commit it; the next slot */
+static inline __attribute__((always_inline)) uint64_t put_s4(struct ft_thread *t, uint64_t slot, uint64_t mask,
+                                                             uint32_t item)
+{
+    *(uint32_t *)(uintptr_t)slot = item;
+    ft_barrier();
+    slot = (slot + 4) & mask;
+    t->pos = slot;
+    return slot;
+}
+
+/* the item before slot is a call (tag 0 or 2): a return at slot is a leaf's */
+static __attribute__((noinline)) int leaf_return(const struct ft_thread *t, uint64_t slot)
+{
+    uint64_t ring = t->wrap & (t->wrap + 1); /* aligned to 2 * size */
+    uint64_t prev = slot - 4 >= ring ? slot - 4 : t->wrap - 3;
+    uint32_t pw = *(const uint32_t *)(uintptr_t)prev;
+    return pw && !(pw & 1u);
+}
+
+/* FT_FMT_SAMPLED4, the rare cases: a stamp due, an address high half that
+ * changed, a catch (out of line: the common path keeps its registers) */
+static __attribute__((noinline)) void sampled_slow(struct ft_thread *t, uint64_t slot, uint64_t mask, uint64_t word,
+                                                   int due)
+{
+    /* a stamp is due: only a leaf return (the previous item is a call) is
+     * stamped (the decoder takes its address from that call) */
+    if (due && (word & FT_F_CATCH) == FT_F_RET && leaf_return(t, slot)) {
+        uint64_t tsc = ft_rdtsc();
+        uint32_t thi = (uint32_t)(tsc >> 32);
+        if (thi != t->tsc_hi) {
+            t->tsc_hi = thi;
+            ft_barrier();
+            slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_TSC_HI, thi & FT_S4_HI_MASK));
+        }
+        put_s4(t, slot, mask, FT_S4_STAMP(tsc));
+        t->countdown = ft_sample_k;
+        return;
+    }
+    uint64_t addr = word & FT_ADDR_MASK;
+    uint32_t ahi = (uint32_t)(addr >> 32), tag;
+    if (ahi != t->addr_hi) {
+        t->addr_hi = ahi;
+        ft_barrier();
+        slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_ADDR_HI, ahi & FT_S4_HI_MASK));
+    }
+    if ((word & FT_F_CATCH) == FT_F_CATCH) {
+        slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_CATCH, 0));
+        tag = 0;
+    } else {
+        tag = (word & FT_F_RET) ? 1 : (word & FT_F_CALL_RET_ON_THROW) ? 2 : 0;
+    }
+    put_s4(t, slot, mask, ((uint32_t)addr & ~3u) | tag);
+}
+
+/* FT_FMT_SAMPLED4 (FORMAT.md 1.4): every event counts down; a leaf return
+ * when the count is due is a stamped return (no address), else an item with
+ * the address (an ADDR_HI escape first when its high half changed) */
 static inline __attribute__((always_inline)) void write_sampled(struct ft_thread *t, uint64_t slot,
                                                                 uint64_t mask, uint64_t word)
 {
-    if (__builtin_expect((int64_t)--t->countdown <= 0, 0)) {
-        *(uint64_t *)(uintptr_t)slot = FT_TIME_WORD_TAG | ft_rdtsc();
-        slot = (slot + 8) & mask;
-        t->countdown = ft_sample_k;
+    int due = (int64_t)--t->countdown <= 0;
+    uint64_t addr = word & FT_ADDR_MASK;
+    if (__builtin_expect(due || (uint32_t)(addr >> 32) != t->addr_hi || (word & FT_F_CATCH) == FT_F_CATCH, 0)) {
+        sampled_slow(t, slot, mask, word, due);
+        return;
     }
+    uint32_t tag = (word & FT_F_RET) ? 1 : (word & FT_F_CALL_RET_ON_THROW) ? 2 : 0;
+    *(uint32_t *)(uintptr_t)slot = ((uint32_t)addr & ~3u) | tag;
     ft_barrier();
-    *(uint64_t *)(uintptr_t)slot = word;
-    ft_barrier();
-    t->pos = (slot + 8) & mask;
+    t->pos = (slot + 4) & mask;
 }
 
 /* write one event for t in its format (cold path and C hooks) */
@@ -72,14 +168,22 @@ void ft_write_event(struct ft_thread *t, uint64_t word)
     uint64_t mask = t->mask, slot = t->pos & mask;
     if (!slot)
         return;
-    if (t->fmt == FT_FMT_SAMPLED8)
+    if (t->fmt == FT_FMT_SAMPLED4)
         write_sampled(t, slot, mask, word);
     else
         write_exact(t, slot, mask, word);
 }
 
-/* no slot: the thread has no record yet (dummy_init: create it), or it is
- * paused / disabled / ignored / exited (record nothing) */
+/* the validity check of FORMAT.md 1.4 "Hot path": 1 if t is a record in
+ * the registry that names itself */
+static inline __attribute__((always_inline)) int rec_valid(const struct ft_thread *t)
+{
+    return (uint64_t)(uintptr_t)t - ft_hot.reg_base < ft_hot.reg_span && t->self == (uint64_t)(uintptr_t)t;
+}
+
+/* not a valid record: the thread has no record yet (dummy_init: create it),
+ * or it is ignored / exited (dummy_dead), or its state is garbage: record
+ * nothing */
 static __attribute__((noinline)) void cold(struct ft_thread *t, uint64_t word)
 {
     if (t == &ft_thread_dummy_init)
@@ -92,33 +196,42 @@ static inline __attribute__((always_inline)) void event(uint64_t word)
         if (ft_hook_mode & FT_MODE_OFF)
             return; /* frozen: touch nothing (TLS may be garbage meanwhile) */
         struct ft_thread *s = SELF_LOAD(ft_self_s);
-        uint64_t mask = s->mask, slot = s->pos & mask;
-        if (__builtin_expect(!slot, 0)) {
+        if (__builtin_expect(!rec_valid(s), 0)) {
             cold(s, word);
             return;
         }
+        uint64_t mask = s->mask, slot = s->pos & mask;
+        if (__builtin_expect(!slot, 0))
+            return;
         write_sampled(s, slot, mask, word);
         return;
     }
     struct ft_thread *t = SELF_LOAD(ft_self);
-    uint64_t mask = t->mask, slot = t->pos & mask;
-    if (__builtin_expect(!slot, 0)) {
+    if (__builtin_expect(!rec_valid(t), 0)) {
         cold(t, word);
         return;
     }
+    uint64_t mask = t->mask, slot = t->pos & mask;
+    if (__builtin_expect(!slot, 0))
+        return;
     write_exact(t, slot, mask, word);
 }
+
+/* Under -finstrument-functions the address is the function's start; the
+ * 8-byte entry keeps it 4-byte granular, so it is rounded UP to stay inside
+ * the function (an instrumented function is longer than 3 bytes). */
+#define CYG_ADDR(fn) (((uint64_t)(uintptr_t)(fn) + 3) & FT_ADDR_MASK & ~3ULL)
 
 FT_EXPORT void __cyg_profile_func_enter(void *fn, void *call_site)
 {
     (void)call_site;
-    event((uint64_t)(uintptr_t)fn | FT_F_CALL_RET_ON_THROW);
+    event(CYG_ADDR(fn) | FT_F_CALL_RET_ON_THROW);
 }
 
 FT_EXPORT void __cyg_profile_func_exit(void *fn, void *call_site)
 {
     (void)call_site;
-    event((uint64_t)(uintptr_t)fn | FT_F_RET);
+    event(CYG_ADDR(fn) | FT_F_RET);
 }
 
 /* an event from runtime C code (e.g. the __cxa_begin_catch interposer) */

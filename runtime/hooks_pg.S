@@ -11,7 +11,10 @@
  *
  *  - every general register they touch is saved and restored: rax rdx rcx
  *    r11 (exact mode), rax rcx r11 and rdx only around the rdtsc of a time
- *    word (sampled mode).  r10 and every other register are never touched.
+ *    word (sampled mode).  Exact mode writes ONE 8-byte entry per event
+ *    (FT_FMT_EXACT8: address bits 31..2 | tag, TSC bits 31..0 above), with
+ *    an escape entry before it when the address's or the TSC's high half
+ *    differs from the thread's (addr_hi / tsc_hi in its record).  r10 and every other register are never touched.
  *  - the arithmetic flags (CF PF AF ZF SF OF) are NOT preserved: the SysV
  *    ABI makes them call-clobbered, and no caller can have them live at the
  *    two points where these hooks are called (a function's entry, and
@@ -49,8 +52,13 @@
 #define MASK FT_THR_OFF_MASK
 #define COUNTDOWN FT_THR_OFF_COUNTDOWN
 #define WRAP FT_THR_OFF_WRAP
+#define AHI FT_THR_OFF_ADDR_HI
+#define THI FT_THR_OFF_TSC_HI
+#define SELF FT_THR_OFF_SELF
 #define RA_EXACT 32   /* the return address, above the exact path's 4 pushes */
 #define RA_SAMPLED 24 /* ... above the sampled path's 3 pushes */
+#define ESC_ADDR_HI ((1 << 2) | 3) /* FT_E8_ESCAPE(FT_E8_ADDR_HI, 0) */
+#define ESC_TSC_HI ((2 << 2) | 3)  /* FT_E8_ESCAPE(FT_E8_TSC_HI, 0) */
 
     .text
 
@@ -63,6 +71,22 @@
     .cfi_adjust_cfa_offset -8
 .endm
 
+/* The validity check (both modes): the thread's record pointer must lie in
+ * the registry mapping (ft_hot.reg_base, reg_span: a pointer that does not
+ * is the dummy record, or garbage) and the record must name itself (self ==
+ * its address; a record overwritten by anything else -- a memory test's
+ * patterns -- does not).  A thread that fails it is not traced: the hook
+ * returns, it never dereferences garbage.  \reg: the record, \tmp: scratch,
+ * \notrec: where a pointer outside the registry goes, \bad: return. */
+.macro CHECK reg, tmp, notrec, bad
+    movq \reg, \tmp
+    subq ft_hot+FT_HOT_OFF_REG_BASE(%rip), \tmp
+    cmpq ft_hot+FT_HOT_OFF_REG_SPAN(%rip), \tmp
+    jae \notrec
+    cmpq \reg, SELF(\reg)
+    jne \bad
+.endm
+
 .macro FT_HOOK name, isret
     .globl \name
     .type \name, @function
@@ -71,93 +95,176 @@
     .cfi_startproc
     cmpb $0, ft_hot+FT_HOT_OFF_MODE(%rip) /* ft_hot.mode == FT_MODE_EXACT? */
     jne 3f
-    /* ---- exact mode: 16-byte entries {word, tsc} ---- */
+    /* ---- exact mode: 8-byte entries (FT_FMT_EXACT8) ---- */
     PUSH %r11
     PUSH %rax
     PUSH %rdx
     PUSH %rcx                       /* CFA = rsp + 40 */
     movq %fs:ft_self@tpoff, %rcx    /* the thread's record */
+    CHECK %rcx, %rax, 2f, 1f
     movq POS(%rcx), %r11
-    andq MASK(%rcx), %r11           /* slot; 0 => cold path */
-    jz 2f
-    movq RA_EXACT(%rsp), %rax       /* an address inside the traced function */
+    andq MASK(%rcx), %r11           /* slot; 0 => paused / disabled / exited */
+    jz 1f
+    movl RA_EXACT+4(%rsp), %eax     /* address bits 63..32 */
+    cmpl %eax, AHI(%rcx)
+    jne 4f                          /* changed: an ADDR_HI escape first */
+5:
+    rdtsc                           /* edx:eax; clears both upper halves */
+    cmpl %edx, THI(%rcx)
+    jne 6f                          /* changed: a TSC_HI escape first */
+7:
+    shlq $32, %rax                  /* TSC bits 31..0 -> 63..32 */
+    movl RA_EXACT(%rsp), %edx       /* address bits 31..0 */
+    andl $-4, %edx                  /* tag 0: call */
   .if \isret
-    btsq $63, %rax                  /* FT_F_RET */
+    incl %edx                       /* tag 1: return */
   .endif
-    movq %rax, (%r11)               /* 1: word */
-    rdtsc
-    shlq $32, %rdx
     orq %rdx, %rax
-    movq %rax, 8(%r11)              /* 2: tsc */
-    addq $16, %r11
+    movq %rax, (%r11)               /* 1: the entry (one store) */
+    addq $8, %r11
     andq WRAP(%rcx), %r11
-    movq %r11, POS(%rcx)            /* 3: commit pos */
+    movq %r11, POS(%rcx)            /* 2: commit pos */
 1:
     POP %rcx
     POP %rdx
     POP %rax
     POP %r11                        /* CFA = rsp + 8 */
     ret
-2:  /* exact cold: no record yet, or paused / disabled / ignored / exited */
+2:  /* not a registry record: no record yet (dummy_init: cold path), or the
+     * dummy_dead record (ignored / exited), or garbage: nothing */
     .cfi_def_cfa_offset 40
     leaq ft_thread_dummy_init(%rip), %r11
     cmpq %r11, %rcx
-    jne 1b                          /* paused, disabled, ignored, exited */
+    jne 1b
     movq RA_EXACT(%rsp), %rax
   .if \isret
     btsq $63, %rax
   .endif
     call ft_asm_slow                /* create the record, write the event */
     jmp 1b
+4:  /* ADDR_HI escape: eax = the new high half.  The record's value first, so
+     * that a signal handler's events in between stay consistent */
+    movl %eax, AHI(%rcx)
+    shlq $32, %rax
+    orq $ESC_ADDR_HI, %rax
+    movq %rax, (%r11)
+    addq $8, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)            /* the escape is committed on its own */
+    jmp 5b
+6:  /* TSC_HI escape: edx = the new high half; eax (TSC low half) is kept */
+    movl %edx, THI(%rcx)
+    shlq $32, %rdx
+    orq $ESC_TSC_HI, %rdx
+    movq %rdx, (%r11)
+    addq $8, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)
+    jmp 7b
 
 3:  /* ---- not exact: frozen (FT_MODE_OFF set) or sampled ---- */
     .cfi_def_cfa_offset 8
     testb $FT_HOT_MODE_OFF_BIT, ft_hot+FT_HOT_OFF_MODE(%rip)
-    jz 4f
+    jz 9f
     ret                             /* frozen: record nothing */
-4:  /* ---- sampled mode: 8-byte words, a time word every ft_sample_k events ---- */
+9:  /* ---- sampled mode: 4-byte items (FT_FMT_SAMPLED4) ---- */
     PUSH %r11
     PUSH %rax
     PUSH %rcx                       /* CFA = rsp + 32 */
     movq %fs:ft_self_s@tpoff, %rcx  /* the thread's record */
+    CHECK %rcx, %rax, 17f, 18f
     movq POS(%rcx), %r11
-    andq MASK(%rcx), %r11           /* slot; 0 => cold path */
-    jz 7f
-    decq COUNTDOWN(%rcx)
-    jle 6f
-5:  /* the event word at r11 */
-    movq RA_SAMPLED(%rsp), %rax
+    andq MASK(%rcx), %r11           /* slot; 0 => paused / disabled / exited */
+    jz 18f
+    decq COUNTDOWN(%rcx)            /* every event counts */
   .if \isret
-    btsq $63, %rax
+    jle 16f                         /* a return when a stamp is due: a stamped return */
   .endif
-    movq %rax, (%r11)               /* event word */
-    addq $8, %r11
+    movl RA_SAMPLED+4(%rsp), %eax   /* address bits 63..32 */
+    cmpl %eax, AHI(%rcx)
+    jne 14f                         /* changed: an ADDR_HI escape first */
+15:
+    movl RA_SAMPLED(%rsp), %eax     /* address bits 31..0 */
+    andl $-4, %eax                  /* tag 0: call */
+  .if \isret
+    incl %eax                       /* tag 1: return */
+  .endif
+    movl %eax, (%r11)               /* the item (one store) */
+    addq $4, %r11
     andq WRAP(%rcx), %r11
     movq %r11, POS(%rcx)            /* commit pos */
-8:
+18:
     POP %rcx
     POP %rax
     POP %r11                        /* CFA = rsp + 8 */
     ret
-6:  /* a time word first */
+14: /* ADDR_HI escape (FT_S4_ESCAPE(FT_S4_ADDR_HI, bits 58..32)), committed on its own */
     .cfi_def_cfa_offset 32
-    PUSH %rdx
-    rdtsc
-    shlq $32, %rdx
-    orq %rdx, %rax
-    movabsq $0xE000000000000000, %rdx   /* FT_TIME_WORD_TAG */
-    orq %rdx, %rax
-    movq %rax, (%r11)               /* time word */
-    addq $8, %r11
+    movl %eax, AHI(%rcx)
+    andl $0x7FFFFFF, %eax
+    shll $5, %eax
+    orl $3, %eax
+    movl %eax, (%r11)
+    addq $4, %r11
     andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)
+    jmp 15b
+16: /* a stamp is due: a stamped return (TSC bits 31..3 | 7, no address) if
+     * the previous item is this function's call (a leaf return: the decoder
+     * takes the address from there), else a plain return now and the stamp
+     * at the next leaf return (countdown stays <= 0) */
+    PUSH %rdx
+    movq WRAP(%rcx), %rax
+    leaq 1(%rax), %rdx
+    andq %rax, %rdx                 /* ring = wrap & (wrap + 1) (aligned to 2 * size) */
+    leaq -4(%r11), %rax             /* the previous slot, wrapped */
+    cmpq %rdx, %rax
+    jae 12f
+    movq WRAP(%rcx), %rax
+    subq $3, %rax
+12:
+    movl (%rax), %eax
+    testl %eax, %eax
+    jz 10f
+    testl $1, %eax                  /* tags 0 and 2 (calls) have bit 0 clear */
+    jnz 10f
+    rdtsc
+    cmpl %edx, THI(%rcx)
+    jne 13f                         /* changed: a TSC_HI escape first */
+11:
+    andl $-8, %eax
+    orl $7, %eax
+    movl %eax, (%r11)
+    addq $4, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)
     movq ft_hot+FT_HOT_OFF_SAMPLE_K(%rip), %rax /* ft_hot.sample_k */
     movq %rax, COUNTDOWN(%rcx)
     POP %rdx
-    jmp 5b
-7:  /* sampled cold: no record yet, or paused / disabled / ignored / exited */
+    jmp 18b
+13: /* TSC_HI escape (FT_S4_ESCAPE(FT_S4_TSC_HI, bits 58..32)); eax (low half) is kept */
+    .cfi_def_cfa_offset 40
+    movl %edx, THI(%rcx)
+    andl $0x7FFFFFF, %edx
+    shll $5, %edx
+    orl $11, %edx
+    movl %edx, (%r11)
+    addq $4, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)
+    jmp 11b
+10: /* not a leaf return: a plain return */
+    .cfi_def_cfa_offset 40
+    POP %rdx
+    movl RA_SAMPLED+4(%rsp), %eax
+    cmpl %eax, AHI(%rcx)
+    jne 14b
+    jmp 15b
+17: /* sampled, not a registry record: dummy_init (cold path), else nothing */
+    .cfi_def_cfa_offset 32
     leaq ft_thread_dummy_init(%rip), %r11
     cmpq %r11, %rcx
-    jne 8b
+    jne 18b
     PUSH %rdx
     movq RA_SAMPLED+8(%rsp), %rax
   .if \isret
@@ -165,7 +272,7 @@
   .endif
     call ft_asm_slow
     POP %rdx
-    jmp 8b
+    jmp 18b
     .cfi_endproc
     .size \name, .-\name
 .endm

@@ -38,23 +38,6 @@ static void set_hot_ptr(struct ft_thread *t)
 
 /* ---- rings ------------------------------------------------------------ */
 
-/* anonymous private mapping of size bytes aligned to 2*size (so that
- * (ring + size) & mask == ring with mask = ring | (size - 1)) */
-static void *ring_map(uint64_t size)
-{
-    size_t span = (size_t)(3 * size);
-    char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    uintptr_t a;
-    if (p == MAP_FAILED)
-        return NULL;
-    a = ((uintptr_t)p + 2 * size - 1) & ~(uintptr_t)(2 * size - 1);
-    if (a > (uintptr_t)p)
-        munmap(p, a - (uintptr_t)p);
-    if ((uintptr_t)p + span > a + size)
-        munmap((void *)(a + size), (uintptr_t)p + span - (a + size));
-    return (void *)a;
-}
-
 uint64_t ft_mask_for(const struct ft_thread *t)
 {
     uint64_t ring;
@@ -64,45 +47,82 @@ uint64_t ft_mask_for(const struct ft_thread *t)
     return ring ? ring | (t->ring_size - 1) : 0;
 }
 
-/* evict the oldest exited ring; returns its ring if it has exactly `want`
- * bytes (zeroed, for reuse; not counted in ring_bytes), else NULL.
- * *evicted = 0 if there was nothing to evict. Under lock. */
-static void *evict_oldest(uint64_t want, int *evicted)
+/* Record indices in the order their records became EXITED (with a ring)
+ * and EVICTED: the oldest of each is found without scanning the registry,
+ * which with thousands of exited threads would cost every new thread
+ * microseconds.  A popped index whose record is no longer in that state is
+ * skipped.  Under lock; each holds at most threads_cap indices. */
+struct idxq {
+    uint32_t *v;
+    uint32_t cap, head, n;
+};
+static struct idxq q_exited, q_evicted;
+
+static void q_push(struct idxq *q, uint32_t i)
+{
+    if (q->n < q->cap) {
+        q->v[(q->head + q->n) % q->cap] = i;
+        q->n++;
+    }
+}
+
+/* the oldest index whose record is in state `state` (and, for EXITED, has a
+ * ring); UINT32_MAX if none */
+static uint32_t q_pop(struct idxq *q, uint32_t state)
 {
     struct ft_thread *th = ft_threads();
-    uint32_t n = funtrace_root.threads_used, i, best = UINT32_MAX;
+    while (q->n) {
+        uint32_t i = q->v[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->n--;
+        if (i < funtrace_root.threads_used && th[i].state == state && (state != FT_THR_EXITED || th[i].ring))
+            return i;
+    }
+    return UINT32_MAX;
+}
+
+/* the bytes of t's ring, from its start, that may be non-zero: up to its
+ * write position and the slots a hook may have in flight there, unless the
+ * ring has wrapped (a written slot after them) */
+uint64_t ft_ring_dirty(const struct ft_thread *t)
+{
+    uint64_t off = t->pos - t->ring, size = t->ring_size;
+    if (!t->ring || off >= size || off + 24 >= size)
+        return size;
+    if (((const uint64_t *)(uintptr_t)t->ring)[(off + 16) / 8])
+        return size;
+    return off + 16;
+}
+
+/* evict the oldest exited ring (its memory goes back to the ring pool,
+ * zeroed); *evicted = 0 if there was nothing to evict.  Under lock. */
+static void evict_oldest(int *evicted)
+{
+    struct ft_thread *th = ft_threads();
+    uint32_t best = q_pop(&q_exited, FT_THR_EXITED);
     void *ring;
     uint64_t size;
-    for (i = 0; i < n; i++)
-        if (th[i].state == FT_THR_EXITED && th[i].ring &&
-            (best == UINT32_MAX || th[i].exit_tsc < th[best].exit_tsc))
-            best = i;
     *evicted = best != UINT32_MAX;
     if (best == UINT32_MAX)
-        return NULL;
+        return;
     funtrace_root.rings_evicted++;
     ring = (void *)(uintptr_t)th[best].ring;
     size = th[best].ring_size;
+    uint64_t dirty = ft_ring_dirty(&th[best]);
     FT_STORE(th[best].state, (uint32_t)FT_THR_EVICTED);
+    q_push(&q_evicted, best);
     FT_STORE(th[best].ring, 0);
     ft_rt.ring_bytes -= size;
-    if (size == want) {
-        madvise(ring, size, MADV_DONTNEED); /* zero it: never-written slots */
-        return ring;
-    }
-    munmap(ring, size);
-    return NULL;
+    ft_ring_free(ring, size, dirty);
 }
 
 /* a ring of `size` bytes within the budget (evicting exited rings); under lock */
 static void *ring_get(uint64_t size)
 {
-    void *ring = NULL;
     int evicted = 1;
-    while (ft_rt.ring_bytes + size > funtrace_root.budget && evicted && !ring)
-        ring = evict_oldest(size, &evicted);
-    if (!ring)
-        ring = ring_map(size);
+    while (ft_rt.ring_bytes + size > funtrace_root.budget && evicted)
+        evict_oldest(&evicted);
+    void *ring = ft_ring_alloc(size);
     if (ring)
         ft_rt.ring_bytes += size;
     return ring;
@@ -114,9 +134,10 @@ static void ring_put(struct ft_thread *t)
     uint64_t size = t->ring_size;
     if (!ring)
         return;
+    uint64_t dirty = ft_ring_dirty(t);
     FT_STORE(t->ring, 0);
     ft_rt.ring_bytes -= size;
-    munmap(ring, size);
+    ft_ring_free(ring, size, dirty);
 }
 
 /* ---- records ---------------------------------------------------------- */
@@ -140,10 +161,7 @@ static struct ft_thread *slot_get(void)
     uint32_t i, best = UINT32_MAX;
     int evicted;
     for (;;) {
-        for (i = 0; i < r->threads_used; i++)
-            if (th[i].state == FT_THR_EVICTED &&
-                (best == UINT32_MAX || th[i].exit_tsc < th[best].exit_tsc))
-                best = i;
+        best = q_pop(&q_evicted, FT_THR_EVICTED);
         if (best != UINT32_MAX) {
             /* a record retired by a resize belonged to a thread that lives
              * on in another record: reusing it loses nobody */
@@ -156,7 +174,7 @@ static struct ft_thread *slot_get(void)
         for (i = 0; i < r->threads_used; i++)
             if (th[i].state == FT_THR_IGNORED || th[i].state == FT_THR_FREE)
                 return &th[i];
-        evict_oldest(0, &evicted);
+        evict_oldest(&evicted);
         if (!evicted)
             return NULL;
     }
@@ -186,13 +204,19 @@ static struct ft_thread *record_create(uint64_t size, uint32_t state)
         ring = ring_get(size);
         if (!ring)
             state = FT_THR_IGNORED;
+        else /* fault its first page in now, not between the first event's
+              * timestamp and its store (the entry is stored after rdtsc) */
+            *(volatile uint64_t *)ring = 0;
     }
     FT_STORE(t->state, (uint32_t)FT_THR_FREE);
     FT_STORE(t->mask, 0);
     t->seq++;
-    t->countdown = 1; /* sampled: the first event carries a time word */
+    t->countdown = 1; /* sampled: the first return is stamped */
     t->tid = (uint32_t)ft_gettid();
-    t->fmt = ft_sampled_mode ? FT_FMT_SAMPLED8 : FT_FMT_EXACT16;
+    t->fmt = ft_sampled_mode ? FT_FMT_SAMPLED4 : FT_FMT_EXACT8;
+    t->addr_hi = FT_E8_HI_NONE; /* the first event carries both escapes */
+    t->tsc_hi = FT_E8_HI_NONE;
+    t->self = (uint64_t)(uintptr_t)t;
     t->flags = (t->tid == (uint32_t)r->pid) ? FT_THRF_MAIN : 0;
     t->start_tsc = ft_rdtsc();
     t->exit_tsc = 0;
@@ -224,15 +248,27 @@ void ft_slow_event(uint64_t word)
     if (ft_in_runtime)
         return; /* e.g. a signal handler interrupted this thread in the runtime */
     ft_in_runtime++;
-    if (!ft_rt.initialized)
+    if (!ft_rt.initialized) {
+        if (!ft_libc_ready() || ft_frozen()) { /* .preinit_array code: not yet (its getenv sees nothing) */
+            ft_in_runtime--;
+            return;
+        }
         ft_init();
+    }
+    if (ft_frozen()) { /* a fatal signal froze tracing since the hook looked */
+        ft_in_runtime--;
+        return;
+    }
     if (my_rec) { /* record exists but the hot pointer was reset: restore */
         set_hot_ptr(my_rec);
         ft_write_event(my_rec, word);
         ft_in_runtime--;
         return;
     }
-    ft_lock();
+    if (!ft_lock()) { /* frozen meanwhile (freeze.c): not now */
+        ft_in_runtime--;
+        return;
+    }
     t = record_create(funtrace_root.default_buf_size, FT_THR_ALIVE);
     ft_unlock();
     if (!t || t->state != FT_THR_ALIVE) {
@@ -257,10 +293,15 @@ static void thread_exit(void *arg)
         return;
     ft_self = &ft_thread_dummy_dead;
     ft_self_s = &ft_thread_dummy_dead;
-    ft_lock();
+    if (!ft_lock()) { /* tracing frozen (freeze.c): the record stays as it is */
+        my_rec = NULL;
+        ft_thread_altstack_free();
+        return;
+    }
     FT_STORE(t->mask, 0);
     t->exit_tsc = ft_rdtsc();
     FT_STORE(t->state, (uint32_t)FT_THR_EXITED);
+    q_push(&q_exited, (uint32_t)(t - ft_threads()));
     ft_rt.pthreads[t - ft_threads()] = 0;
     ft_unlock();
     my_rec = NULL;
@@ -287,7 +328,7 @@ void ft_registry_init(void)
         p = mmap(NULL, cap * sizeof(struct ft_thread), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     }
-    ft_rt.pthreads = mmap(NULL, cap * sizeof(pthread_t), PROT_READ | PROT_WRITE,
+    ft_rt.pthreads = mmap(NULL, cap * (sizeof(pthread_t) + 2 * sizeof(uint32_t)), PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED || ft_rt.pthreads == MAP_FAILED) {
         ft_warn("cannot allocate the thread registry", NULL);
@@ -295,8 +336,30 @@ void ft_registry_init(void)
     }
     r->threads = (uint64_t)(uintptr_t)p;
     r->threads_cap = (uint32_t)cap;
+    q_exited.v = (uint32_t *)(ft_rt.pthreads + cap);
+    q_evicted.v = q_exited.v + cap;
+    q_exited.cap = q_evicted.cap = (uint32_t)cap;
+    /* the hooks' validity check: a record pointer inside the registry,
+     * its hot line too */
+    ft_hot.reg_base = (uint64_t)(uintptr_t)p;
+    ft_hot.reg_span = cap * sizeof(struct ft_thread) - 63;
     r->threads_used = 0;
     pthread_key_create(&ft_rt.exit_key, thread_exit);
+}
+
+/* Off every thread's path (the housekeeper, at generation boundaries):
+ * fault in the pages a new thread will touch first -- the next registry
+ * record and the first page of the next rings of the default size.  Under
+ * lock (the next record is not in use until the lock is released). */
+void ft_registry_prefault(void)
+{
+    struct ft_root *r = &funtrace_root;
+    struct ft_thread *th = ft_threads();
+    if (!th)
+        return;
+    if (r->threads_used < r->threads_cap)
+        FT_STORE(th[r->threads_used].state, FT_LOAD(th[r->threads_used].state));
+    ft_ring_prefault(r->default_buf_size, 16);
 }
 
 /* ---- pausing and masks ----------------------------------------------- */
@@ -352,9 +415,8 @@ void ft_thread_set_name_by_pthread(pthread_t th, const char *name)
 {
     struct ft_thread *t = ft_threads();
     uint32_t n;
-    if (!t)
+    if (!t || !ft_lock())
         return;
-    ft_lock();
     n = funtrace_root.threads_used;
     for (uint32_t i = 0; i < n; i++) {
         if (t[i].state == FT_THR_ALIVE && pthread_equal(ft_rt.pthreads[i], th)) {
@@ -421,12 +483,14 @@ void ft_registry_after_fork_child(void)
         return;
     for (i = 0; i < n; i++) {
         if (th[i].ring)
-            munmap((void *)(uintptr_t)th[i].ring, th[i].ring_size);
+            ft_ring_free((void *)(uintptr_t)th[i].ring, th[i].ring_size, ft_ring_dirty(&th[i]));
         memset(&th[i], 0, sizeof th[i]);
         ft_rt.pthreads[i] = 0;
     }
     r->threads_used = 0;
     ft_rt.ring_bytes = 0;
+    q_exited.head = q_exited.n = 0;
+    q_evicted.head = q_evicted.n = 0;
     ft_rt.pause_depth = 0;
     ft_rt.name_refresh_next = 0;
     my_rec = NULL;
@@ -460,14 +524,16 @@ FT_EXPORT void funtrace_ignore_this_thread(void)
         /* no record yet: create an IGNORED one so readers see the thread */
         if (!ft_rt.initialized)
             ft_init();
-        ft_lock();
+        if (!ft_lock())
+            return;
         t = record_create(0, FT_THR_IGNORED);
         ft_unlock();
         if (t)
             pthread_setspecific(ft_rt.exit_key, NULL);
         return;
     }
-    ft_lock();
+    if (!ft_lock())
+        return;
     FT_STORE(t->mask, 0);
     FT_STORE(t->state, (uint32_t)FT_THR_IGNORED);
     ring_put(t);
@@ -485,8 +551,7 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
         funtrace_ignore_this_thread();
         return;
     }
-    if (log_buf_size < 12)
-        log_buf_size = 12;
+    /* rings of 2^5 bytes and more, as the original funtrace accepts */
     if (log_buf_size > 30)
         log_buf_size = 30;
     size = 1ull << log_buf_size;
@@ -496,7 +561,8 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
     if (!t) {
         if (ft_self == &ft_thread_dummy_dead || ft_self_s == &ft_thread_dummy_dead)
             ft_self = ft_self_s = &ft_thread_dummy_init; /* un-ignore */
-        ft_lock();
+        if (!ft_lock())
+            return;
         t = record_create(size, FT_THR_ALIVE);
         ft_unlock();
         if (!t || t->state != FT_THR_ALIVE)
@@ -511,13 +577,15 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
     /* The thread gets a NEW record (created first, so it cannot take the old
      * slot) and the old one is retired: EVICTED, ring freed. */
     struct ft_thread *old = t;
+    if (!ft_lock())
+        return;
     ft_self = ft_self_s = &ft_thread_dummy_dead;
-    ft_lock();
     FT_STORE(old->mask, 0);
     t = record_create(size, FT_THR_ALIVE);
     old->exit_tsc = ft_rdtsc();
     old->flags |= FT_THRF_RETIRED;
     FT_STORE(old->state, (uint32_t)FT_THR_EVICTED);
+    q_push(&q_evicted, (uint32_t)(old - ft_threads()));
     ring_put(old);
     if (!t || t->state != FT_THR_ALIVE) {
         ft_rt.pthreads[old - ft_threads()] = 0;
@@ -535,7 +603,7 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
 
 FT_EXPORT void funtrace_disable_tracing(void)
 {
-    ft_lock();
+    ft_lock_wait();
     FT_STORE(funtrace_root.enabled, 0u);
     ft_apply_masks();
     ft_unlock();
@@ -545,7 +613,7 @@ FT_EXPORT void funtrace_disable_tracing(void)
 FT_EXPORT void funtrace_enable_tracing(void)
 {
     ft_xray_set(1);
-    ft_lock();
+    ft_lock_wait();
     FT_STORE(funtrace_root.enabled, 1u);
     ft_apply_masks();
     ft_unlock();

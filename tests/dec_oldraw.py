@@ -45,7 +45,7 @@ def to_original(data: bytes, rotate: int = 0, zeros: int = 0) -> bytes:
     for t in raw.threads:
         if not t.entries:
             continue
-        assert t.fmt == 1, "only exact-mode rings convert to the original format"
+        assert t.fmt in (1, 3), "only exact-mode rings convert to the original format"
         out += chunk("THREADID", struct.pack("<QQ", t.pid or raw.header.get("pid", 0), t.tid) +
                      t.name.encode()[:16].ljust(16, b"\0"))
         out += chunk("TRACEBUF", b"".join(struct.pack("<QQ", w, c)

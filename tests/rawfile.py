@@ -99,6 +99,7 @@ class Thread:
     exit_tsc: int = 0
     gen_pos: list = field(default_factory=list)
     entries: list = field(default_factory=list)  # [(word, tsc)] or [(word, None)]
+    items: list = field(default_factory=list)    # TRACEE08: the raw 8-byte items
 
     def events(self) -> List[Event]:
         evs = []
@@ -109,6 +110,130 @@ class Thread:
             ret = bool(word & (F_RET | F_RET_WITH_CALLER)) and not catch
             evs.append(Event(word & ADDR_MASK, ret, catch, tsc or 0))
         return evs
+
+
+E8_ESC = 3
+E8_ADDR_HI, E8_TSC_HI, E8_CATCH = 1, 2, 3
+
+
+def e8_escape(typ, payload):
+    return (payload << 32) | (typ << 2) | E8_ESC
+
+
+def expand_e8(items, code=(), lower=0, ref=0):
+    """FT_FMT_EXACT8 items (FORMAT.md 1.4) -> [(word, tsc)] of the events, with
+    their high halves from the escapes before them.  Events before the first
+    escape of a kind (a wrapped ring's oldest) take the TSC high half that puts
+    the last of them at or before the first known time, and the first ADDR_HI's
+    address high half, else the one of the executable mappings `code`
+    ([(start, end)]) that holds most of their addresses (a simpler rule than
+    the decoder's; enough for tests).
+    Zero items and unknown escapes are skipped."""
+    ahi = thi = None
+    first_ahi = next((w >> 32 for w in items if w & 3 == E8_ESC and (w >> 2) & 63 == E8_ADDR_HI), None)
+    if first_ahi is None:
+        los = [w & 0xFFFFFFFC for w in items[:256] if w and w & 3 != E8_ESC]
+        cands = {h for s, e in code for h in range(s >> 32, ((e - 1) >> 32) + 1)} or {0}
+        first_ahi = max(sorted(cands), key=lambda h: sum(any(s <= (h << 32 | lo) < e for s, e in code)
+                                                         for lo in los))
+    u = None
+    for i, w in enumerate(items):
+        if w & 3 == E8_ESC and (w >> 2) & 63 == E8_TSC_HI:
+            for w2 in items[i + 1:]:
+                if w2 and w2 & 3 != E8_ESC:
+                    u = ((w >> 32) << 32) | (w2 >> 32)
+                    break
+            break
+    lo_last = None
+    for w in items:
+        if w & 3 == E8_ESC and (w >> 2) & 63 == E8_TSC_HI:
+            break
+        if w and w & 3 != E8_ESC:
+            lo_last = w >> 32
+    lo_first = next((w >> 32 for w in items if w and w & 3 != E8_ESC), 0)
+    pre_thi = 0
+    if u is not None and lo_last is not None:   # the last of them at or before U
+        pre_thi = u >> 32
+        if ((pre_thi << 32) | lo_last) > u:
+            pre_thi -= 1
+    elif lower:                                  # the first at or after the lower bound
+        pre_thi = lower >> 32
+        if ((pre_thi << 32) | lo_first) < lower:
+            pre_thi += 1
+    elif ref:                                    # nearest the reference
+        pre_thi = min(((ref >> 32) + d for d in (-1, 0, 1)), key=lambda h: abs((h << 32 | lo_first) - ref))
+    out = []
+    catch = False
+    for w in items:
+        if not w:
+            continue
+        tag = w & 3
+        if tag == E8_ESC:
+            typ = (w >> 2) & 63
+            if typ == E8_ADDR_HI:
+                ahi = w >> 32
+            elif typ == E8_TSC_HI:
+                thi = w >> 32
+            elif typ == E8_CATCH:
+                catch = True
+            continue
+        a = ((first_ahi if ahi is None else ahi) << 32) | (w & 0xFFFFFFFC)
+        flags = F_RET if tag == 1 else F_CALL_RET_ON_THROW if tag == 2 else F_CATCH if catch else 0
+        catch = False
+        out.append((a | flags, ((pre_thi if thi is None else thi) << 32) | (w >> 32)))
+    return out
+
+
+S4_ADDR_HI, S4_TSC_HI, S4_CATCH = 0, 1, 2
+
+
+def s4_escape(typ, payload):
+    return ((payload << 5) | (typ << 3) | 3) & 0xFFFFFFFF
+
+
+def expand_s4(items, code=(), ref=0):
+    """FT_FMT_SAMPLED4 items (FORMAT.md 1.4) -> [(word, tsc or None)] of the events:
+    a stamped return (a leaf return) gets its time and the address of the call item
+    before it (one without that call, the window's first item, is left out); high
+    halves from the escapes (before the first ADDR_HI: as expand_e8; TSC bits above
+    58 and before the first TSC_HI: from ref).  Zero items and escapes skipped."""
+    first_ahi = next((w >> 5 for w in items if w & 7 == 3 and (w >> 3) & 3 == S4_ADDR_HI), None)
+    if first_ahi is None:
+        los = [w & ~3 for w in items[:256] if w and w & 3 != 3]
+        cands = {h for s, e in code for h in range(s >> 32, ((e - 1) >> 32) + 1)} or {0}
+        first_ahi = max(sorted(cands), key=lambda h: sum(any(s <= (h << 32 | lo) < e for s, e in code)
+                                                         for lo in los))
+    top = (ref >> 32) & ~((1 << 27) - 1)
+    ahi, thi, catch, last_call, out = None, None, False, None, []
+    for w in items:
+        if not w:
+            last_call = None
+            continue
+        if w & 7 == 7:                          # a stamped (leaf) return
+            h = thi if thi is not None else ref >> 32
+            if last_call is not None:
+                out.append((last_call | F_RET, (h << 32) | (w & ~7)))
+            catch, last_call = False, None
+            continue
+        if w & 3 == 3:
+            typ, pl = (w >> 3) & 3, w >> 5
+            if typ == S4_ADDR_HI:
+                ahi = pl
+            elif typ == S4_TSC_HI:
+                thi = top | pl
+            elif typ == S4_CATCH:
+                catch = True
+            continue
+        a = ((first_ahi if ahi is None else ahi) << 32) | (w & ~3)
+        tag = w & 3
+        if tag == 1:
+            out.append((a | F_RET, None))
+            last_call = None
+        else:
+            out.append((a | (F_CALL_RET_ON_THROW if tag == 2 else F_CATCH if catch else 0), None))
+            last_call = a
+        catch = False
+    return out
 
 
 @dataclass
@@ -134,6 +259,8 @@ class Raw:
     mappings: list = field(default_factory=list)
     procmaps: list = field(default_factory=list)  # PROCMAPS lines parsed like /proc/PID/maps
     procmaps_text: Optional[bytes] = None
+    faults_total: int = 0
+    faults: list = field(default_factory=list)  # FAULTS: [dict], oldest first
     ended: bool = False
     sched: Optional[dict] = None  # SCHEDEVT: header fields + "events" (FORMAT.md 2.6)
 
@@ -145,6 +272,12 @@ class Raw:
 
 
 HDR_FMT = "<IIIIQQIIQQQQQQII4Q"
+# struct ft_fault (FAULTS chunk records, FORMAT.md 1.9)
+FAULT_FMT = "<iiiIQQQQIIIIiIQ"
+FAULT_KEYS = ["signo", "code", "errno", "tid", "addr", "pc", "tsc", "end_tsc", "sender_pid", "state", "flags",
+              "nested", "nested_signo", "nested_tid", "seq"]
+FAULT_ACTIVE, FAULT_RETURNED, FAULT_LONGJMP, FAULT_CAUGHT = 1, 2, 3, 4
+FAULTF_FROZEN, FAULTF_DEFAULT, FAULTF_PARTIAL = 0x1, 0x2, 0x4
 
 
 def parse(data) -> Raw:
@@ -167,6 +300,11 @@ def parse(data) -> Raw:
         elif magic == "SIGINFO ":
             signo, code, errno_, tid, addr, sender, _ = struct.unpack("<iiiIQII", p)
             raw.siginfo = dict(signo=signo, code=code, errno=errno_, tid=tid, addr=addr, sender_pid=sender)
+        elif magic == "FAULTS  ":
+            raw.faults_total, n = struct.unpack_from("<QI", p)
+            for i in range(n):
+                v = struct.unpack_from(FAULT_FMT, p, 16 + 80 * i)
+                raw.faults.append(dict(zip(FAULT_KEYS, v)))
         elif magic == "MAPPINGS":
             off = 0
             while len(p) - off >= 80:
@@ -213,6 +351,12 @@ def parse(data) -> Raw:
             n = len(p) // 16
             vals = struct.unpack(f"<{2 * n}Q", p)
             cur.entries = [(vals[2 * i], vals[2 * i + 1]) for i in range(n)]
+        elif magic == "TRACEE08":
+            n = len(p) // 8
+            cur.items = list(struct.unpack(f"<{n}Q", p))
+        elif magic == "TRACES04":
+            n = len(p) // 4
+            cur.items = list(struct.unpack(f"<{n}I", p))
         elif magic == "TRACEW08":
             n = len(p) // 8
             cur.entries = [(w, None) for w in struct.unpack(f"<{n}Q", p)]
@@ -225,6 +369,16 @@ def parse(data) -> Raw:
             raw.ended = True
         elif magic == "SCHEDEVT":
             raw.sched = parse_sched(p)
+    code = [(m["start"], m["end"]) for m in raw.mappings if m["prot"] & 4]
+    ref = raw.gens[-1]["clk_tsc"] if raw.gens else raw.header.get("taken_tsc", 0)
+    for t in raw.threads:
+        if t.fmt == 3 and t.items:
+            lower = raw.header.get("min_tsc", 0) if raw.header.get("flags", 0) & 4 else 0
+            if not t.flags & TSF["WRAPPED"]:
+                lower = max(lower, t.start_tsc)
+            t.entries = expand_e8(t.items, code, lower, ref)
+        if t.fmt == 4 and t.items:
+            t.entries = expand_s4(t.items, code, ref)
     return raw
 
 

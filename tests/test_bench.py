@@ -17,17 +17,29 @@ BEGIN, END = "<!-- bench:begin -->\n", "<!-- bench:end -->\n"
 
 # the targets' names as the Targets table starts them
 TARGETS = (
-    "exact (-pg, the default) within 5% of the floor hook",
-    "sampled ≤ 5 ns added per call+return",
+    "exact: ≤ 1.00× the floor hook's added ns",
+    "exact: ≤ 16 bytes of ring per call+return",
+    "sampled: ≤ 8 bytes of ring per call+return",
+    "sampled ≤ 3 ns added per call+return",
     "sampled ≥ 3× faster than exact",
-    "sampled: twice the history per MiB of ring",
     "exact not slower because sampled exists",
     "no shared cache line on the hot path",
+    "thread start: pthread_create + one call + join ≤ +3 µs",
     "coreextract ≥ 20× faster than the gdb path",
     "coreextract time not growing with the heap",
-    "decoder ≥ 100 MB/s of raw to JSON with symbols",
+    "decoder ≥ 500 MB/s of raw to JSON with symbols",
     "bench/run completes in under 10 minutes",
 )
+
+
+def met_of(ver):
+    """MET / NOT MET, or NOISY (...; would be MET): the verdict the figure gives, and
+    whether it was withheld because the machine was busy"""
+    m = re.match(r"NOISY \(load .* on [0-9]+ CPUs; would be (MET|NOT MET)\)$", ver)
+    if m:
+        return m.group(1) == "MET", True
+    assert ver in ("MET", "NOT MET"), ver
+    return ver == "MET", False
 
 
 def nums(text):
@@ -85,28 +97,37 @@ def test_bench_quick_writes_every_table(tree, tmp_path):
         name = next((k for k in trows if k.startswith(t)), None)
         assert name is not None, t
         fig, ver = trows[name]
-        assert ver in ("MET", "NOT MET"), (t, ver)
+        met, _noisy = met_of(ver)
         assert nums(fig), (t, fig)
-        got[t] = (fig, ver == "MET")
-    n_met = sum(v for _, v in got.values())
-    assert f"{n_met} of\n{len(TARGETS)} met" in section or f"{n_met} of {len(TARGETS)} met" in section
-    fig, met = got["sampled ≤ 5 ns added per call+return"]
+        got[t] = (fig, met, ver == "MET")
+    n_met = sum(v for _, _, v in got.values())
+    assert f"{n_met} of {len(TARGETS)} met" in section.replace("\n", " ")
+    fig, met, _ = got["sampled ≤ 3 ns added per call+return"]
     per_mode = [float(x) for x in re.findall(rf"(?:-pg|finstr|clang) ({NUM})", fig)]
     assert len(per_mode) >= 2, fig
-    assert met == (max(per_mode) <= 5), fig
-    fig, met = got["sampled: twice the history per MiB of ring"]
-    m = re.match(rf"({NUM})× at k = 64: 32\.00 vs 16\.2[0-9] B", fig)
-    assert m and len(m.group(1).split(".")[1]) == 3, fig  # the exact number, 3 decimals
-    assert met == (float(m.group(1)) >= 1.95), fig
-    fig, met = got["sampled ≥ 3× faster than exact"]
-    assert met == (nums(fig)[0] >= 3), fig
-    fig, met = got["exact (-pg, the default) within 5% of the floor hook"]
-    assert met == (nums(fig)[0] <= 1.05), fig
-    fig, met = got["coreextract ≥ 20× faster than the gdb path"]
+    assert met == (max(per_mode) <= 3), fig
+    fig, met, _ = got["exact: ≤ 16 bytes of ring per call+return"]
+    b = [float(x) for x in re.findall(rf"(?:-pg|finstr) ({NUM})", fig)]
+    assert len(b) == 2 and all(16 <= x < 16.5 for x in b) and met == (max(b) <= 16), fig
+    fig, met, _ = got["sampled: ≤ 8 bytes of ring per call+return"]
+    assert re.match(rf"-pg 8\.0[0-9]", fig) and met == (float(nums(fig)[0]) <= 8), fig
+    fig, met, _ = got["sampled ≥ 3× faster than exact"]
+    assert met == (float(re.match(rf"(-?{NUM})", fig).group(1)) >= 3), fig  # (negative on a busy machine)
+    fig, met, _ = got["exact: ≤ 1.00× the floor hook's added ns"]
+    ratios = [float(x) for x in re.findall(rf"(?:-pg|finstr|clang) ({NUM}) \(", fig)]
+    assert len(ratios) >= 2 and met == (max(ratios) <= 1.00), fig
+    fig, met, _ = got["no shared cache line on the hot path"]
+    r = [float(x) for x in re.findall(rf"(?:exact|sampled) ({NUM}) \(", fig)]
+    assert len(r) == 2 and "the floor itself" in fig and met == (max(r) <= 1.15), fig
+    fig, met, _ = got["thread start: pthread_create + one call + join ≤ +3 µs"]
+    assert met == (float(re.match(rf"\+(-?{NUM})", fig).group(1)) <= 3), fig
+    fig, met, _ = got["coreextract ≥ 20× faster than the gdb path"]
     assert met == (nums(fig)[0] >= 20), fig
-    fig, met = got["decoder ≥ 100 MB/s of raw to JSON with symbols"]
-    mbs = [float(x) for x in re.findall(rf"(?:pg|finstr) ({NUM})", fig)]
-    assert len(mbs) == 2 and met == (min(mbs) >= 100), fig
+    fig, met, _ = got["decoder ≥ 500 MB/s of raw to JSON with symbols"]
+    mbs = [float(x) for x in re.findall(rf"(?:pg|finstr|sampled) ({NUM})", fig)]
+    assert len(mbs) == 3 and met == (min(mbs) >= 500), fig
+    # the load of every section is recorded
+    assert re.search(r"\| 1-min load per section \(before→after\) \| hot [0-9.]+→[0-9.]+; mt ", md), md
 
     # --- hot path: every configuration measured at both depths, with ring bytes
     rows = {}  # label -> its first row (the hot-path table comes before the 2-thread one)
@@ -125,11 +146,11 @@ def test_bench_quick_writes_every_table(tree, tmp_path):
         assert len(re.findall(STAT, row)) == 2, row
     exact = next(v for k, v in rows.items() if k.startswith("funtrace-gcc (-pg), exact"))
     sampled = next(v for k, v in rows.items() if k.startswith("funtrace-gcc (-pg), FUNTRACE_TIME=sampled"))
-    # bytes of ring per call+return: 2 x 16-byte entries exact; 2 x 8 + a time word per 64 events sampled
-    assert "| 32.00 |" in exact, exact
-    assert re.search(r"\| 16\.2[0-9] \|", sampled), sampled
-    # k sweep: 16 + 16/k bytes per call+return
-    for k, b in ((4, "19.9"), (16, "1[67]\\.[09]"), (32, "16\\.[45]"), (64, "16\\.2"), (128, "16\\.1")):
+    # bytes of ring per call+return: 2 x 8-byte entries exact; 2 x 4-byte items sampled
+    assert re.search(r"\| 16\.0[0-9] \|", exact), exact
+    assert re.search(r"\| 8\.0[0-9] \|", sampled), sampled
+    # k sweep: 8 bytes per call+return whatever k (a stamp replaces a return item)
+    for k, b in ((4, "8\\.0"), (16, "8\\.0"), (32, "8\\.0"), (64, "8\\.0"), (128, "8\\.0")):
         assert re.search(rf"^\| \**{k}( \(default\))?\** \| {NUM} \| {NUM} \| {b}[0-9]* \| {NUM}× \| [0-9]+ \|$",
                          md, re.M), k
     # the other tables have measured figures
@@ -137,7 +158,8 @@ def test_bench_quick_writes_every_table(tree, tmp_path):
     assert re.search(rf"\| dlopen \+ dlsym \+ call \+ dlclose .*\| {STAT} \| {STAT} \| {NUM} \|", md)
     for heap in (16, 64):
         assert re.search(rf"\| {heap} MiB \| {NUM} MiB \| {STAT} \| {STAT} \| {NUM} MiB \| {STAT} \| {STAT} \| {NUM}× \|", md)
-    assert re.search(rf"\| pg, 4 MiB \| on \| {STAT} \| {NUM} \| {NUM} MiB \| [0-9]+ slices \|", md)
+    for v in ("pg", "finstr", "sampled"):
+        assert re.search(rf"\| {v}, {NUM} MiB \| on \| {STAT} \| {NUM} \| {NUM} MiB \| [0-9]+ slices \|", md), v
 
     # --- README: only the marked block changed; it quotes this run's headline figures
     after = readme.read_text()
@@ -147,8 +169,7 @@ def test_bench_quick_writes_every_table(tree, tmp_path):
     block = after[len(head + BEGIN):len(after) - len(END + tail)]
     assert "quick smoke run" in block
     assert "**Exact or sampled?**" in block
-    hist = re.search(rf"({NUM})× at k = 64", got["sampled: twice the history per MiB of ring"][0]).group(1)
-    assert f"{hist}× the history per MiB of ring" in block
+    assert re.search(rf"{NUM}× the history per MiB of ring", block)
     assert f"({n_met} of {len(TARGETS)} targets met)" in block
 
 

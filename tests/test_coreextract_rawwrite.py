@@ -251,3 +251,172 @@ def test_procmaps_mirrors_mappings(unit):
         [(m["start"], m["end"], m["offset"]) for m in raw.mappings[:4]]
     raw, _ = unit("firstlap")          # no MAPPINGS payload: an empty PROCMAPS
     assert ("PROCMAPS", b"") in raw.chunks
+
+
+# ---- FT_FMT_EXACT8 rings (FORMAT.md 1.4, 2.3): 8-byte entries with escapes ----
+# ce_rawunit's events8: event k at address 0x7f0000400000 + 4k, TSC 5 << 32 | k;
+# the first event is preceded by ADDR_HI 0x7f00 and TSC_HI 5 (as the runtime does)
+B8 = 5 << 32
+
+
+def e8(k):
+    """the 8-byte entry of event k (no escape)"""
+    return (k << 32) | (0x400000 + 4 * k)
+
+
+ESC_A, ESC_T = rawfile.e8_escape(1, 0x7f00), rawfile.e8_escape(2, 5)
+
+
+def test_e8_first_lap(unit):
+    raw, _ = unit("e8_firstlap")
+    [t] = raw.threads
+    assert t.fmt == 3 and ("TRACEE08", t.items and raw.chunks[-2][1]) in raw.chunks
+    assert (t.flags, t.n_entries, t.n_dropped, t.first_off, t.pos_off) == (0, 12, 0, 0, 96)
+    assert t.items == [ESC_A, ESC_T] + [e8(k) for k in range(1, 11)]
+    assert t.entries == [(0x7f0000400000 + 4 * k, B8 + k) for k in range(1, 11)]
+    assert raw.header["raw_version"] == 2
+
+
+def test_e8_wrapped(unit):
+    raw, _ = unit("e8_wrapped")        # 602 items in 512 slots: pos at slot 90
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] and t.pos_off == 90 * 8 and t.first_off == 91 * 8
+    assert t.items == [e8(k) for k in range(90, 601)] and t.n_entries == 511 and t.n_dropped == 0
+
+
+def test_e8_uncommitted(unit):
+    raw, _ = unit("e8_uncommitted")
+    [t] = raw.threads
+    assert t.flags == TSF["UNCOMMITTED"] and t.n_entries == 13 and t.items[-1] == e8(11)
+    raw, _ = unit("e8_uncommitted_escape")   # an escape at pos: not emitted, counted
+    [t] = raw.threads
+    assert t.flags == 0 and t.n_entries == 12 and t.n_dropped == 1
+    raw, _ = unit("e8_wrapped_uncommitted")  # the newest entry over the oldest one
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] | TSF["UNCOMMITTED"]
+    assert t.items == [e8(k) for k in range(90, 602)] and t.n_entries == 512
+
+
+def test_e8_pos_at_last_slot(unit):
+    raw, _ = unit("e8_lastslot_wrapped")     # 1023 items: pos = slot 511 holds event 510, the oldest
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] and t.first_off == 0 and t.items == [e8(k) for k in range(511, 1022)]
+    raw, _ = unit("e8_lastslot_unc")         # first lap, the newest entry uncommitted in the last slot
+    [t] = raw.threads
+    assert t.flags == TSF["UNCOMMITTED"] and t.items == [ESC_A, ESC_T] + [e8(k) for k in range(1, 511)]
+
+
+def test_e8_time_filter(unit):
+    raw, _ = unit("e8_min_tsc")
+    [t] = raw.threads
+    assert raw.header["flags"] == TIME_FILTERED and raw.header["min_tsc"] == B8 + 6
+    assert t.items == [e8(k) for k in range(6, 11)] and t.n_dropped == 2 + 5 and t.first_off == 7 * 8
+
+
+def test_e8_tiny_ring(unit):
+    """a 32-byte ring (funtrace_set_thread_log_buf_size(5)): 4 slots, 3 emitted"""
+    raw, _ = unit("e8_tiny")
+    [t] = raw.threads
+    assert t.ring_size == 32 and t.flags == TSF["WRAPPED"] and t.items == [e8(5), e8(6), e8(7)]
+
+
+def test_e8_high_halves_and_flags(unit):
+    raw, _ = unit("e8_hi_change")
+    [t] = raw.threads
+    F = rawfile
+    assert t.entries == [(0x7f0000400010, 0x5FFFFFFF0), (0x7f0000400020, 0x600000010),
+                         (0x550000001000, 0x600000020), (0x7f0000400030 | F.F_RET, 0x600000030),
+                         (0x7f0000400040 | F.F_CATCH, 0x600000040),
+                         (0x7f0000400050 | F.F_CALL_RET_ON_THROW, 0x600000050)]
+    assert sum(1 for w in t.items if w & 3 == 3) == 2 + 1 + 2 + 1   # ADDR/TSC, TSC, ADDR x2, CATCH
+
+
+def test_e8_zeroed_entries_are_emitted_and_reported(tree, unit, unit_exe, tmp_path):
+    """zeros inside the window (a memory test, a stray memset) are emitted as they
+    are; the decoder reports how many and where, and exits 3 (issue 13)"""
+    raw, _ = unit("e8_zeroed")
+    [t] = raw.threads
+    assert t.n_entries == 102 and t.items[40:50] == [0] * 10 and t.items[50] == e8(49)
+    p = tmp_path / "z.raw"
+    p.write_bytes(subprocess.run([str(unit_exe), "e8_zeroed"], capture_output=True, check=True).stdout)
+    r = subprocess.run([str(tree.tool("funtrace-decode")), "--summary", str(p)], capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert "the ring of thread 100 has 10 zeroed or invalid entries inside its trace (items 40..49" in r.stdout
+
+
+def test_e8_live_copy_race(unit):
+    raw, err = unit("e8_live_race", 10)      # 10 events (+ a TSC_HI escape) while copying
+    [t] = raw.threads
+    assert t.flags == TSF["WRAPPED"] | TSF["COPY_RACED"] and t.n_dropped == 11
+    assert t.items == [e8(k) for k in range(90 + 11, 601)]
+    assert "was written while it was copied" in err
+
+
+@pytest.mark.parametrize("scenario", ["e8_firstlap", "e8_wrapped", "e8_uncommitted", "e8_wrapped_uncommitted",
+                                      "e8_lastslot_wrapped", "e8_lastslot_unc", "e8_min_tsc", "e8_tiny",
+                                      "e8_zeroed", "e8_hi_change"])
+def test_e8_rings_used_in_place_give_the_same_bytes(unit_exe, scenario):
+    outs = []
+    for env in (None, dict(os.environ, CE_RAWUNIT_MAP="1")):
+        r = subprocess.run([str(unit_exe), scenario], capture_output=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr.decode()
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]
+
+
+def test_e8_decoder_restores_times_across_a_long_sleep(tree, unit, unit_exe, tmp_path):
+    """the oldest calls of a wrapped FT_FMT_EXACT8 ring lost their escapes; the thread
+    then slept 6 s (more than the 4.3 s a TSC low half covers at 1 GHz): the decoder
+    dates them with the generation boundaries recorded after them, not by assuming the
+    sleep was short"""
+    import dec_util
+    raw, _ = unit("e8_sleep")
+    [t] = raw.threads
+    assert t.flags & TSF["WRAPPED"] and t.items[0] & 3 != 3   # starts with calls of before the sleep
+    p = tmp_path / "s.raw"
+    p.write_bytes(subprocess.run([str(unit_exe), "e8_sleep"], capture_output=True, check=True).stdout)
+    r, tr = dec_util.decode(tree, p, "--no-symbols", json_out=tmp_path / "s.json")
+    assert r.returncode == 0, r.stderr
+    sl = sorted(tr.slices[100], key=lambda s: s.start)
+    gaps = [b.start - a.start for a, b in zip(sl, sl[1:])]
+    big = [g for g in gaps if g > 10**6]
+    assert len(big) == 1 and big[0] == 6 * 10**9 - 199 * 1000, big   # the 6 s sleep, once
+    assert sum(g == 1000 for g in gaps) >= len(gaps) - 2   # (a slice opening the ring may start late)
+
+
+# ---- FT_FMT_SAMPLED4 rings: 4-byte items, stamped leaf returns ----
+# ce_rawunit's pairs4: pair k = call 0x7f0000400000 + 16k and its return, every
+# 4th return stamped with TSC 5 << 32 | 1000k; escapes before the first of each
+S4A, S4T = rawfile.s4_escape(0, 0x7f00), rawfile.s4_escape(1, 5)
+
+
+def s4_pair(k):
+    ret = ((1000 * k) & ~7) | 7 if k % 4 == 0 else (0x400000 + 16 * k) | 1
+    return [0x400000 + 16 * k] + ([S4T] if k == 4 else []) + [ret]
+
+
+def test_s4_first_lap(unit):
+    raw, _ = unit("s4_firstlap")
+    [t] = raw.threads
+    assert t.fmt == 4 and [m for m, _ in raw.chunks].count("TRACES04") == 1
+    items = [S4A] + [i for k in range(1, 11) for i in s4_pair(k)]
+    assert t.items == items and t.flags == 0 and t.pos_off == 4 * len(items)
+    F = rawfile
+    assert t.entries == [e for k in range(1, 11) for e in
+                         ((0x7f0000400000 + 16 * k, None),
+                          (0x7f0000400000 + 16 * k | F.F_RET, (5 << 32) | (1000 * k) if k % 4 == 0 else None))]
+
+
+def test_s4_wrapped(unit):
+    raw, _ = unit("s4_wrapped")     # 1 + 700 * 2 + 1 items in 1024 slots
+    [t] = raw.threads
+    n = 1 + 700 * 2 + 1
+    assert t.flags == TSF["WRAPPED"] and t.n_entries == 1023 and t.pos_off == 4 * (n - 1024)
+    assert t.items[-2:] == s4_pair(700)
+
+
+def test_s4_time_filter(unit):
+    raw, _ = unit("s4_min_tsc")     # stamps at pairs 4 (4000) and 8 (8000): from the one >= 6000
+    [t] = raw.threads
+    assert raw.header["flags"] == TIME_FILTERED
+    assert t.items[0] == ((8000 & ~7) | 7) and t.items[1:] == s4_pair(9) + s4_pair(10)

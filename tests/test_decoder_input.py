@@ -104,7 +104,7 @@ def test_truncated_raw(tree, san_decoder, good_raw, tmp_path):
     # cut in the middle of the ring: the older half of the events survives
     off, best = 0, 0
     for m, p in chunks:
-        if m == "TRACEBUF" and len(p) > best:  # the main thread's ring
+        if m in ("TRACEBUF", "TRACEE08") and len(p) > best:  # the main thread's ring
             best = len(p)
             cut = off + 16 + (len(p) // 2 // 16) * 16 + 7
         off += 16 + len(p)
@@ -170,6 +170,17 @@ def test_odd_events(tree, san_decoder, good_raw, tmp_path):
             ents.insert(6, [0x1234, ents[5][1] + 1])                  # a call at 0x1234
             ents.insert(7, [0x1234 | (1 << 63), ents[5][1] + 2])     # and its return
             p = b"".join(struct.pack("<QQ", w, t) for w, t in ents)
+        if m == "TRACEE08" and len(p) >= 8 * 10:  # FT_FMT_EXACT8 (rawfile.expand_e8)
+            its = list(struct.unpack(f"<{len(p) // 8}Q", p))
+            ev = [i for i, w in enumerate(its) if w and w & 3 != 3]
+            lo = lambda w: w >> 32
+            its[ev[4]] = ((lo(its[ev[2]]) - 100000) % 2**32) << 32 | (its[ev[4]] & 0xFFFFFFFF)  # out of order
+            ahi = [w >> 32 for w in its[:ev[5] + 1] if w & 3 == 3 and (w >> 2) & 63 == 1][-1]
+            t5 = lo(its[ev[5]])
+            its[ev[5] + 1:ev[5] + 1] = [rawfile.e8_escape(1, 0),                 # a call at 0x1234
+                                        (t5 + 1) << 32 | 0x1234, (t5 + 2) << 32 | 0x1234 | 1,  # and its return
+                                        rawfile.e8_escape(1, ahi)]
+            p = struct.pack(f"<{len(its)}Q", *its)
         out.append((m, p))
     p = tmp_path / "odd.raw"
     p.write_bytes(rebuild(out))
@@ -184,7 +195,7 @@ def test_odd_events(tree, san_decoder, good_raw, tmp_path):
 def test_no_events(tree, san_decoder, good_raw, tmp_path):
     chunks = rawfile.chunks(good_raw.read_bytes())
     p = tmp_path / "empty-rings.raw"
-    p.write_bytes(rebuild([(m, b"" if m == "TRACEBUF" else pl) for m, pl in chunks]))
+    p.write_bytes(rebuild([(m, b"" if m in ("TRACEBUF", "TRACEE08") else pl) for m, pl in chunks]))
     r, j = both(tree, san_decoder, p, tmp_path=tmp_path, expect=1)
     assert "no trace events" in one_line(r.stderr) and not j.exists()
 
@@ -293,7 +304,7 @@ def test_partial_input_without_events(tree, san_decoder, good_raw, compiled, tmp
     nthr = sum(m == "THRDSTAT" for m, _ in chunks)
     kept = [(m, header_fields(pl, flags=struct.unpack_from("<I", pl, 12)[0] | 1, nthreads=0, nthreads_lost=nthr)
              if m == "FTHEADER" else pl)
-            for m, pl in chunks if m not in ("THREADID", "THRDSTAT", "TRACEBUF", "TRACEW08")]
+            for m, pl in chunks if m not in ("THREADID", "THRDSTAT", "TRACEBUF", "TRACEW08", "TRACEE08", "TRACES04")]
     p = tmp_path / "lost.raw"
     p.write_bytes(rebuild(kept))
     r, j = both(tree, san_decoder, p, "--summary", "--text", tmp_path=tmp_path, expect=3)

@@ -100,7 +100,9 @@ def check_deep_text(tree, raw, stacks):
     if stacks:
         fs = r.stdout[r.stdout.index("final stack"):]
         assert re.search(r"\.\.\. #\d+\.\.#\d+: \d+ more frames at the same address \.\.\.", fs), fs
-        assert len(fs.splitlines()) < 10, fs
+        # the unwinder keeps the innermost and the outermost frames and says how many it left out
+        assert re.search(r"\.\.\. #\d+\.\.#\d+: \d+ frames not kept by the unwinder", fs) and " main at " in fs, fs
+        assert len(fs.splitlines()) < 16, fs
         # the truncated final stack's frames are the innermost open ones, not
         # frames that began before the ring
         assert "started before the ring" not in r.stdout
@@ -217,7 +219,7 @@ def test_mutual_recursion_final_stack_folds(tree, compiled, run_crash):
     assert fold, fs[:3000]
     a, b, n = int(fold.group(1)), int(fold.group(2)), int(fold.group(3))
     assert {fold.group(4), fold.group(5)} == {"ping", "pong"} and b - a + 1 == n and n > 400, fold.group(0)
-    assert len(fs.splitlines()) < 15, fs
+    assert len(fs.splitlines()) < 20, fs  # the innermost frames, the cut, the outermost ones
     # the frames shown before the fold: the cycle once, in full
     shown = re.findall(r"^    #\d+ +0x[0-9a-f]+  (\w+)", fs[:fold.start()], re.M)
     assert shown[-2:] in (["ping", "pong"], ["pong", "ping"]), fs[:fold.start()]

@@ -99,4 +99,7 @@ def test_remote_crashed_process_and_its_core(tree, gdbserver, tmp_path):
     c = subprocess.run([BIN / "coreextract", "-o", ce, core, exe], capture_output=True, text=True, timeout=120)
     assert c.returncode == 0, c.stderr
     assert_same_chunks(saved, ce)
-    assert [t.entries for t in rawfile.parse(saved).threads] == [t.entries for t in raw.threads]
+    # the ring items as stored (rawfile's expansion of a wrapped ring's oldest high halves
+    # uses each raw's mappings, which differ between a remote process and its core)
+    ring = lambda t: t.items or t.entries
+    assert [ring(t) for t in rawfile.parse(saved).threads] == [ring(t) for t in raw.threads]

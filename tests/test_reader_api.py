@@ -140,7 +140,7 @@ def test_stopped_kind_narrows_reads_that_fail_as_a_whole(lib, compiled, spawn, t
         assert rc == 0
         whole = rawfile.parse(full)
         t = max(whole.threads, key=lambda t: t.n_entries)
-        assert t.pos_off >= 8000 * 16 and not t.flags & rawfile.TSF["WRAPPED"]
+        assert t.pos_off >= 8000 * 8 and not t.flags & rawfile.TSF["WRAPPED"]
         hidden = (t.ring + 4 * 4096, t.ring + 6 * 4096)
         mem = ProcMem(parked.pid, all_or_nothing=True, hidden=[hidden])
         part = tmp_path / "part.raw"

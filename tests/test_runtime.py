@@ -39,7 +39,7 @@ def test_pattern_sequence(compiled, tmp_path, mode):
     assert raw.header["source"] == 3 and raw.header["pid"] == r.pid
     assert raw.header["time_mode"] == 0
     t = main_thread(raw)
-    assert t.tid == r.pid and t.state == 1 and t.fmt == 1
+    assert t.tid == r.pid and t.state == 1 and t.fmt == 3
     syms = Syms(prog)
     seq = sequence(raw, t, syms, keep=PATTERN_FUNCS | {"main"})
     assert seq[0] == ("main", "call")
@@ -53,24 +53,38 @@ def test_pattern_sequence(compiled, tmp_path, mode):
     assert tscs == sorted(tscs) and tscs[0] > 0
 
 
+def check_stamps(ev, k):
+    """FT_FMT_SAMPLED4 events [(word, tsc or None)]: the stamped ones are leaf returns
+    (the event before is the call of the same address), the first one is the first
+    leaf return, each next one the first leaf return k events after the previous,
+    and their times increase."""
+    leaf = [i for i in range(1, len(ev)) if ev[i][0] & rawfile.F_RET and not ev[i - 1][0] & rawfile.F_RET]
+    idx = [i for i, (_, tsc) in enumerate(ev) if tsc is not None]
+    assert len(idx) >= 3, idx
+    assert idx[0] == leaf[0]
+    for i in idx:
+        assert i in leaf and ev[i][0] & rawfile.ADDR_MASK == ev[i - 1][0] & rawfile.ADDR_MASK
+    for a, b in zip(idx, idx[1:]):
+        assert b == next(i for i in leaf if i >= a + k), (a, b)
+    tsc = [ev[i][1] for i in idx]
+    assert tsc == sorted(tsc) and tsc[0] > 0
+
+
 def test_sampled_mode(compiled, tmp_path):
-    """FUNTRACE_TIME=sampled: 8-byte words, a time word before the first event
-    and then every FUNTRACE_SAMPLE_K events; same call sequence."""
+    """FUNTRACE_TIME=sampled: 4-byte items (FT_FMT_SAMPLED4); the thread's first
+    leaf return, and then the first leaf return once FUNTRACE_SAMPLE_K events
+    have passed, is a stamped return (its address is its call's); same call
+    sequence; at most 8 bytes per call+return."""
     prog = compiled("rt_pattern.c", "pg")
     r, raw = run_snapshot(prog, tmp_path, env={"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "4",
                                                "FUNTRACE_GEN_MS": "0"})
     assert raw.header["time_mode"] == 1
     t = main_thread(raw)
-    assert t.fmt == 2
-    assert any(m == "TRACEW08" for m, _ in raw.chunks)
-    words = [w for w, _ in t.entries]
-    assert words[0] >> 61 == 7, "the first event is stamped"
-    # between two time words there are exactly k=4 events
-    idx = [i for i, w in enumerate(words) if w >> 61 == 7]
-    assert len(idx) >= 5
-    assert all(b - a == 5 for a, b in zip(idx, idx[1:]))
-    tsc = [words[i] & rawfile.ADDR_MASK for i in idx]
-    assert tsc == sorted(tsc) and tsc[0] > 0
+    assert t.fmt == 4
+    assert any(m == "TRACES04" for m, _ in raw.chunks)
+    ev = t.entries
+    check_stamps(ev, 4)
+    assert len(t.items) * 4 <= 8 * len(ev) // 2 + 8 * 4   # <= 8 B per call+return, + escapes
     syms = Syms(prog)
     assert sequence(raw, t, syms, keep=PATTERN_FUNCS) == PATTERN
 
@@ -100,7 +114,7 @@ def test_pattern_from_core(tree, compiled, run_crash, tmp_path, mode):
     assert raw.header["pid"] == r.pid and raw.header["time_mode"] == 0
     assert raw.siginfo["signo"] == signal.SIGSEGV and raw.siginfo["addr"] == 0
     t = main_thread(raw)
-    assert t.tid == r.pid and t.state == 1 and t.fmt == 1
+    assert t.tid == r.pid and t.state == 1 and t.fmt == 3
     assert not t.flags & (rawfile.TSF["UNCOMMITTED"] | rawfile.TSF["TORN"])
     syms = Syms(prog)
     assert sequence(raw, t, syms, keep=PATTERN_FUNCS | {"main"}) == [("main", "call")] + PATTERN
@@ -109,18 +123,16 @@ def test_pattern_from_core(tree, compiled, run_crash, tmp_path, mode):
 
 
 def test_sampled_pattern_from_core(tree, compiled, run_crash, tmp_path):
-    """Sampled mode through a core: 8-byte words, time words every k events,
-    the same call pattern."""
+    """Sampled mode through a core: 4-byte items, a stamped return every k
+    events (or the next return), the same call pattern."""
     prog = compiled("rt_pattern.c", "finstr")
     r = run_crash([prog, "crash"], env={"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "3",
                                         "FUNTRACE_GEN_MS": "0"})
     raw = core_raw(tree, r, prog, tmp_path)
     assert raw.header["time_mode"] == 1
     t = main_thread(raw)
-    assert t.fmt == 2 and any(m == "TRACEW08" for m, _ in raw.chunks)
-    words = [w for w, _ in t.entries]
-    idx = [i for i, w in enumerate(words) if w >> 61 == 7]
-    assert idx[0] == 0 and len(idx) >= 5 and all(b - a == 4 for a, b in zip(idx, idx[1:]))
+    assert t.fmt == 4 and any(m == "TRACES04" for m, _ in raw.chunks)
+    check_stamps(t.entries, 3)
     assert sequence(raw, t, Syms(prog), keep=PATTERN_FUNCS | {"main"}) == [("main", "call")] + PATTERN
 
 
@@ -190,14 +202,15 @@ def test_cxx_exception(compiled, tmp_path, mode):
 
 
 def test_wraparound_and_buf_size(compiled, tmp_path):
-    """FUNTRACE_BUF=4096: a 256-entry ring that wrapped keeps exactly the
-    newest entries, oldest first; funtrace_set_thread_log_buf_size()."""
+    """FUNTRACE_BUF=4096: a 512-entry ring (8-byte entries) that wrapped keeps
+    exactly the newest entries, oldest first (the slot at pos, and the
+    escapes, are not events); funtrace_set_thread_log_buf_size()."""
     prog = compiled("rt_wrap.c", "pg")
     r, raw = run_snapshot(prog, tmp_path, env={"FUNTRACE_BUF": "4096"})
     t = main_thread(raw)
     assert t.ring_size == 4096
     assert t.flags & rawfile.TSF["WRAPPED"]
-    assert len(t.entries) in (255, 256)
+    assert 511 - 4 <= len(t.entries) <= 511 and len(t.items) in (511, 512)
     syms = Syms(prog)
     seq = sequence(raw, t, syms)
     # 1000 wrap_early calls, then 40 wrap_late calls: the newest 80 events are
@@ -205,7 +218,7 @@ def test_wraparound_and_buf_size(compiled, tmp_path):
     late = [("wrap_late", "call"), ("wrap_late", "ret")] * 40
     assert seq[-80:] == late
     assert set(seq[:-80]) <= {("wrap_early", "call"), ("wrap_early", "ret"), ("main", "call")}
-    assert len(seq) >= 250
+    assert len(seq) >= 500
     tscs = [e.tsc for e in t.events()]
     assert tscs == sorted(tscs)
     # the second thread resized its own ring to 2^13 bytes: a new record,
@@ -299,3 +312,18 @@ def test_api_snapshots(compiled, tmp_path):
     assert ("api_enabled", "call") in seq
     ignored = [t for t in last.threads if t.name == "ignored"]
     assert len(ignored) == 1 and ignored[0].state == 4 and ignored[0].entries == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_garbage_state_is_not_traced_not_a_crash(compiled, tmp_path, mode, time):
+    """issue 11: the thread's record overwritten with patterns, and its TLS record
+    pointer aimed at unmapped memory, into the middle of a record, at a pattern and
+    at the registry's last bytes, while it calls traced functions: no crash, nothing
+    recorded meanwhile, and tracing resumes once the state is restored (FORMAT.md
+    1.4 "Hot path": the validity check)."""
+    prog = compiled("rt_garbage.c", mode)
+    r, raw = run_snapshot(prog, tmp_path, env={"FUNTRACE_TIME": time})
+    assert r.stdout == "survived\n"
+    seq = sequence(raw, main_thread(raw), Syms(prog), keep={"gb_before", "gb_during", "gb_after"})
+    assert seq == [("gb_before", "call"), ("gb_before", "ret"), ("gb_after", "call"), ("gb_after", "ret")], seq

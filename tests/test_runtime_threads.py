@@ -116,28 +116,32 @@ def test_generations(compiled, tmp_path):
 @pytest.mark.parametrize("mode", ["pg", "finstr"])
 def test_sampled_time_word_every_generation(compiled, tmp_path, mode):
     """FUNTRACE_TIME=sampled with the default k (64) and FUNTRACE_GEN_MS=10:
-    a thread making ~5 calls per generation gets a time word in every
-    generation it records events in - the housekeeper forces one at each
+    a thread making ~5 calls per generation gets a stamped return in every
+    generation it records a return in - the housekeeper forces one at each
     boundary - and its time falls in that generation."""
     prog = compiled("rt_sparse.c", mode)
     r = run_ok(prog, tmp_path / "run", env={"FUNTRACE_TIME": "sampled", "FUNTRACE_GEN_MS": "10"})
     raw = only_snapshot(r.dir / "funtrace.raw")
     assert raw.header["time_mode"] == 1
     main = main_thread(raw)
-    assert main.fmt == 2 and main.first_off == 0 and not main.flags & 1  # not wrapped
-    words = [w for w, _ in main.entries]
+    assert main.fmt == 4 and main.first_off == 0 and not main.flags & 1  # not wrapped
+    # item index -> (word, tsc) of the events (escapes are not events)
+    ev_at, j = {}, 0
+    for i, w in enumerate(main.items):
+        if w and w & 7 != 3:
+            ev_at[i] = main.entries[j]
+            j += 1
     start = {g["gen"]: g["start_tsc"] for g in raw.gens}
-    bounds = sorted((g, off // 8) for g, off in main.gen_pos if g != GEN_NONE)
-    bounds.append((None, len(words)))
+    bounds = sorted((g, off // 4) for g, off in main.gen_pos if g != GEN_NONE)
+    bounds.append((None, len(main.items)))
     checked = 0
     for (g, a), (_, b) in zip(bounds, bounds[1:]):
-        part = words[a:b]
-        events = [w for w in part if w >> 61 != 7]
-        if not events or g not in start:
+        part = [ev_at[i] for i in range(a, b) if i in ev_at]
+        if not part or g not in start or not any(w & rawfile.F_RET for w, _ in part):
             continue
-        assert len(events) < 64, "the thread must not reach k events in a generation"
-        stamps = [w & ((1 << 61) - 1) for w in part if w >> 61 == 7]
-        assert stamps, f"generation {g}: {len(events)} events and no time word"
+        assert len(part) < 64, "the thread must not reach k events in a generation"
+        stamps = [tsc for _, tsc in part if tsc is not None]
+        assert stamps, f"generation {g}: {len(part)} events and no stamped return"
         assert stamps[0] >= start[g] - 100000, (g, stamps[0], start[g])
         if g + 1 in start:
             assert stamps[0] < start[g + 1] + 100000

@@ -46,6 +46,7 @@ static uint64_t race_tsc;
 static int race_skip = 1; /* the header pre-pass reads the ring first */
 
 static void write_event(struct ft_thread *t, uint64_t word, uint64_t tsc);
+static void write_e8(struct ft_thread *t, uint64_t word, uint64_t tsc);
 
 static void race_fire(void)
 {
@@ -55,7 +56,10 @@ static void race_fire(void)
     uint32_t lo, hi;
     __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
     race_tsc = ((uint64_t)hi << 32 | lo) + 1000000;
-    for (int i = 0; i < k; i++) write_event(race_thr, 0x500000 + i, ++race_tsc);
+    for (int i = 0; i < k; i++) {
+        if (race_thr->fmt == FT_FMT_EXACT8) write_e8(race_thr, 0x7f0000500000ull + 4 * (uint64_t)i, ++race_tsc);
+        else write_event(race_thr, 0x500000 + i, ++race_tsc);
+    }
 }
 
 /* byte by byte, so that the simulated writer runs exactly when the copy
@@ -201,6 +205,61 @@ static void write_word(struct ft_thread *t, uint64_t w)
     t->pos = (slot + 8) & t->mask;
 }
 
+/* FT_FMT_EXACT8, the way the runtime writes it: escapes when a high half
+ * changes (each committed on its own), then one 8-byte entry */
+static void write_e8(struct ft_thread *t, uint64_t word, uint64_t tsc)
+{
+    uint32_t ahi = (uint32_t)((word & FT_ADDR_MASK) >> 32), thi = (uint32_t)(tsc >> 32);
+    if (ahi != t->addr_hi) { t->addr_hi = ahi; write_word(t, FT_E8_ESCAPE(FT_E8_ADDR_HI, ahi)); }
+    if ((word & FT_F_CATCH) == FT_F_CATCH) write_word(t, FT_E8_ESCAPE(FT_E8_CATCH, 0));
+    if (thi != t->tsc_hi) { t->tsc_hi = thi; write_word(t, FT_E8_ESCAPE(FT_E8_TSC_HI, thi)); }
+    uint64_t tag = (word & FT_F_CATCH) == FT_F_CATCH ? FT_E8_CALL : (word & FT_F_RET) ? FT_E8_RET
+                 : (word & FT_F_CALL_RET_ON_THROW) ? FT_E8_CALL_ROT : FT_E8_CALL;
+    write_word(t, (tsc << 32) | (word & FT_E8_ADDR_LO_MASK) | tag);
+}
+
+/* the value of the entry write_e8 would write for event k (no escapes) */
+static uint64_t e8_entry(uint64_t k) { return (k << 32) | ((0x400000 + 4 * k) & FT_E8_ADDR_LO_MASK); }
+
+/* FT_FMT_EXACT8 event k (1-based): address 0x7f0000400000 + 4k, tsc k +
+ * base (base: a TSC high half of 5) */
+#define E8_TSC_BASE (5ull << 32)
+static void events8(struct ft_thread *t, int from, int to)
+{
+    for (int k = from; k <= to; k++)
+        write_e8(t, 0x7f0000400000ull + 4 * (uint64_t)k, E8_TSC_BASE + (uint64_t)k);
+}
+
+static struct ft_thread *new_e8(uint32_t tid, uint64_t size)
+{
+    struct ft_thread *t = new_thread(tid, FT_THR_ALIVE, FT_FMT_EXACT8, size);
+    t->addr_hi = t->tsc_hi = FT_E8_HI_NONE;
+    return t;
+}
+
+static void write_u32(struct ft_thread *t, uint32_t w)
+{
+    uint64_t slot = t->pos & t->mask;
+    *(uint32_t *)(uintptr_t)slot = w;
+    t->pos = (slot + 4) & t->mask;
+}
+
+/* FT_FMT_SAMPLED4 pairs k = 1..n: call 0x7f0000400000 + 16k, then its return,
+ * stamped (TSC 5 << 32 | 1000k) every 4th pair; the escapes first */
+static void pairs4(struct ft_thread *t, int from, int to)
+{
+    for (int k = from; k <= to; k++) {
+        if (t->addr_hi != 0x7f00) { t->addr_hi = 0x7f00; write_u32(t, FT_S4_ESCAPE(FT_S4_ADDR_HI, 0x7f00)); }
+        write_u32(t, (uint32_t)(0x400000 + 16 * k));
+        if (k % 4 == 0) {
+            if (t->tsc_hi != 5) { t->tsc_hi = 5; write_u32(t, FT_S4_ESCAPE(FT_S4_TSC_HI, 5)); }
+            write_u32(t, FT_S4_STAMP(1000u * (uint32_t)k));
+        } else {
+            write_u32(t, (uint32_t)(0x400000 + 16 * k) | 1u);
+        }
+    }
+}
+
 static uint64_t *slot_at(struct ft_thread *t, uint64_t i)
 {
     return (uint64_t *)(uintptr_t)(t->ring + i * (t->fmt == FT_FMT_EXACT16 ? 16 : 8));
@@ -287,6 +346,90 @@ int main(int argc, char **argv)
     } else if (!strcmp(sc, "sampled_wrapped")) {
         t = new_thread(100, FT_THR_ALIVE, FT_FMT_SAMPLED8, 4096);
         for (int k = 1; k <= 700; k++) write_word(t, 0x400000 + (uint64_t)k);
+    } else if (!strcmp(sc, "e8_firstlap")) {
+        events8(new_e8(100, 4096), 1, 10);            /* ADDR_HI TSC_HI e1 .. e10 */
+    } else if (!strcmp(sc, "e8_wrapped")) {
+        events8(new_e8(100, 4096), 1, 600);           /* 602 items in 512 slots: pos at 90 */
+    } else if (!strcmp(sc, "e8_uncommitted")) {
+        t = new_e8(100, 4096);
+        events8(t, 1, 10);
+        *slot_at(t, 12) = e8_entry(11) | 0;           /* written, pos not committed */
+    } else if (!strcmp(sc, "e8_uncommitted_escape")) {
+        t = new_e8(100, 4096);
+        events8(t, 1, 10);
+        *slot_at(t, 12) = FT_E8_ESCAPE(FT_E8_TSC_HI, 6);
+    } else if (!strcmp(sc, "e8_wrapped_uncommitted")) {
+        t = new_e8(100, 4096);
+        events8(t, 1, 600);
+        *slot_at(t, 90) = e8_entry(601);
+    } else if (!strcmp(sc, "e8_lastslot_wrapped")) {
+        events8(new_e8(100, 4096), 1, 1021);          /* 1023 items: pos = slot 511 */
+    } else if (!strcmp(sc, "e8_lastslot_unc")) {
+        t = new_e8(100, 4096);
+        events8(t, 1, 509);                           /* 511 items: pos = slot 511 */
+        *slot_at(t, 511) = e8_entry(510);
+    } else if (!strcmp(sc, "e8_min_tsc")) {
+        events8(new_e8(100, 4096), 1, 10);
+        si.min_tsc = E8_TSC_BASE + 6;
+    } else if (!strcmp(sc, "e8_tiny")) {
+        /* a 32-byte ring (4 slots), as funtrace_set_thread_log_buf_size(5) gives */
+        events8(new_e8(100, 32), 1, 7);
+    } else if (!strcmp(sc, "e8_zeroed")) {
+        /* a stretch inside the window zeroed (a memory test, a stray memset) */
+        t = new_e8(100, 4096);
+        events8(t, 1, 100);
+        memset(slot_at(t, 40), 0, 10 * 8);
+    } else if (!strcmp(sc, "e8_hi_change")) {
+        /* the TSC's and the address's high halves change mid-ring */
+        t = new_e8(100, 4096);
+        write_e8(t, 0x7f0000400010ull, 0x5FFFFFFF0ull);
+        write_e8(t, 0x7f0000400020ull, 0x600000010ull);
+        write_e8(t, 0x550000001000ull, 0x600000020ull);
+        write_e8(t, 0x7f0000400030ull | FT_F_RET, 0x600000030ull);
+        write_e8(t, 0x7f0000400040ull | FT_F_CATCH, 0x600000040ull);
+        write_e8(t, 0x7f0000400050ull | FT_F_CALL_RET_ON_THROW, 0x600000050ull);
+    } else if (!strcmp(sc, "e8_sleep")) {
+        /* 200 calls in generation 0, a 6 s sleep (60 boundaries of 100 ms,
+         * each recording the same ring position and resetting the thread's
+         * high halves, as the housekeeper does), 120 calls after it: the
+         * ring wraps, so the calls before the sleep have lost their escapes
+         * and their TSC high half (1 GHz: it changes every 4.3 s) */
+        const uint64_t T0 = E8_TSC_BASE + 1000, HZ = 1000000000;
+        t = new_e8(100, 4096);
+        root->gen_current = 60;
+        for (uint64_t g = 0; g <= 60; g++) {
+            struct ft_gen *e = &gens[g % FT_GEN_SLOTS];
+            e->gen = g, e->flags = FT_GENF_VALID, e->start_tsc = T0 - 1000 + g * HZ / 10;
+            e->clk_tsc = e->start_tsc, e->clk_mono_ns = g * 100000000, e->tsc_hz = HZ;
+        }
+        t->gen_pos[0].gen = 0, t->gen_pos[0].pos = t->ring;
+        for (int k = 0; k < 200; k++) {
+            write_e8(t, 0x7f0000400100ull, T0 + 1000 * (uint64_t)k);
+            write_e8(t, 0x7f0000400180ull | FT_F_RET, T0 + 1000 * (uint64_t)k + 500);
+        }
+        for (uint64_t g = 1; g <= 60; g++) {
+            t->gen_pos[g % FT_GEN_SLOTS].gen = g, t->gen_pos[g % FT_GEN_SLOTS].pos = t->pos;
+            t->addr_hi = t->tsc_hi = FT_E8_HI_NONE;
+        }
+        for (int k = 0; k < 120; k++) {
+            write_e8(t, 0x7f0000400200ull, T0 + 6 * HZ + 1000 * (uint64_t)k);
+            write_e8(t, 0x7f0000400280ull | FT_F_RET, T0 + 6 * HZ + 1000 * (uint64_t)k + 500);
+        }
+        root->tsc_hz = HZ;
+    } else if (!strcmp(sc, "s4_firstlap") || !strcmp(sc, "s4_wrapped") || !strcmp(sc, "s4_min_tsc")) {
+        t = new_thread(100, FT_THR_ALIVE, FT_FMT_SAMPLED4, 4096); /* 1024 items */
+        t->addr_hi = t->tsc_hi = FT_E8_HI_NONE;
+        pairs4(t, 1, !strcmp(sc, "s4_wrapped") ? 700 : 10);
+        if (!strcmp(sc, "s4_min_tsc")) si.min_tsc = (5ull << 32) + 6000;
+    } else if (!strcmp(sc, "e8_live_race")) {
+        t = new_e8(100, 4096);
+        events8(t, 1, 600);
+        race_thr = t;
+        race_k = argc > 2 ? atoi(argv[2]) : 10;
+        race_at = t->ring + 2000;
+        si.live = 1;
+        si.source = FT_SRC_LIVE;
+        si.get_scratch = get_scratch;
     } else if (!strcmp(sc, "tables")) {
         events(new_thread(100, FT_THR_ALIVE, FT_FMT_EXACT16, 4096), 1);
         uint64_t gn[] = { 5, 3, 4, 70, 2 };

@@ -3,9 +3,10 @@
  * Threads (names set with prctl):
  *   "sleeper": sleeper_main -> outer -> { inner -> leaf x2; napper (usleep 3 ms) }
  *              forever: every generation boundary falls inside outer (mostly in napper)
- *   "busy":    a 4 KiB ring (256 entries) that wraps many times per generation:
+ *   "busy":    a 2 KiB ring (256 exact entries) that wraps many times per generation:
  *              busy_main -> busy_outer -> { busy_step -> leaf x50; napper (1 ms) }
- *   main:      main -> main_wait (usleep argv[1] ms, default 120) -> crash_here (SIGSEGV)
+ *   main:      waits (untraced) until both threads have done their first round, then
+ *              main -> main_wait (usleep argv[1] ms, default 120) -> crash_here (SIGSEGV)
  * Run with FUNTRACE_GEN_MS=10 to get ~12 generations.
  */
 #include <pthread.h>
@@ -16,14 +17,17 @@
 
 #define NI __attribute__((noinline))
 volatile int sink;
+static int started; /* threads that have done a first round (a busy machine may start them late) */
 
 NI void leaf(void) { sink++; __asm__ volatile(""); }
 NI void napper(int ms) { usleep(ms * 1000); }
 NI void inner(void) { leaf(); leaf(); }
 NI void outer(void)
 {
-    for (;;) {
+    for (int first = 1;; first = 0) {
         inner();
+        if (first)
+            __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
         napper(3);
     }
 }
@@ -41,8 +45,10 @@ NI void busy_step(void)
 }
 NI void busy_outer(void)
 {
-    for (;;) {
+    for (int first = 1;; first = 0) {
         busy_step();
+        if (first)
+            __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
         napper(1);
     }
 }
@@ -50,7 +56,7 @@ NI void *busy_main(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "busy", 0, 0, 0);
-    funtrace_set_thread_log_buf_size(12);
+    funtrace_set_thread_log_buf_size(11);
     busy_outer();
     return 0;
 }
@@ -63,6 +69,8 @@ int main(int argc, char **argv)
     sink = 0;
     pthread_create(&a, 0, sleeper_main, 0);
     pthread_create(&b, 0, busy_main, 0);
+    while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < 2)
+        usleep(1000);
     main_wait(argc > 1 ? atoi(argv[1]) : 120);
     crash_here();
     return 0;

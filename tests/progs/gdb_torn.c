@@ -2,7 +2,8 @@
  * gdb_torn -- crash with the slot at the write position half-written (argv[1]
  * = "torn": word set, tsc 0) or written but not committed ("uncommitted":
  * word and a newer tsc, pos not advanced), as if the thread had died inside
- * the hot path.  Exact-mode (-pg) rings only.  Used by tests/test_gdb.py.
+ * the hot path.  Exact-mode (-pg) rings only (FT_FMT_EXACT8: "torn" is an
+ * uncommitted escape, as no entry can tear).  Used by tests/test_gdb.py.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -37,6 +38,16 @@ NOFUNTRACE static void damage_and_crash(int uncommitted)
         struct ft_thread *t = &threads[i];
         if (t->tid != tid || t->state != FT_THR_ALIVE || !t->mask)
             continue;
+        if (t->fmt == FT_FMT_EXACT8) {
+            /* one 8-byte store per item: nothing tears; "torn" is an escape
+             * written but not committed (the thread died inside the escape
+             * path): not emitted, counted as dropped */
+            uint64_t *slot = (uint64_t *)(uintptr_t)(t->pos & t->mask);
+            uint64_t a = (uint64_t)(uintptr_t)&torn_victim + 3; /* rounded up: inside it (FORMAT.md 1.4) */
+            *slot = uncommitted ? (rdtsc() << 32) | (a & FT_E8_ADDR_LO_MASK) | FT_E8_CALL
+                                : FT_E8_ESCAPE(FT_E8_TSC_HI, rdtsc() >> 32);
+            continue;
+        }
         struct ft_entry *slot = (struct ft_entry *)(uintptr_t)(t->pos & t->mask);
         slot->word = (uint64_t)(uintptr_t)&torn_victim;
         slot->tsc = uncommitted ? rdtsc() : 0;

@@ -1,0 +1,283 @@
+/*
+ * ring4.c -- sampled-mode rings as a sequence of items with or without a
+ * time (struct ev_sitem): FT_FMT_SAMPLED8 words (time words stamp the next
+ * event) and FT_FMT_SAMPLED4 items (FORMAT.md 1.4).
+ *
+ * FT_FMT_SAMPLED4 items hold the low halves of addresses; the high halves
+ * come from ADDR_HI escapes, the TSC's of stamped returns from TSC_HI
+ * escapes (27-bit payloads: bits 58..32; the bits above from the newest
+ * generation's clock).  A stamped return records no address: it is a leaf
+ * return, whose address is that of the call item right before it (a stamped
+ * return without that call -- the first item of a window -- is left out: it
+ * would close a frame of unknown function at the ring's start).  One
+ * sequential pass per thread (rx_prepare4) records checkpoints (random access
+ * costs at most CK items) and resolves the high halves of items before the
+ * first escape of a run, as ring8.c does (oldest items of a wrapped ring;
+ * after zeroed items).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "decstate.h"
+#include "ringevents.h"
+#include "xalloc.h"
+#include "ringesc.h"
+
+/* the 32-bit TSC high half of a TSC_HI payload (bits 58..32), the bits
+ * above taken from ref */
+static uint32_t s4_thi(uint32_t payload, uint64_t ref)
+{
+    return (uint32_t)((ref >> 32) & ~(uint64_t)FT_S4_HI_MASK) | (payload & FT_S4_HI_MASK);
+}
+
+void rx_prepare4(struct dec *d, struct dthread *th)
+{
+    const struct ftr_thread *rt = th->rt;
+    struct ring8 *r = xcalloc(1, sizeof *r);
+    th->ring8 = r;
+    r->nck = rt->n / CK + 1;
+    r->ck = xcalloc(r->nck, sizeof *r->ck);
+    uint32_t *buf = xmalloc(BLK * sizeof *buf);
+    uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
+    struct ck s = {0};
+    size_t tr = SIZE_MAX, ar = SIZE_MAX;
+    int have_known = 0, have_prev_ahi = 0, lower_have;
+    uint64_t last_known = 0, lower = rx_ring_lower(d, th, &lower_have);
+    uint32_t prev_ahi = 0;
+
+    for (uint64_t i = 0; i < rt->n;) {
+        size_t got = ftr_read_entries(&d->src, rt, i, BLK, buf);
+        if (!got)
+            break;
+        for (size_t k = 0; k < got; k++) {
+            uint64_t idx = i + k;
+            uint32_t w = buf[k];
+            if (idx % CK == 0)
+                r->ck[idx / CK] = s;
+            if (!w) {
+                rx_note_invalid(th, idx);
+                if (s.aknown) { have_prev_ahi = 1; prev_ahi = s.ahi; }
+                s.aknown = s.tknown = 0;
+                s.catch_next = 0;
+                tr = ar = SIZE_MAX;
+                continue;
+            }
+            if (FT_S4_IS_STAMP(w)) {
+                uint64_t lo = w & ~7u;
+                if (!s.tknown) {
+                    if (tr == SIZE_MAX) {
+                        struct run *u = rx_run_new(r, idx, 1);
+                        u->lo_first = lo;
+                        u->have_l = have_known;
+                        u->L = last_known;
+                        if (!have_known && idx == 0 && lower_have) {
+                            u->have_l = 1;
+                            u->L = lower;
+                        }
+                        tr = (size_t)(u - r->runs);
+                    }
+                    r->runs[tr].end = idx + 1;
+                    r->runs[tr].lo_last = lo;
+                } else {
+                    have_known = 1;
+                    last_known = ((uint64_t)s.thi << 32) | lo;
+                }
+                s.catch_next = 0;
+                continue;
+            }
+            if ((w & 3u) == FT_S4_SPECIAL) {
+                unsigned ty = FT_S4_ESC_TYPE(w);
+                uint32_t pl = w >> 5;
+                if (ty == FT_S4_ADDR_HI) {
+                    s.ahi = pl;
+                    s.aknown = 1;
+                    ar = SIZE_MAX;
+                } else if (ty == FT_S4_TSC_HI) {
+                    s.thi = s4_thi(pl, ref);
+                    s.tknown = 1;
+                    tr = SIZE_MAX;
+                } else if (ty == FT_S4_CATCH && !pl) {
+                    s.catch_next = 1;
+                } else {
+                    rx_note_invalid(th, idx);
+                }
+                continue;
+            }
+            /* a call or a return with its address */
+            if (!s.aknown) {
+                if (ar == SIZE_MAX) {
+                    struct run *u = rx_run_new(r, idx, 0);
+                    u->have_prev = have_prev_ahi;
+                    u->prev = prev_ahi;
+                    ar = (size_t)(u - r->runs);
+                }
+                struct run *u = &r->runs[ar];
+                u->end = idx + 1;
+                if (u->nsamples < NSAMPLE)
+                    u->samples[u->nsamples++] = w & ~3u;
+            } else {
+                have_prev_ahi = 1;
+                prev_ahi = s.ahi;
+            }
+            s.catch_next = 0;
+        }
+        i += got;
+    }
+    free(buf);
+
+    /* resolve the runs (as ring8.c): the next escape after each */
+    for (size_t ri = 0; ri < r->nruns; ri++) {
+        struct run *u = &r->runs[ri];
+        int have_n = 0;
+        uint64_t U = 0;
+        uint32_t nx = 0;
+        for (uint64_t j = u->end, lim = 0; j < rt->n && lim < 64 && !have_n; j++, lim++) {
+            uint32_t w;
+            if (ftr_read_entries(&d->src, rt, j, 1, &w) != 1 || !w)
+                break;
+            if ((w & 7u) != 3u)
+                continue;
+            unsigned ty = FT_S4_ESC_TYPE(w);
+            if (u->tsc && ty == FT_S4_TSC_HI) {
+                for (uint64_t m = j + 1; m < rt->n && m < j + 64 && !have_n; m++) {
+                    uint32_t w2;
+                    if (ftr_read_entries(&d->src, rt, m, 1, &w2) != 1 || !w2)
+                        break;
+                    if (FT_S4_IS_STAMP(w2)) {
+                        have_n = 1;
+                        U = ((uint64_t)s4_thi(w >> 5, ref) << 32) | (w2 & ~7u);
+                    }
+                }
+                break;
+            }
+            if (!u->tsc && ty == FT_S4_ADDR_HI) {
+                have_n = 1;
+                nx = w >> 5;
+            }
+        }
+        if (u->tsc) {
+            uint64_t S;
+            if (rx_gen_bound_after(d, th, u->end, &S) && (!have_n || S < U)) {
+                have_n = 1;
+                U = S;
+            }
+            /* an exited thread's events are older than its exit */
+            if (!have_n && th->rt->has_stat && th->rt->st.exit_tsc) {
+                have_n = 1;
+                U = th->rt->st.exit_tsc;
+            }
+            u->hi = rx_tsc_resolve(u, have_n, U, u->have_l, u->L, ref);
+        } else {
+            u->hi = rx_addr_resolve(d, u, have_n, nx, u->have_prev, u->prev);
+        }
+    }
+}
+
+static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev_sitem *out)
+{
+    const struct ftr_thread *rt = th->rt;
+    const struct ring8 *r = th->ring8;
+    struct ck s = r->ck[i / CK];
+    uint64_t last_call = 0; /* the address of the call item just before (0: none) */
+    uint32_t buf[512];
+    size_t done = 0;
+    /* from the checkpoint's item, or the one before it (the state there is
+     * the checkpoint's, its effects idempotent): a stamped return at the
+     * checkpoint needs the call item before it */
+    uint64_t from = i / CK * CK;
+    if (from > 0)
+        from--;
+    for (uint64_t j = from; j < i + n;) {
+        uint64_t want = i + n - j < 512 ? i + n - j : 512;
+        size_t got = ftr_read_entries(&d->src, rt, j, want, buf);
+        if (!got)
+            break;
+        for (size_t k = 0; k < got; k++) {
+            uint64_t idx = j + k;
+            uint32_t w = buf[k];
+            struct ev_sitem e = {0, 0, EVS_NONE};
+            if (!w) {
+                s.aknown = s.tknown = 0;
+                s.catch_next = 0;
+                last_call = 0;
+            } else if (FT_S4_IS_STAMP(w)) {
+                uint32_t thi = s.thi;
+                if (!s.tknown)
+                    rx_run_hi(r, idx, 1, &thi);
+                if (last_call) { /* else: its call is not in the window */
+                    e.kind = EVS_STAMPED;
+                    e.word = FT_F_RET | last_call;
+                    e.tsc = ((uint64_t)thi << 32) | (w & ~7u);
+                }
+                s.catch_next = 0;
+                last_call = 0;
+            } else if ((w & 3u) == FT_S4_SPECIAL) {
+                unsigned ty = FT_S4_ESC_TYPE(w);
+                if (ty == FT_S4_ADDR_HI) {
+                    s.ahi = w >> 5;
+                    s.aknown = 1;
+                } else if (ty == FT_S4_TSC_HI) {
+                    s.thi = s4_thi(w >> 5, d->gens[d->ngens - 1].clk.ref_tsc);
+                    s.tknown = 1;
+                } else if (ty == FT_S4_CATCH && !(w >> 5)) {
+                    s.catch_next = 1;
+                }
+            } else {
+                uint32_t ahi = s.ahi;
+                if (!s.aknown)
+                    rx_run_hi(r, idx, 0, &ahi);
+                e.kind = EVS_EVENT;
+                e.word = ((uint64_t)ahi << 32) | (w & ~3u);
+                last_call = (w & 3u) == 1u ? 0 : e.word;
+                if ((w & 3u) == 1u)
+                    e.word |= FT_F_RET;
+                else if ((w & 3u) == 2u)
+                    e.word |= FT_F_CALL_RET_ON_THROW;
+                else if (s.catch_next)
+                    e.word |= FT_F_CATCH;
+                s.catch_next = 0;
+            }
+            if (idx >= i)
+                out[done++] = e;
+        }
+        j += got;
+    }
+    return done;
+}
+
+size_t ev_read_sampled(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, uint64_t ref,
+                       struct ev_sitem *out)
+{
+    const struct ftr_thread *rt = th->rt;
+    if (i >= rt->n)
+        return 0;
+    if (n > rt->n - i)
+        n = rt->n - i;
+    if (rt->fmt == FT_FMT_SAMPLED4)
+        return read4(d, th, i, n, out);
+    /* FT_FMT_SAMPLED8: time words stamp the event word after them */
+    uint64_t buf[512];
+    size_t done = 0;
+    while (done < n) {
+        uint64_t want = n - done < 512 ? n - done : 512;
+        size_t got = ftr_read_entries(&d->src, rt, i + done, want, buf);
+        if (!got)
+            break;
+        for (size_t k = 0; k < got; k++) {
+            uint64_t w = buf[k];
+            struct ev_sitem *e = &out[done + k];
+            e->word = w;
+            e->tsc = 0;
+            e->kind = EVS_EVENT;
+            if (!w) {
+                e->kind = EVS_NONE;
+            } else if (FT_IS_TIME_WORD(w)) {
+                e->kind = EVS_TIME;
+                e->word = 0;
+                e->tsc = ev_restore_tsc(w, ref);
+            }
+        }
+        done += got;
+    }
+    return done;
+}

@@ -1,0 +1,484 @@
+/*
+ * ring8.c -- rings of 8-byte exact-mode entries (FT_FMT_EXACT8, FORMAT.md
+ * 1.4) as {word, tsc} entries, and the check of every ring for entries that
+ * are zero or invalid inside the emitted window (all formats).
+ *
+ * An FT_FMT_EXACT8 event holds the low halves of its address and TSC; the
+ * high halves are those of the thread's last ADDR_HI / TSC_HI escape.  One
+ * sequential pass per thread (rv_prepare) records the decoding state every
+ * CK items (checkpoints: random access costs at most CK items) and resolves
+ * the high halves of the events that precede the first escape of a run:
+ * the oldest events of a wrapped ring, and those after a stretch of zeroed
+ * or invalid entries (whose escapes may have been lost with them).
+ *   TSC: the high half is constant until the next TSC_HI escape (the runtime
+ *   writes one whenever it changes), so the run's last event lies before
+ *   the first known time after it and before the first generation boundary
+ *   recorded after it (U: the smaller), and after the last known time before
+ *   it (L): the high half that puts it latest at or before U (else earliest
+ *   at or after L, else nearest the thread's generation reference).
+ *   Address: the candidate high half (the next and the previous escape's,
+ *   and every module's executable segments') under which most of the run's
+ *   addresses fall inside executable code.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decstate.h"
+#include "ringevents.h"
+#include "xalloc.h"
+#include "ringesc.h"
+
+
+static int is_event(uint64_t w) { return w && (w & FT_E8_TAG_MASK) != FT_E8_ESC; }
+
+struct run *rx_run_new(struct ring8 *r, uint64_t start, int tsc)
+{
+    r->runs = xgrow(r->runs, &r->runcap, r->nruns + 1, sizeof *r->runs);
+    struct run *u = &r->runs[r->nruns++];
+    memset(u, 0, sizeof *u);
+    u->start = start;
+    u->end = start;
+    u->tsc = tsc;
+    return u;
+}
+
+/* how many of the run's sampled addresses fall in executable code with
+ * high half hi */
+static unsigned addr_score(const struct dec *d, const struct run *u, uint32_t hi)
+{
+    unsigned score = 0;
+    for (unsigned k = 0; k < u->nsamples; k++) {
+        uint64_t a = ((uint64_t)hi << 32) | u->samples[k];
+        int in = 0;
+        for (size_t m = 0; m < d->t.nmods && !in; m++) {
+            const struct ft_module *md = &d->t.mods[m];
+            for (uint32_t s = 0; s < md->nseg && s < FT_MOD_SEGS && !in; s++)
+                in = a - md->seg[s].start < md->seg[s].size;
+        }
+        for (size_t m = 0; m < d->t.nmaps && !in; m++)
+            in = (d->t.maps[m].prot & FT_MAPF_X) && a >= d->t.maps[m].start && a < d->t.maps[m].end;
+        score += in;
+    }
+    return score;
+}
+
+uint32_t rx_addr_resolve(const struct dec *d, const struct run *u, int have_next, uint32_t next,
+                             int have_prev, uint32_t prev)
+{
+    uint32_t best = have_next ? next : have_prev ? prev : 0;
+    unsigned best_score = addr_score(d, u, best);
+    if (have_prev && prev != best) {
+        unsigned s = addr_score(d, u, prev);
+        if (s > best_score) { best = prev; best_score = s; }
+    }
+    for (size_t m = 0; m < d->t.nmods; m++) {
+        const struct ft_module *md = &d->t.mods[m];
+        for (uint32_t s = 0; s < md->nseg && s < FT_MOD_SEGS; s++) {
+            for (uint64_t h = md->seg[s].start >> 32; h <= (md->seg[s].start + md->seg[s].size - 1) >> 32; h++) {
+                unsigned sc = addr_score(d, u, (uint32_t)h);
+                if (sc > best_score) { best = (uint32_t)h; best_score = sc; }
+            }
+        }
+    }
+    for (size_t m = 0; m < d->t.nmaps; m++) {
+        if (!(d->t.maps[m].prot & FT_MAPF_X) || d->t.maps[m].end <= d->t.maps[m].start) continue;
+        for (uint64_t h = d->t.maps[m].start >> 32; h <= (d->t.maps[m].end - 1) >> 32; h++) {
+            unsigned sc = addr_score(d, u, (uint32_t)h);
+            if (sc > best_score) { best = (uint32_t)h; best_score = sc; }
+        }
+    }
+    return best;
+}
+
+/* the TSC high half of a run: its last event at or before U, else its first
+ * at or after L, else nearest ref */
+uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l, uint64_t L, uint64_t ref)
+{
+    if (have_u) {
+        uint64_t h = U >> 32;
+        if (((h << 32) | u->lo_last) > U && h > 0) h--;
+        return (uint32_t)h;
+    }
+    if (have_l) {
+        uint64_t h = L >> 32;
+        if (((h << 32) | u->lo_first) < L) h++;
+        return (uint32_t)h;
+    }
+    uint64_t h = ref >> 32, best = h, bd = UINT64_MAX;
+    for (uint64_t c = h ? h - 1 : 0; c <= h + 1; c++) {
+        uint64_t t = (c << 32) | u->lo_last;
+        uint64_t dd = t > ref ? t - ref : ref - t;
+        if (dd < bd) { bd = dd; best = c; }
+    }
+    return (uint32_t)best;
+}
+
+/* the start TSC of the oldest generation whose recorded ring position
+ * (THRDSTAT gen_pos, as an item index) is at or after item idx; 1 if any */
+static int is_boundary_escape(const struct dec *d, const struct ftr_thread *rt, uint64_t i)
+{
+    if (rt->fmt == FT_FMT_SAMPLED4) {
+        uint32_t w;
+        if (ftr_read_entries(&d->src, rt, i, 1, &w) != 1)
+            return 0;
+        return (w & 7u) == 3u && (FT_S4_ESC_TYPE(w) == FT_S4_ADDR_HI || FT_S4_ESC_TYPE(w) == FT_S4_TSC_HI);
+    }
+    uint64_t w;
+    if (ftr_read_entries(&d->src, rt, i, 1, &w) != 1)
+        return 0;
+    return (w & FT_E8_TAG_MASK) == FT_E8_ESC &&
+           (FT_E8_ESC_TYPE(w) == FT_E8_ADDR_HI || FT_E8_ESC_TYPE(w) == FT_E8_TSC_HI);
+}
+
+int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t idx, uint64_t *S)
+{
+    const struct ftr_thread *rt = th->rt;
+    if (!rt->has_stat || !rt->st.ring_size || (rt->st.ring_size & (rt->st.ring_size - 1)))
+        return 0;
+    for (size_t gi = 0; gi < d->ngens; gi++) {
+        const struct dgen *g = &d->gens[gi];
+        if (g->synthetic || rt->st.gen_pos[g->gen % FT_GEN_SLOTS].gen != g->gen)
+            continue;
+        uint64_t rel = (rt->st.gen_pos[g->gen % FT_GEN_SLOTS].off - rt->st.first_off) & (rt->st.ring_size - 1);
+        size_t isz = ftr_item_size(rt->fmt);
+        if (rel % isz || rel / isz > rt->n || rel / isz < idx)
+            continue;
+        /* a position of a wrapped ring may be laps old (any item, or the
+         * current end); one still in the window is an escape (the runtime
+         * makes the first event after a boundary carry them), or the end of
+         * a ring that has not wrapped */
+        if (rel / isz < rt->n ? !is_boundary_escape(d, rt, rel / isz) : (rt->st.flags & FT_TSF_WRAPPED) != 0)
+            continue;
+        /* the housekeeper reads the position a little after the boundary's
+         * time: events just before that position may be up to this late */
+        *S = g->start_tsc + (d->tsc_hz ? d->tsc_hz / 100 : 30000000);
+        return 1;
+    }
+    return 0;
+}
+
+void rx_note_invalid(struct dthread *th, uint64_t i)
+{
+    if (!th->ninvalid)
+        th->invalid_first = i;
+    th->invalid_last = i;
+    th->ninvalid++;
+}
+
+/* the lower bound of the ring's oldest event: the snapshot's time filter, or
+ * the thread's start */
+uint64_t rx_ring_lower(const struct dec *d, const struct dthread *th, int *have)
+{
+    uint64_t l = 0;
+    if (th->rt->has_stat && th->rt->st.start_tsc && !(th->rt->st.flags & FT_TSF_WRAPPED))
+        l = th->rt->st.start_tsc;
+    if (d->t.has_header && (d->t.hdr.flags & FT_RAWF_TIME_FILTERED) && d->t.hdr.min_tsc > l)
+        l = d->t.hdr.min_tsc;
+    *have = l != 0;
+    return l;
+}
+
+static void prepare8(struct dec *d, struct dthread *th)
+{
+    const struct ftr_thread *rt = th->rt;
+    struct ring8 *r = xcalloc(1, sizeof *r);
+    th->ring8 = r;
+    r->nck = rt->n / CK + 1;
+    r->ck = xcalloc(r->nck, sizeof *r->ck);
+    uint64_t *buf = xmalloc(BLK * sizeof *buf);
+    struct ck s = {0};
+    size_t tr = SIZE_MAX, ar = SIZE_MAX; /* open runs (indices: runs[] grows) */
+    int have_known = 0;   /* a full TSC seen (L for the next TSC run) */
+    uint64_t last_known = 0;
+    int have_prev_ahi = 0;
+    uint32_t prev_ahi = 0;
+    int lower_have;
+    uint64_t lower = rx_ring_lower(d, th, &lower_have);
+
+    for (uint64_t i = 0; i < rt->n;) {
+        size_t got = ftr_read_entries(&d->src, rt, i, BLK, buf);
+        if (!got)
+            break;
+        for (size_t k = 0; k < got; k++) {
+            uint64_t idx = i + k, w = buf[k];
+            if (idx % CK == 0)
+                r->ck[idx / CK] = s;
+            if (!w) { /* zeroed inside the window: the state may have changed unseen */
+                rx_note_invalid(th, idx);
+                if (s.aknown) { have_prev_ahi = 1; prev_ahi = s.ahi; }
+                s.aknown = s.tknown = 0;
+                s.catch_next = 0;
+                tr = ar = SIZE_MAX;
+                continue;
+            }
+            if ((w & FT_E8_TAG_MASK) == FT_E8_ESC) {
+                unsigned ty = FT_E8_ESC_TYPE(w);
+                if (ty == FT_E8_ADDR_HI) {
+                    s.ahi = (uint32_t)(w >> 32);
+                    s.aknown = 1;
+                    ar = SIZE_MAX;
+                } else if (ty == FT_E8_TSC_HI) {
+                    s.thi = (uint32_t)(w >> 32);
+                    s.tknown = 1;
+                    tr = SIZE_MAX;
+                } else if (ty == FT_E8_CATCH && !(w & 0xFFFFFF00u)) {
+                    s.catch_next = 1;
+                } else {
+                    rx_note_invalid(th, idx);
+                }
+                continue;
+            }
+            uint32_t lo = (uint32_t)(w >> 32);
+            if (!s.tknown) {
+                if (tr == SIZE_MAX) {
+                    struct run *u = rx_run_new(r, idx, 1);
+                    u->lo_first = lo;
+                    u->have_l = have_known;
+                    u->L = last_known;
+                    if (!have_known && idx == 0 && lower_have) {
+                        u->have_l = 1;
+                        u->L = lower;
+                    }
+                    tr = (size_t)(u - r->runs);
+                }
+                r->runs[tr].end = idx + 1;
+                r->runs[tr].lo_last = lo;
+            } else {
+                have_known = 1;
+                last_known = ((uint64_t)s.thi << 32) | lo;
+                s.last_tsc = last_known;
+            }
+            if (!s.aknown) {
+                if (ar == SIZE_MAX) {
+                    struct run *u = rx_run_new(r, idx, 0);
+                    u->have_prev = have_prev_ahi;
+                    u->prev = prev_ahi;
+                    ar = (size_t)(u - r->runs);
+                }
+                struct run *u = &r->runs[ar];
+                u->end = idx + 1;
+                if (u->nsamples < NSAMPLE)
+                    u->samples[u->nsamples++] = (uint32_t)(w & FT_E8_ADDR_LO_MASK);
+            } else {
+                have_prev_ahi = 1;
+                prev_ahi = s.ahi;
+            }
+            s.catch_next = 0;
+        }
+        i += got;
+    }
+    free(buf);
+
+    /* resolve the runs: U / the next escape's high half = the first known
+     * value after the run */
+    uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
+    for (size_t ri = 0; ri < r->nruns; ri++) {
+        struct run *u = &r->runs[ri];
+        if (u->tsc) {
+            /* U: the first event after the run with a known TSC */
+            int have_u = 0;
+            uint64_t U = 0;
+            uint64_t j = u->end;
+            for (uint64_t lim = 0; j < rt->n && lim < 64; j++, lim++) {
+                uint64_t w;
+                if (ftr_read_entries(&d->src, rt, j, 1, &w) != 1 || !w)
+                    break;
+                if ((w & FT_E8_TAG_MASK) == FT_E8_ESC && FT_E8_ESC_TYPE(w) == FT_E8_TSC_HI) {
+                    uint64_t w2;
+                    for (uint64_t m = j + 1; m < rt->n && m < j + 8; m++) {
+                        if (ftr_read_entries(&d->src, rt, m, 1, &w2) != 1 || !w2)
+                            break;
+                        if (is_event(w2)) {
+                            have_u = 1;
+                            U = (w & 0xFFFFFFFF00000000ull) | (w2 >> 32);
+                            break;
+                        }
+                    }
+                    break;
+                }
+            }
+            /* a tighter upper bound: the start of the first generation
+             * whose recorded ring position lies after the run (its events
+             * are older than that boundary; a thread that slept across
+             * boundaries has them all recorded at one position) */
+            uint64_t S;
+            if (rx_gen_bound_after(d, th, u->end, &S) && (!have_u || S < U)) {
+                have_u = 1;
+                U = S;
+            }
+            /* an exited thread's events are older than its exit */
+            if (!have_u && th->rt->has_stat && th->rt->st.exit_tsc) {
+                have_u = 1;
+                U = th->rt->st.exit_tsc;
+            }
+            u->hi = rx_tsc_resolve(u, have_u, U, u->have_l, u->L, ref);
+        } else {
+            /* the next ADDR_HI escape after the run */
+            int have_n = 0;
+            uint32_t nx = 0;
+            for (uint64_t j = u->end, lim = 0; j < rt->n && lim < 64; j++, lim++) {
+                uint64_t w;
+                if (ftr_read_entries(&d->src, rt, j, 1, &w) != 1 || !w)
+                    break;
+                if ((w & FT_E8_TAG_MASK) == FT_E8_ESC && FT_E8_ESC_TYPE(w) == FT_E8_ADDR_HI) {
+                    have_n = 1;
+                    nx = (uint32_t)(w >> 32);
+                    break;
+                }
+            }
+            u->hi = rx_addr_resolve(d, u, have_n, nx, u->have_prev, u->prev);
+        }
+    }
+}
+
+/* the resolved high half of item idx in a run of the given kind (runs of one
+ * kind are disjoint and in index order) */
+int rx_run_hi(const struct ring8 *r, uint64_t idx, int tsc, uint32_t *hi)
+{
+    size_t lo = 0, hi_i = r->nruns;
+    /* runs are appended in index order (both kinds interleaved): binary
+     * search on start, then look back for the kind */
+    while (lo < hi_i) {
+        size_t mid = lo + (hi_i - lo) / 2;
+        if (r->runs[mid].start <= idx)
+            lo = mid + 1;
+        else
+            hi_i = mid;
+    }
+    for (size_t k = lo; k > 0; k--) {
+        const struct run *u = &r->runs[k - 1];
+        if (u->tsc != tsc)
+            continue;
+        if (idx < u->end) {
+            *hi = u->hi;
+            return 1;
+        }
+        return 0;
+    }
+    return 0;
+}
+
+size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ft_entry *out)
+{
+    const struct ftr_thread *rt = th->rt;
+    if (rt->fmt != FT_FMT_EXACT8)
+        return ftr_read_entries(&d->src, rt, i, n, out);
+    if (i >= rt->n)
+        return 0;
+    if (n > rt->n - i)
+        n = rt->n - i;
+    const struct ring8 *r = th->ring8;
+    uint64_t from = i / CK * CK;
+    struct ck s = r->ck[i / CK];
+    uint64_t buf[512];
+    size_t done = 0;
+    for (uint64_t j = from; j < i + n;) {
+        uint64_t want = i + n - j < 512 ? i + n - j : 512;
+        size_t got = ftr_read_entries(&d->src, rt, j, want, buf);
+        if (!got)
+            break;
+        for (size_t k = 0; k < got; k++) {
+            uint64_t idx = j + k, w = buf[k];
+            struct ft_entry e = {0, s.last_tsc};
+            if (!w) {
+                s.aknown = s.tknown = 0;
+                s.catch_next = 0;
+            } else if ((w & FT_E8_TAG_MASK) == FT_E8_ESC) {
+                unsigned ty = FT_E8_ESC_TYPE(w);
+                if (ty == FT_E8_ADDR_HI) {
+                    s.ahi = (uint32_t)(w >> 32);
+                    s.aknown = 1;
+                } else if (ty == FT_E8_TSC_HI) {
+                    s.thi = (uint32_t)(w >> 32);
+                    s.tknown = 1;
+                } else if (ty == FT_E8_CATCH && !(w & 0xFFFFFF00u)) {
+                    s.catch_next = 1;
+                }
+            } else {
+                uint32_t ahi = s.ahi, thi = s.thi;
+                if (!s.aknown)
+                    rx_run_hi(r, idx, 0, &ahi);
+                if (!s.tknown)
+                    rx_run_hi(r, idx, 1, &thi);
+                uint64_t tag = w & FT_E8_TAG_MASK;
+                e.word = ((uint64_t)ahi << 32) | (w & FT_E8_ADDR_LO_MASK);
+                if (tag == FT_E8_RET)
+                    e.word |= FT_F_RET;
+                else if (tag == FT_E8_CALL_ROT)
+                    e.word |= FT_F_CALL_RET_ON_THROW;
+                else if (s.catch_next)
+                    e.word |= FT_F_CATCH;
+                e.tsc = ((uint64_t)thi << 32) | (w >> 32);
+                s.last_tsc = e.tsc;
+                s.catch_next = 0;
+            }
+            if (idx >= i)
+                out[done++] = e;
+        }
+        j += got;
+    }
+    return done;
+}
+
+/* items of the ring that cannot be decoded: zero (FT_FMT_EXACT16/8 and
+ * sampled words) or an unknown escape (FT_FMT_EXACT8) */
+static void invalid_when(struct dec *d, struct dthread *th)
+{
+    if (!th->ninvalid || !ev_is_exact(th->rt->fmt))
+        return;
+    struct ft_entry e[64];
+    uint64_t from = th->invalid_first > 64 ? th->invalid_first - 64 : 0;
+    size_t got = ev_read_exact(d, th, from, th->invalid_first - from, e);
+    for (size_t k = got; k > 0; k--)
+        if (e[k - 1].word) {
+            th->has_invalid_tsc = 1;
+            th->invalid_tsc = e[k - 1].tsc;
+            return;
+        }
+}
+
+void ev_prepare(struct dec *d, struct dthread *th)
+{
+    const struct ftr_thread *rt = th->rt;
+    if (rt->fmt == FT_FMT_EXACT8) {
+        prepare8(d, th);
+        invalid_when(d, th);
+        return;
+    }
+    if (rt->fmt == FT_FMT_SAMPLED4) {
+        rx_prepare4(d, th);
+        return;
+    }
+    /* the original funtrace dumps its whole ring, never-written slots and
+     * all: zeros there are not damage */
+    if (!rt->has_stat)
+        return;
+    size_t isz = rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16;
+    uint8_t *buf = xmalloc(BLK * 16);
+    for (uint64_t i = 0; i < rt->n;) {
+        size_t got = ftr_read_entries(&d->src, rt, i, BLK, buf);
+        if (!got)
+            break;
+        for (size_t k = 0; k < got; k++) {
+            uint64_t w;
+            memcpy(&w, buf + k * isz, 8);
+            if (!w)
+                rx_note_invalid(th, i + k);
+        }
+        i += got;
+    }
+    free(buf);
+    invalid_when(d, th);
+}
+
+void ev_release(struct dthread *th)
+{
+    struct ring8 *r = th->ring8;
+    if (!r)
+        return;
+    free(r->ck);
+    free(r->runs);
+    free(r);
+    th->ring8 = NULL;
+}

@@ -1,0 +1,56 @@
+/*
+ * ringesc.h -- internals shared by ring8.c (FT_FMT_EXACT8) and ring4.c
+ * (FT_FMT_SAMPLED4): the rings whose items hold low halves and whose high
+ * halves come from escape items (FORMAT.md 1.4).  Not used elsewhere.
+ */
+#ifndef FT_DECODER_RINGESC_H
+#define FT_DECODER_RINGESC_H
+
+#include <stdint.h>
+#include "decstate.h"
+
+#define CK 4096u     /* items per checkpoint */
+#define BLK 8192u    /* items per read */
+#define NSAMPLE 64u  /* addresses kept to choose an unknown address high half */
+
+/* the decoding state at a checkpoint */
+struct ck {
+    uint32_t ahi, thi;
+    uint8_t aknown, tknown, catch_next, pad;
+    uint64_t last_tsc;
+};
+
+/* a run of items whose address / TSC high half is not known from an
+ * escape before them: [start, end) items */
+struct run {
+    uint64_t start, end;
+    int tsc;             /* 1: TSC run, 0: address run */
+    uint32_t hi;         /* resolved high half */
+    /* while scanning */
+    uint64_t lo_first, lo_last; /* TSC runs: low halves of the first/last timed item */
+    int have_l;          /* TSC runs: the last known time before the run (L) */
+    uint64_t L;
+    int have_prev;       /* address runs: the last known high half before it */
+    uint32_t prev;
+    uint32_t samples[NSAMPLE];
+    unsigned nsamples;
+};
+
+struct ring8 {
+    struct ck *ck;
+    size_t nck;
+    struct run *runs;    /* in order of their start (both kinds interleaved) */
+    size_t nruns, runcap;
+};
+
+struct run *rx_run_new(struct ring8 *r, uint64_t start, int tsc);
+uint32_t rx_addr_resolve(const struct dec *d, const struct run *u, int have_next, uint32_t next, int have_prev,
+                         uint32_t prev);
+uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l, uint64_t L, uint64_t ref);
+int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t idx, uint64_t *S);
+void rx_note_invalid(struct dthread *th, uint64_t i);
+uint64_t rx_ring_lower(const struct dec *d, const struct dthread *th, int *have);
+int rx_run_hi(const struct ring8 *r, uint64_t idx, int tsc, uint32_t *hi);
+void rx_prepare4(struct dec *d, struct dthread *th);
+
+#endif
