@@ -98,7 +98,7 @@ struct xmod {
     uintptr_t entry_to, exit_to; /* __fentry__ / __return__, or a stub */
     const ElfW(Phdr) *phdr;
     int phnum;
-    int seen, bad;
+    int seen, bad, warned;
 };
 
 static pthread_mutex_t xr_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -339,11 +339,13 @@ static void patch_module(struct xmod *m, int on)
     for (size_t i = 0; i < m->n; i++) {
         const uint8_t *e = m->map + i * ENTRY_SIZE;
         uintptr_t a = sled_addr(e);
-        if ((a & 1) || (a & 63) == 63 || !patch_sled(a, e[16], on, m))
+        /* (an even address: the 2-byte store never crosses a cache line) */
+        if ((a & 1) || !patch_sled(a, e[16], on, m))
             odd++;
     }
     mprotect((void *)from, to - from, prot);
-    if (odd && !m->bad) {
+    if (odd && !m->warned) {
+        m->warned = 1;
         m->bad = odd == m->n;
         xr_warn("some sleds do not hold the expected code and were left alone", m->name);
     }
@@ -442,9 +444,23 @@ void ft_xray_set(int on)
     pthread_mutex_unlock(&xr_lock);
 }
 
+/* fork: the child's copy of the lock must not be held by a thread that
+ * does not exist there */
+static void xr_fork_prepare(void)
+{
+    pthread_mutex_lock(&xr_lock);
+}
+static void xr_fork_done(void)
+{
+    pthread_mutex_unlock(&xr_lock);
+}
+
 /* before every constructor (the executable's .preinit_array) */
 static void xray_preinit(void)
 {
+    if (!__start_xray_instr_map)
+        return;
+    pthread_atfork(xr_fork_prepare, xr_fork_done, xr_fork_done);
     ft_xray_scan();
 }
 __attribute__((section(".preinit_array"), used)) static void (*const ft_xray_preinit)(void) = xray_preinit;
