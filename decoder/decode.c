@@ -331,7 +331,6 @@ int decode_main(struct dec_opts *o)
         free(th->pre);
         free(th->abandoned);
         free(th->live);
-        free(th->modcalls);
         free(th->final_funcs);
     }
     free(d.th);

@@ -10,21 +10,36 @@
  *                     code): they end at the previous event ("return
  *                     missing"), then f is popped.  f not on the stack: an
  *                     orphan return (its call was overwritten in the ring).
- *   catch in f        a C++ exception was caught in f: the frames above f
- *                     are popped, ending at the catch ("unwound"; frames that
- *                     log their returns on unwinding have already returned by
- *                     then).  f not on the stack (an uninstrumented catcher):
- *                     an "unmatched catch".  Frames are popped from the top
- *                     down to the first bit-61 frame, frame open since the
- *                     ring start, or frame the final stack proves live (those
- *                     are the catcher's callers and are still running).  A
- *                     frame is proven live when a replay in which unmatched
- *                     catches pop nothing leaves it open at the end, matched
- *                     with a final-stack frame (std::terminate's handler
- *                     catches the exception that killed the thread inside the
- *                     frames it escaped from).  Without a final stack, a
- *                     catcher with no instrumentation (libstdc++'s terminate
- *                     handler, any uninstrumented module) pops nothing.
+ *   catch in f        a C++ exception was caught in f.  The runtime logs a
+ *                     run of catch entries: the catcher f, then f's callers
+ *                     (innermost first, exc_events.c); the run is one catch.
+ *                     The first function of the run that is on the stack (the
+ *                     topmost frame of it) is where the exception stopped: the
+ *                     frames above it are popped, ending at the catch
+ *                     ("unwound"), down to the first bit-61 frame whose code
+ *                     logs its return on unwinding (gcc's C++ code: such a
+ *                     frame would have returned already if it had been
+ *                     unwound, so it is live; sym_exit_on_unwind: clang's and
+ *                     C code's bit-61 calls do not count).  No function of the
+ *                     run on the stack (an uninstrumented catcher far from any
+ *                     traced caller): an "unmatched catch".  Frames are popped
+ *                     from the top down to the first such bit-61 frame, frame
+ *                     open since the ring start, or frame the final stack
+ *                     proves live (those are the catcher's callers and are
+ *                     still running).  A frame is proven live when a replay in
+ *                     which unmatched catches pop nothing leaves it open at
+ *                     the end, matched with a final-stack frame.  An
+ *                     unmatched catch by the C++ runtime's terminate path
+ *                     (__cxa_throw's own catch when no handler was found, the
+ *                     terminate handlers: terminate_path) pops nothing: the
+ *                     exception escaped, its frames are still running.  No
+ *                     catch unwinds an earlier exception's open __cxa_throw
+ *                     (unwind_to).
+ *   throw             __cxa_throw / __cxa_rethrow (logged as calls) never
+ *                     return: when a frame below one returns (gcc logs the
+ *                     returns of the frames it unwinds), the frames above that
+ *                     frame were unwound and end there ("unwound"), not
+ *                     "return missing".
  *   return-with-caller (bit 62 only, original XRay mode) pops the top frame
  *                     and then returns into the logged caller.
  *   thunks            "virtual/non-virtual thunk to ..." events are ignored
@@ -66,6 +81,8 @@
 #define FR_EXACT 4u /* start time measured */
 #define FR_LIVE 8u  /* on the final stack and never returns: unmatched catches keep it */
 #define FR_LOOSE 16u /* sampled: started in a loose bracket (ringevents.c), at mlo or later */
+#define FR_THROW 32u /* __cxa_throw / __cxa_rethrow: never returns */
+#define FR_ROTK 64u  /* bit-61 call whose code is known to log its return on unwinding (sym_exit_on_unwind) */
 
 /* Times: every event of a thread gets its own nanosecond (ns: a later event
  * with the same or an earlier clock reading is moved to the previous event's
@@ -90,7 +107,6 @@ struct replay {
     struct dthread *th;
     int discovery;
     int lazy; /* the liveness pass: unmatched catches pop nothing */
-    int first_pass; /* the first discovery pass: collects th->modcalls */
     struct view *out; /* emission: where the slices go (NULL: discovery) */
     int calls;        /* out is a VIEW_CALLS view: whole calls, measured times */
     /* the ends of the calls that span a generation boundary, in the order
@@ -102,6 +118,7 @@ struct replay {
     size_t ncells, cellcap, ncells_known;
     struct frame *stk;
     size_t n, cap;
+    size_t nrot; /* open FR_ROT frames */
     int64_t last_ns, prev_ns;
     int64_t last_m, prev_m; /* measured */
     int pair_nesting; /* returns close the innermost -pg frame (see on_event) */
@@ -117,6 +134,14 @@ struct replay {
     uint64_t memo_addr;
     uint32_t memo_func;
     uint32_t expect; /* bit-62 returns: the last function returned into */
+    /* the catch run being read (consecutive catch entries: the catcher,
+     * then its callers): at the run's first entry */
+    int crun;              /* a run is open */
+    int crun_done;         /* a function of the run was found on the stack */
+    unsigned crun_callers; /* entries after the catcher */
+    uint32_t crun_f;       /* the catcher */
+    int crun_q;
+    int64_t crun_t, crun_tm, crun_hi;
     uint32_t *pre;   /* discovery: orphan-returned frames, innermost first */
     size_t npre, precap;
     struct slice *sl;
@@ -234,6 +259,7 @@ static struct frame *push(struct replay *r, uint32_t func, uint64_t addr, uint32
     fr->call_idx = idx;
     fr->slice = -1;
     fr->cell = NONE32;
+    r->nrot += (flags & FR_ROT) != 0;
     open_out(r, fr);
     return fr;
 }
@@ -241,18 +267,43 @@ static struct frame *push(struct replay *r, uint32_t func, uint64_t addr, uint32
 static void pop(struct replay *r, int64_t end, int64_t mend, unsigned flags, int end_q, int64_t mhi)
 {
     struct frame *fr = &r->stk[--r->n];
+    r->nrot -= (fr->flags & FR_ROT) != 0;
     if (!r->discovery)
         close_out(r, fr, end, mend, flags, end_q, mhi);
 }
 
-/* pop the frames above frame k: they lost their returns and end at the
- * previous event */
-static void abandon_above(struct replay *r, size_t k)
+/* was frame k's return logged while an exception unwound the frames above
+ * it?  Yes if a throw is among them; without names (no symbols), if k logs
+ * its return on unwinding (bit 61) and none of them does (they are the
+ * runtime's throw, or frames that log no return when unwound). */
+static int unwound_above(const struct replay *r, size_t k)
 {
+    int nameless = (r->stk[k].flags & FR_ROT) != 0;
+    for (size_t i = k + 1; i < r->n; i++) {
+        if (r->stk[i].flags & FR_THROW)
+            return 1;
+        if ((r->stk[i].flags & FR_ROT) || !sym_func(r->d->sym, r->stk[i].func)->unknown)
+            nameless = 0;
+    }
+    return nameless;
+}
+
+/* pop the frames above frame k: they lost their returns and end at the
+ * previous event -- unless an exception unwound them (unwound_above): then
+ * they end at this event, a return logged during the unwinding.  Returns 1
+ * for an unwinding. */
+static int abandon_above(struct replay *r, size_t k)
+{
+    if (unwound_above(r, k)) {
+        while (r->n > k + 1)
+            pop(r, r->last_ns, r->last_m, SL_UNWOUND, r->cur_exact, r->cur_hi_m);
+        return 1;
+    }
     /* they ended between the previous event and this one */
     int q = r->prev_q == EV_LOOSE || r->cur_exact == EV_LOOSE ? EV_LOOSE : EV_DENSE;
     while (r->n > k + 1)
         pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, q, r->cur_hi_m);
+    return 0;
 }
 
 /* Without symbols: the topmost frame of addr's module whose call address is
@@ -321,17 +372,91 @@ static int is_live(const struct dthread *th, uint64_t call_idx)
     return th->nlive && bsearch(&call_idx, th->live, th->nlive, sizeof *th->live, cmp_u64);
 }
 
-/* Is a catcher outside the traced code?  A function with a symbol: when its
- * code has no instrumentation; one without (a stripped library's local
- * function): when its module has no call events in this thread (complete
- * after the first discovery pass, which is redone when this matters). */
-static int untraced(struct replay *r, struct func *fn, uint32_t f)
+/* Is a catcher the C++ runtime's, on the way to std::terminate (an
+ * exception nothing caught: the frames it escaped from are still running)?
+ * __cxa_throw calls __cxa_begin_catch itself when the search for a handler
+ * fails; the terminate handlers catch the exception again to show it. */
+static int terminate_path(const struct func *fn)
 {
-    if (!fn->unknown)
-        return !sym_instrumented(r->d->sym, f);
-    if (fn->modfile < 0)
+    static const char *const names[] = {"std::terminate", "std::__terminate", "__cxxabiv1::__terminate",
+                                        "__cxa_call_terminate", "__gnu_cxx::__verbose_terminate_handler"};
+    if (fn->unknown || !fn->name)
         return 0;
-    return (size_t)fn->modfile >= r->th->nmodcalls || !r->th->modcalls[fn->modfile];
+    if (fn->throws || strstr(fn->name, "demangling_terminate_handler"))
+        return 1;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strncmp(fn->name, names[i], strlen(names[i])))
+            return 1;
+    return 0;
+}
+
+/* ---- catches ------------------------------------------------------------ */
+
+/* the frames above frame keep-1 were unwound: they end at the catch, down
+ * to a frame with a stop flag (a live bit-61 frame, one that would have
+ * logged its return, ...) -- and never below the __cxa_throw of an earlier
+ * exception: that one is still in flight (a destructor run by its unwinding
+ * threw, or it escaped to std::terminate, whose handler threw it again),
+ * and no exception can unwind through it */
+static void unwind_to(struct replay *r, size_t keep, unsigned stop)
+{
+    int throws = 0;
+    while (r->n > keep) {
+        unsigned fl = r->stk[r->n - 1].flags;
+        if ((fl & stop) || ((fl & FR_THROW) && throws++))
+            break;
+        pop(r, r->crun_t, r->crun_tm, SL_UNWOUND, r->crun_q, r->crun_hi);
+    }
+}
+
+/* one catch entry: the first of a run names the catcher, the others its
+ * callers; the first of them found on the stack ends the unwinding */
+static void catch_entry(struct replay *r, struct func *fn, uint32_t f, uint64_t addr, int64_t t, int64_t tm,
+                        int exact)
+{
+    if (!r->crun) {
+        r->crun = 1;
+        r->crun_done = 0;
+        r->crun_callers = 0;
+        r->crun_f = f;
+        r->crun_t = t;
+        r->crun_tm = tm;
+        r->crun_q = exact;
+        r->crun_hi = r->cur_hi_m;
+        if (r->discovery)
+            r->th->ncatches++;
+    } else {
+        r->crun_callers++;
+    }
+    if (r->crun_done || fn->ignored)
+        return;
+    long k = find(r, fn->match);
+    if (k < 0 && r->pair_nesting)
+        k = find_by_addr(r, addr, fn->modfile);
+    if (k < 0)
+        return;
+    r->crun_done = 1;
+    unwind_to(r, (size_t)k + 1, FR_ROTK);
+}
+
+/* the run ended (the next event is not a catch, or the thread's events
+ * ended): nothing of it on the stack is an unmatched catch */
+static void catch_end(struct replay *r)
+{
+    struct dec *d = r->d;
+    struct dthread *th = r->th;
+    r->crun = 0;
+    if (r->crun_done)
+        return;
+    if (r->discovery)
+        th->unmatched_catches++;
+    if (r->lazy)
+        return;
+    /* an exception nothing caught (no callers were logged to tell, or they
+     * are all outside the traced code): its frames are still running */
+    if (terminate_path(sym_func(d->sym, r->crun_f)))
+        return;
+    unwind_to(r, 0, FR_ROT | FR_PRE | FR_LIVE);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -387,38 +512,22 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         start(r, t, tm);
     }
     struct func *fn = sym_func(d->sym, f);
+    int catch = (word & FT_F_CATCH) == FT_F_CATCH;
     if (r->discovery) {
         th->nevents++;
         th->last_ns = t;
         th->last_mns = tm;
-        fn->seen = 1;
+        if (!catch) /* a catch names any function on the stack, traced or not */
+            fn->seen = 1;
     }
+    if (catch) {
+        catch_entry(r, fn, f, addr, t, tm, exact);
+        return;
+    }
+    if (r->crun)
+        catch_end(r);
     if (fn->ignored)
         return;
-    int catch = (word & FT_F_CATCH) == FT_F_CATCH;
-    if (catch) {
-        if (r->discovery)
-            th->ncatches++;
-        long k = find(r, fn->match);
-        if (k < 0 && r->pair_nesting)
-            k = find_by_addr(r, addr, fn->modfile);
-        if (k >= 0) {
-            while (r->n > (size_t)k + 1)
-                pop(r, t, tm, SL_UNWOUND, exact, r->cur_hi_m);
-        } else {
-            if (r->discovery)
-                th->unmatched_catches++;
-            if (r->lazy)
-                return;
-            /* no final stack to protect the frames the exception escaped
-             * from: a catcher outside the traced code pops nothing */
-            if (th->rt->stack < 0 && !d->o.sym.no_symbols && untraced(r, fn, f))
-                return;
-            while (r->n && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE | FR_LIVE)))
-                pop(r, t, tm, SL_UNWOUND, exact, r->cur_hi_m);
-        }
-        return;
-    }
     if (word & FT_F_RET) {
         if (r->discovery)
             th->nrets++;
@@ -427,16 +536,26 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
          * function's: it closes the innermost frame if that is a -pg call (an
          * -finstrument-functions call, bit 61, logs its return with the
          * function's address: those still pair by address). */
-        if (r->n && (r->stk[r->n - 1].match == fn->match ||
-                     (r->pair_nesting && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))))) {
+        long k = -2;
+        if (r->n && r->stk[r->n - 1].match != fn->match && r->pair_nesting &&
+            !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))) {
+            /* ... unless it is the return of an open bit-61 call (same
+             * address as its call: an exception unwound the frames above) */
+            k = r->nrot ? find(r, fn->match) : -1;
+            if (k < 0 || !(r->stk[k].flags & FR_ROT)) {
+                pop(r, t, tm, 0, exact, r->cur_hi_m);
+                return;
+            }
+        }
+        if (r->n && r->stk[r->n - 1].match == fn->match) {
             pop(r, t, tm, 0, exact, r->cur_hi_m);
             return;
         }
-        long k = find(r, fn->match);
+        if (k == -2)
+            k = find(r, fn->match);
         if (k >= 0) {
-            if (r->discovery)
+            if (!abandon_above(r, (size_t)k) && r->discovery)
                 th->mismatches++;
-            abandon_above(r, (size_t)k);
             pop(r, t, tm, 0, exact, r->cur_hi_m);
             return;
         }
@@ -471,21 +590,19 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         r->expect = f;
         return;
     }
-    if (r->discovery) {
+    if (r->discovery)
         th->ncalls++;
-        if (fn->modfile >= 0 && r->first_pass) {
-            size_t m = (size_t)fn->modfile;
-            if (m >= th->nmodcalls) {
-                size_t n = m + 16;
-                th->modcalls = xrealloc(th->modcalls, n);
-                memset(th->modcalls + th->nmodcalls, 0, n - th->nmodcalls);
-                th->nmodcalls = n;
-            }
-            th->modcalls[m] = 1;
-        }
+    /* bit 61: the -finstrument-functions hooks set it for every call; only
+     * gcc's C++ code really logs the return when an exception unwinds it */
+    unsigned rot = 0;
+    if (word & FT_F_CALL_RET_ON_THROW) {
+        if (fn->unknown)
+            rot = FR_ROT; /* nothing to tell: trusted */
+        else if (fn->unwind_exit ? fn->unwind_exit == 1 : sym_exit_on_unwind(d->sym, f))
+            rot = FR_ROT | FR_ROTK;
     }
     struct frame *nf = push(r, f, addr,
-                            ((word & FT_F_CALL_RET_ON_THROW) ? FR_ROT : 0) | (exact == EV_EXACT ? FR_EXACT : 0) |
+                            rot | (fn->throws ? FR_THROW : 0) | (exact == EV_EXACT ? FR_EXACT : 0) |
                                 (exact == EV_LOOSE ? FR_LOOSE : 0) | (is_live(th, idx) ? FR_LIVE : 0),
                             t, tm, idx);
     nf->mlo = r->cur_lo_m;
@@ -568,9 +685,14 @@ void replay_gen(struct replay *r, size_t gi)
         progress_add(&d->prog, (b - a) * (th->rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16));
         a = b;
     }
-    if (r->discovery)
+    if (r->discovery) {
+        if (r->crun && gi + 1 == d->ngens)
+            catch_end(r);
         return;
+    }
     int last = gi + 1 == d->ngens || (r->started && th->end_ns <= g->end_ns);
+    if (last && r->crun)
+        catch_end(r);
     if (last) {
         finish(r);
     } else if (r->emitting && !r->calls) {
@@ -828,11 +950,10 @@ static void align_final(struct dec *d, const struct dthread *th, const uint32_t 
         mf[nf - 1] = unlogged;
 }
 
-static struct replay *discovery_pass(struct dec *d, struct dthread *th, int lazy, int first)
+static struct replay *discovery_pass(struct dec *d, struct dthread *th, int lazy)
 {
     struct replay *r = rnew(d, th, 1);
     r->lazy = lazy;
-    r->first_pass = first;
     th->first_ns = th->last_ns = 0;
     for (size_t gi = 0; gi < d->ngens; gi++)
         replay_gen(r, gi);
@@ -876,21 +997,14 @@ void replay_discover(struct dec *d, struct dthread *th)
     free(ff);
 
     struct dthread before = *th;
-    struct replay *r = discovery_pass(d, th, 0, 1);
-    before.modcalls = th->modcalls;
-    before.nmodcalls = th->nmodcalls;
-    if (th->unmatched_catches && !nS) {
-        /* judged with the modules called so far: again with all of them */
-        replay_free(r);
-        *th = before;
-        r = discovery_pass(d, th, 0, 0);
-    } else if (th->unmatched_catches) {
+    struct replay *r = discovery_pass(d, th, 0);
+    if (th->unmatched_catches && nS) {
         /* catches from outside the stack: the frames that are open at the
          * end when such catches pop nothing and that match the final stack
          * never returned; they must survive those catches */
         replay_free(r);
         *th = before;
-        r = discovery_pass(d, th, 1, 0);
+        r = discovery_pass(d, th, 1);
         if (r->n) {
             uint32_t *Lm = xrealloc(NULL, r->n * sizeof *Lm);
             long *ml = xrealloc(NULL, r->n * sizeof *ml);
@@ -913,7 +1027,7 @@ void replay_discover(struct dec *d, struct dthread *th)
             replay_free(r);
             *th = before;
         }
-        r = discovery_pass(d, th, 0, 0);
+        r = discovery_pass(d, th, 0);
     }
     /* F: frames open at the end */
     uint32_t *Fm = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *Fm);
@@ -990,14 +1104,12 @@ void replay_forget(struct dthread *th, int owned)
         free(th->pre);
         free(th->abandoned);
         free(th->live);
-        free(th->modcalls);
         free(th->final_funcs);
     }
     th->pre = NULL;
     th->abandoned = th->live = NULL;
-    th->modcalls = NULL;
     th->final_funcs = NULL;
-    th->npre = th->npre_final = th->nabandoned = th->nlive = th->nmodcalls = th->nfinal = 0;
+    th->npre = th->npre_final = th->nabandoned = th->nlive = th->nfinal = 0;
     th->nevents = th->ncalls = th->nrets = th->ncatches = 0;
     th->orphans = th->mismatches = th->unmatched_catches = th->out_of_order = th->unnamed = 0;
     th->first_ns = th->last_ns = th->last_mns = 0;

@@ -31,6 +31,7 @@ struct modfile {
     struct curange *cur;
     size_t ncur;
     int cur_built;
+    int comment_clang; /* 0 unknown, 1 .comment names clang, 2 not */
     int syms_indexed; /* its function symbols are in symtab.symnames */
 };
 
@@ -621,6 +622,12 @@ static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct f
                 continue;
             const char *file = dwarf_decl_file(&scopes[i]);
             int line = 0;
+            Dwarf_Attribute at;
+            Dwarf_Word fi;
+            /* DWARF 5's file 0 (the compile unit's own file, clang's default)
+             * is not resolved by this libdw: the unit's name */
+            if (!file && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_decl_file, &at), &fi) == 0 && fi == 0)
+                file = dwarf_diename(cu);
             if (file && dwarf_decl_line(&scopes[i], &line) == 0) {
                 fn->file = intern(s, file);
                 fn->line = (uint32_t)line;
@@ -672,6 +679,7 @@ static uint32_t new_func_src(struct symtab *s, int32_t file, uint64_t vaddr, cha
             free(dname);
         }
     }
+    fn->throws = (uint8_t)(!unknown && (!strcmp(name, "__cxa_throw") || !strcmp(name, "__cxa_rethrow")));
     fn->match = match_id(s, file, name);
     /* JSON name: unique per function (same name elsewhere gets its location) */
     uint32_t other = sm_get(&s->names, name);
@@ -847,6 +855,10 @@ int sym_instrumented(struct symtab *s, uint32_t id)
         fn->instr = 1;
         return 1;
     }
+    if (i + 1 < n && b[i] == 0xeb && b[i + 1] == 0x09) { /* clang -fxray-instrument: an entry sled */
+        fn->instr = 1;
+        return 1;
+    }
     /* -finstrument-functions: the function loads its own address into rdi */
     for (size_t j = i; j + 7 <= n; j++) {
         if (b[j] == 0x48 && b[j + 1] == 0x8d && b[j + 2] == 0x3d) {
@@ -867,6 +879,62 @@ int sym_instrumented(struct symtab *s, uint32_t id)
         }
     }
     return 0;
+}
+
+/* ---- exit hooks during unwinding ---------------------------------------- */
+
+/* does the module's .comment (one string per compiler that built a part of
+ * it) name clang? */
+static int comment_names_clang(struct modfile *f)
+{
+    if (f->comment_clang)
+        return f->comment_clang == 1;
+    f->comment_clang = 2;
+    Dwarf_Addr b;
+    Elf *e = dwfl_module_getelf(f->mod, &b);
+    size_t shstrndx;
+    if (!e || elf_getshdrstrndx(e, &shstrndx) != 0)
+        return 0;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e, scn)) != NULL) {
+        GElf_Shdr sh;
+        const char *nm;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+            !(nm = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(nm, ".comment"))
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        if (d && d->d_buf && memmem(d->d_buf, d->d_size, "clang", 5))
+            f->comment_clang = 1;
+        break;
+    }
+    return f->comment_clang == 1;
+}
+
+int sym_exit_on_unwind(struct symtab *s, uint32_t id)
+{
+    struct func *fn = &s->funcs[id];
+    if (fn->unwind_exit)
+        return fn->unwind_exit == 1;
+    fn->unwind_exit = 1; /* unknown: trust the event's flag */
+    if (fn->unknown || fn->modfile < 0 || !open_file(s, fn->modfile))
+        return 1;
+    struct modfile *f = &s->files[fn->modfile];
+    Dwarf_Addr bias;
+    Dwarf_Die cumem, *cu = cu_of(f, fn->vaddr, &cumem, &bias);
+    Dwarf_Attribute a;
+    const char *prod = cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_producer, &a)) : NULL;
+    int yes;
+    if (prod) {
+        Dwarf_Word lang = 0;
+        int cxx = dwarf_formudata(dwarf_attr(cu, DW_AT_language, &a), &lang) == 0 &&
+                  (lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+                   lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14);
+        yes = !strstr(prod, "clang") && !strstr(prod, "-fno-exceptions") && (cxx || strstr(prod, "-fexceptions"));
+    } else {
+        yes = !comment_names_clang(f);
+    }
+    fn->unwind_exit = yes ? 1 : 2;
+    return yes;
 }
 
 /* ---- final stack frames ----------------------------------------------- */

@@ -32,6 +32,8 @@ struct func {
     uint8_t seen;    /* appears in a trace event */
     uint8_t used;    /* appears in the output */
     uint8_t unknown; /* no symbol: name is module+0xoff or 0xaddr */
+    uint8_t throws;  /* __cxa_throw, __cxa_rethrow: never return (exc_events.c) */
+    uint8_t unwind_exit; /* 0 unknown, 1 / 2: see sym_exit_on_unwind */
     uint8_t special; /* a marker, not a function (sym_special) */
 };
 
@@ -67,10 +69,16 @@ static inline uint32_t sym_lookup(struct symtab *s, int space, uint64_t addr)
 
 struct func *sym_func(struct symtab *s, uint32_t id);
 uint32_t sym_nfuncs(const struct symtab *s);
-/* 1 if the function's code carries entry instrumentation (-pg fentry call
- * or the -finstrument-functions "load own address" sequence), 0 if not or
- * unknown */
+/* 1 if the function's code carries entry instrumentation (-pg fentry call,
+ * XRay entry sled or the -finstrument-functions "load own address"
+ * sequence), 0 if not or unknown */
 int sym_instrumented(struct symtab *s, uint32_t id);
+/* 1 if the function's -finstrument-functions exit hook also runs when a C++
+ * exception unwinds it (gcc's C++ code, or -fexceptions: the hook is called
+ * from a cleanup landing pad), 0 if not (clang; gcc's C code; -fno-exceptions).
+ * From its compile unit's DW_AT_producer and DW_AT_language; without debug
+ * info, 0 for a module whose .comment names clang, else 1. */
+int sym_exit_on_unwind(struct symtab *s, uint32_t id);
 
 /* The frames gdb's `bt` shows for one machine frame at pc: the function
  * holding the code at pc and, first, the functions inlined into it there,

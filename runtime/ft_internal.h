@@ -130,6 +130,7 @@ void ft_unlock(void) FT_HIDDEN;
 uint64_t ft_mono_ns(void) FT_HIDDEN;
 uint64_t ft_real_ns(void) FT_HIDDEN;
 void ft_warn(const char *msg, const char *detail) FT_HIDDEN;
+int ft_env_u64(const char *name, uint64_t *out) FT_HIDDEN; /* 0 unset, -1 invalid (warned), 1 set */
 
 /* tsc.c */
 void ft_tsc_init(void) FT_HIDDEN;
@@ -164,6 +165,10 @@ void ft_modules_init(void) FT_HIDDEN;
 int ft_modules_scan(uint64_t gen_for_new) FT_HIDDEN; /* under lock */
 int ft_modules_changed(void) FT_HIDDEN;       /* dlpi_adds/subs moved */
 void ft_modules_after_fork_child(void) FT_HIDDEN;
+
+/* xray.c (FUNTRACE_INSTR=xray; no-ops in other programs) */
+void ft_xray_scan(void) FT_HIDDEN;            /* after dlopen/dlclose: patch new objects' sleds */
+void ft_xray_set(int on) FT_HIDDEN;           /* patch (1) / unpatch (0) every sled */
 
 /* gens.c */
 void ft_gens_init(void) FT_HIDDEN;

@@ -1,9 +1,10 @@
 /*
  * interpose.c -- libc/libstdc++ functions the runtime wraps (the real one is
  * found with dlsym(RTLD_NEXT)):
- *   __cxa_begin_catch   logs a catch entry (FT_F_CATCH) with the catching
- *                       function's address, so the decoder can close the
- *                       frames an exception unwound without returns (-pg);
+ *   __cxa_begin_catch   logs the catch entries (FT_F_CATCH: the catching
+ *                       function and its callers), so the decoder can close
+ *                       the frames an exception unwound without returns, and
+ *                       its own call and return (exc_events.c);
  *   pthread_setname_np  keeps the registry's thread names current;
  *   sigaction, signal, bsd_signal, sysv_signal
  *                       for SIGSEGV SIGBUS SIGFPE SIGILL SIGABRT: the
@@ -30,6 +31,8 @@
 #include "ft_internal.h"
 
 void ft_log_event(uint64_t word) FT_HIDDEN;
+void ft_exc_catch(void *catcher) FT_HIDDEN;  /* exc_events.c */
+void *ft_exc_caught(void *ret) FT_HIDDEN;
 
 typedef void *(*begin_catch_fn)(void *);
 
@@ -39,10 +42,10 @@ FT_EXPORT __attribute__((weak)) void *__cxa_begin_catch(void *exc)
     static begin_catch_fn real;
     if (ft_freeze_active()) /* caught outside a fatal-signal handler it was thrown in? */
         ft_freeze_unwinding((uintptr_t)__builtin_frame_address(0), FT_FAULT_CAUGHT);
-    ft_log_event((uint64_t)(uintptr_t)__builtin_return_address(0) | FT_F_CATCH);
+    ft_exc_catch(__builtin_return_address(0));
     if (!real)
         real = (begin_catch_fn)dlsym(RTLD_NEXT, "__cxa_begin_catch");
-    return real ? real(exc) : exc;
+    return ft_exc_caught(real ? real(exc) : exc);
 }
 
 typedef int (*setname_fn)(pthread_t, const char *);

@@ -244,6 +244,8 @@ FT_EXPORT __attribute__((weak)) void *dlopen(const char *file, int mode)
         ft_modules_scan(g0);
         ft_unlock();
     }
+    if (h)
+        ft_xray_scan();
     return h;
 }
 
@@ -260,5 +262,6 @@ FT_EXPORT __attribute__((weak)) int dlclose(void *handle)
         ft_modules_scan(FT_LOAD(funtrace_root.gen_current));
         ft_unlock();
     }
+    ft_xray_scan();
     return rc;
 }

@@ -607,10 +607,12 @@ FT_EXPORT void funtrace_disable_tracing(void)
     FT_STORE(funtrace_root.enabled, 0u);
     ft_apply_masks();
     ft_unlock();
+    ft_xray_set(0); /* XRay: unpatch the sleds */
 }
 
 FT_EXPORT void funtrace_enable_tracing(void)
 {
+    ft_xray_set(1);
     ft_lock_wait();
     FT_STORE(funtrace_root.enabled, 1u);
     ft_apply_masks();

@@ -153,6 +153,11 @@ static int env_u64(const char *name, uint64_t *out)
     return 1;
 }
 
+int ft_env_u64(const char *name, uint64_t *out)
+{
+    return env_u64(name, out);
+}
+
 static void read_settings(void)
 {
     struct ft_root *r = &funtrace_root;

@@ -6,12 +6,12 @@ import subprocess
 
 import pytest
 
-from conftest import INSTR_MODES
+from conftest import CLANG_MODES, INSTR_MODES
 from dec_util import check_nesting, crash_raw, decode
 
 
 def modes():
-    return [pytest.param(m, marks=pytest.mark.clang) if m == "clang" else m for m in INSTR_MODES]
+    return [pytest.param(m, marks=pytest.mark.clang) if m in CLANG_MODES else m for m in INSTR_MODES]
 
 
 def calls(out, thread_marker="[crashed]"):
@@ -189,8 +189,8 @@ def test_caught_exception_without_symbols(tree, compiled, run_crash, tmp_path, m
     assert r.returncode == 0, r.stderr
     named = calls(r.stdout)
     assert [(c["name"].split("(")[0], c["depth"]) for c in named] == [
-        ("main", 0), ("catcher", 1), ("l1", 2), ("l2", 3), ("l3", 4), ("thrower", 5), ("after", 2),
-        ("crash_here", 1)], r.stdout
+        ("main", 0), ("catcher", 1), ("l1", 2), ("l2", 3), ("l3", 4), ("thrower", 5), ("__cxa_throw", 6),
+        ("__cxa_begin_catch", 2), ("__cxa_end_catch", 2), ("after", 2), ("crash_here", 1)], r.stdout
     # gcc -finstrument-functions logs the returns of unwound frames itself
     assert all(("unwound by exception" in c["marks"]) == (mode != "finstr") for c in named[2:6]), r.stdout
     assert all(c["dur"] != "open" for c in named[1:7]), r.stdout
