@@ -5,7 +5,7 @@
 #   make fuzz-coreextract      libFuzzer harness (clang) -> $(BUILD)/fuzz/coreextract-fuzz
 #                              (not part of `all`); seeds: coreextract/fuzz_seeds.sh
 
-CE_TOOL_SRCS := main.c extract_core.c corefile.c input.c output.c
+CE_TOOL_SRCS := main.c extract_core.c corefile.c corestream.c ringlike.c input.c output.c
 CE_TOOL_OBJS := $(patsubst %.c,$(OBJ)/coreextract/%.o,$(CE_TOOL_SRCS))
 CE_LDLIBS := $(RD_LDLIBS) -lzstd -llz4 -llzma
 

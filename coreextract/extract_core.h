@@ -4,6 +4,7 @@
 #ifndef FT_CE_CORE_EXTRACT_H
 #define FT_CE_CORE_EXTRACT_H
 
+#include <stdint.h>
 #include "output.h"
 
 struct ce_core_opts {
@@ -11,6 +12,7 @@ struct ce_core_opts {
     const char *exe;       /* NULL: from the core */
     const char *out;       /* NULL: stdout */
     int stacks;            /* FINSTACK chunks (default 1) */
+    uint64_t keep_max;     /* one-pass read: bound on memory kept on speculation (0: default) */
 };
 
 /* returns the exit code (live.h FT_EXIT_*), having printed its one line */

@@ -18,7 +18,9 @@ static const char usage_text[] =
 "Decode the result with funtrace-decode.\n"
 "\n"
 "  CORE            core file; `-` reads it from stdin; zstd, lz4 (frame) and xz\n"
-"                  compressed cores are recognised by their magic\n"
+"                  compressed cores are recognised by their magic.  A pipe or a\n"
+"                  compressed core is read once, keeping only the memory the\n"
+"                  trace and the stacks need (no temporary file)\n"
 "  EXE             the executable that dumped the core (default: the one named in\n"
 "                  the core's NT_FILE note); if it is missing, not an ELF file or\n"
 "                  its build-id differs, the root is found by scanning the core's\n"
@@ -33,6 +35,10 @@ static const char usage_text[] =
 "  -s, --stacks    live mode: also record each thread's stack (stops each thread\n"
 "                  briefly with ptrace)\n"
 "  -S, --no-stacks core mode: do not unwind the threads (no FINSTACK chunks)\n"
+"  -k, --keep-max BYTES\n"
+"                  reading a core once (pipe, compressed): keep at most BYTES of\n"
+"                  ring-like pages met before the thread registry (K/M/G suffix;\n"
+"                  default 1G)\n"
 "  -v, --verbose   say what was found and how (root by symbol or scan, counts)\n"
 "  -h, --help      this text\n"
 "\n"
@@ -41,7 +47,8 @@ static const char usage_text[] =
 "  1  the input is fine but holds no funtrace trace (program not linked with\n"
 "     the funtrace runtime, or the runtime had not initialised)\n"
 "  2  unusable input: not a core, not x86-64/little-endian/64-bit, unreadable\n"
-"     file, no such process, permission denied, bad arguments\n"
+"     file, a core truncated before the trace (its root), no such process,\n"
+"     permission denied, bad arguments\n"
 "  3  partial: a trace was written but parts are missing (e.g. a truncated core\n"
 "     or a core without the ring memory); the raw's header has the PARTIAL flag\n"
 "     and stderr says what is missing\n"
@@ -51,8 +58,8 @@ static const char usage_text[] =
 "Saving only the trace from a crashing process (as root; the kernel pipes the\n"
 "core to stdin; write the line to /proc/sys/kernel/core_pattern):\n"
 "  |/usr/local/bin/coreextract -o /var/crash/%e-%p.raw -\n"
-"The pipe is read once and streamed to an unlinked temporary file in $TMPDIR\n"
-"(default /tmp), which needs room for the whole core.\n";
+"The pipe is read once, in order: nothing is written to disk, and memory use\n"
+"grows with the rings and stacks, not with the core.\n";
 
 int main(int argc, char **argv)
 {
@@ -60,22 +67,30 @@ int main(int argc, char **argv)
         { "output", required_argument, 0, 'o' }, { "pid", required_argument, 0, 'p' },
         { "stacks", no_argument, 0, 's' },       { "no-stacks", no_argument, 0, 'S' },
         { "verbose", no_argument, 0, 'v' },      { "help", no_argument, 0, 'h' },
+        { "keep-max", required_argument, 0, 'k' },
         { 0, 0, 0, 0 },
     };
     const char *out = NULL, *pid_s = NULL;
+    uint64_t keep_max = 0;
     int stacks = -1;
     int ch;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "o:p:sSvh", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "o:p:sSvhk:", lo, NULL)) != -1) {
         switch (ch) {
         case 'o': out = optarg; break;
         case 'p': pid_s = optarg; break;
         case 's': stacks = 1; break;
         case 'S': stacks = 0; break;
         case 'v': ce_verbose = 1; break;
+        case 'k':
+            if (ce_parse_bytes(optarg, &keep_max) != 0 || keep_max == 0) {
+                fprintf(stderr, "%s: --keep-max wants a size like 512M, not '%s'\n", ce_prog, optarg);
+                return FT_EXIT_BADINPUT;
+            }
+            break;
         case 'h': fputs(usage_text, stdout); return 0;
         default:
-            if (optopt && strchr("op", optopt))
+            if (optopt && strchr("opk", optopt))
                 fprintf(stderr, "%s: option -%c needs an argument (try --help)\n", ce_prog, optopt);
             else
                 fprintf(stderr, "%s: unknown option '%s' (try --help)\n", ce_prog, argv[optind - 1]);
@@ -126,6 +141,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s (try --help)\n", ce_prog, nargs < 1 ? "no CORE given" : "too many arguments");
         return FT_EXIT_BADINPUT;
     }
-    struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0 };
+    struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0, keep_max };
     return ce_core_extract(&co);
 }

@@ -154,7 +154,7 @@ static int parse_args(int argc, char **argv, struct ow_opts *o)
         case O_CORE: o->core = 1; break;
         case O_KILL: o->kill = 1; break;
         case O_RAISE:
-            if (ow_parse_bytes(optarg, &o->raise) != 0 || o->raise < 4096)
+            if (ce_parse_bytes(optarg, &o->raise) != 0 || o->raise < 4096)
                 return bad("--raise needs a size of at least 4K, not \"%s\"%s", optarg, "");
             break;
         case O_MININT:
@@ -164,7 +164,7 @@ static int parse_args(int argc, char **argv, struct ow_opts *o)
                 return bad("--min-interval needs a number of seconds, not \"%s\"%s", optarg, "");
             break;
         case O_MAXB:
-            if (ow_parse_bytes(optarg, &o->max_bytes) != 0)
+            if (ce_parse_bytes(optarg, &o->max_bytes) != 0)
                 return bad("--max-bytes needs a size, not \"%s\"%s", optarg, "");
             break;
         case O_ONCE: o->once = 1; break;

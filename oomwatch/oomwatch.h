@@ -11,6 +11,7 @@
 #include <poll.h>
 #include "oom_cgroup.h"
 #include "oom_psispec.h"
+#include "util.h"
 
 #define OW_EXIT_OK 0      /* target gone, SIGINT/SIGTERM, or --once done */
 #define OW_EXIT_NOTHING 1 /* --once: a trigger fired but no trace could be saved */
@@ -70,7 +71,6 @@ void ow_vlog(const struct ow_state *s, const char *fmt, ...) __attribute__((form
 double ow_now(void);            /* CLOCK_MONOTONIC seconds */
 void ow_stamp(char *buf, size_t cap); /* local time YYYYmmdd-HHMMSS */
 void ow_human(char *buf, size_t cap, uint64_t bytes);
-int ow_parse_bytes(const char *s, uint64_t *v); /* N[K|M|G] */
 void ow_comm(int pid, char *buf, size_t cap);   /* /proc/PID/comm, file-name safe */
 unsigned long long ow_starttime(int pid);       /* /proc/PID/stat field 22, 0 if gone */
 void ow_pressure(const char *psi_file, char *buf, size_t cap); /* "some avg10=.. total=.. full .." */

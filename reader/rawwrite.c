@@ -702,3 +702,42 @@ int ft_raw_emit(const struct ft_reader *rdr, uint64_t root_addr, const struct ft
     }
     return 0;
 }
+
+/* ---- what ft_raw_emit reads (funtrace_rawwrite.h) -------------------------- */
+
+int ft_raw_needed(const struct ft_reader *rdr, uint64_t root_addr,
+                  void (*need)(void *ctx, uint64_t addr, uint64_t len), void *ctx)
+{
+    struct rw cc;
+    struct rw *c = &cc;
+    memset(c, 0, sizeof *c);
+    int rc = root_load(c, rdr, root_addr);
+    if (rc) return rc;
+    need(ctx, root_addr, c->root_size);
+    uint64_t cmd = rootf(c, FT_F_ROOT_CMDLINE), cmd_len = rootf(c, FT_F_ROOT_CMDLINE_LEN);
+    if (cmd && cmd_len) need(ctx, cmd, cmd_len > RW_CMDLINE_MAX ? RW_CMDLINE_MAX : cmd_len);
+    c->threads = rootf(c, FT_F_ROOT_THREADS);
+    c->modules = rootf(c, FT_F_ROOT_MODULES);
+    c->gens = rootf(c, FT_F_ROOT_GENS);
+    uint32_t nthr = clamp_count(c, rootf(c, FT_F_ROOT_THREADS_USED), rootf(c, FT_F_ROOT_THREADS_CAP),
+                                RW_MAX_THREADS, "thread");
+    uint32_t nmod = clamp_count(c, rootf(c, FT_F_ROOT_MODULES_USED), rootf(c, FT_F_ROOT_MODULES_CAP),
+                                RW_MAX_MODULES, "module");
+    uint64_t gcap = rootf(c, FT_F_ROOT_GENS_CAP);
+    if (gcap > FT_GEN_SLOTS) gcap = FT_GEN_SLOTS;
+    if (c->modules && nmod) need(ctx, c->modules, (uint64_t)nmod * c->sizes[FT_S_MODULE]);
+    if (c->gens && gcap) need(ctx, c->gens, gcap * c->sizes[FT_S_GEN]);
+    if (!c->threads || !nthr) return 0;
+    need(ctx, c->threads, (uint64_t)nthr * c->sizes[FT_S_THREAD]);
+    struct trec t;
+    int unknown = 0;
+    for (uint32_t i = 0; i < nthr; i++) {
+        if (!ft_rw_trec_read(c, i, &t)) {
+            unknown++;
+            continue;
+        }
+        uint64_t ring = TF(&t, FT_F_THR_RING), size = TF(&t, FT_F_THR_RING_SIZE);
+        if (ring && size && size <= RW_MAX_RING && ring + size > ring) need(ctx, ring, size);
+    }
+    return unknown;
+}

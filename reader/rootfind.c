@@ -60,7 +60,10 @@ static int try_object(const struct root_search *s, struct root_found *f, const c
         return 0;
     }
     if (!ei.has_sym) {
-        if (is_exe) snprintf(f->why_not, sizeof f->why_not, "%s has no %s symbol", file, FT_ROOT_SYMBOL);
+        if (is_exe) {
+            snprintf(f->why_not, sizeof f->why_not, "%s has no %s symbol", file, FT_ROOT_SYMBOL);
+            f->exe_without_runtime = 1;
+        }
         return 0;
     }
     f->runtime_seen = 1;

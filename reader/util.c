@@ -1,6 +1,7 @@
 /* util.c -- see util.h */
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -174,5 +175,31 @@ int ce_fdout_write(void *ctx, const void *p, size_t n)
     if (sizeof o->buf - o->len < n && ce_fdout_flush(o)) return -1;
     memcpy(o->buf + o->len, p, n);
     o->len += n;
+    return 0;
+}
+
+int ce_parse_bytes(const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    if (!s || !isdigit((unsigned char)s[0]))
+        return -1;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end == 'i' && shift)
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || (shift && x > (UINT64_MAX >> shift)))
+        return -1;
+    *v = (uint64_t)x << shift;
     return 0;
 }

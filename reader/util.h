@@ -40,6 +40,9 @@ struct ce_buf {
 void ce_buf_reserve(struct ce_buf *b, size_t extra);
 void ce_buf_free(struct ce_buf *b);
 
+/* "N", "NK", "NM", "NG" (also KiB/KB...) -> bytes; 0, or -1 if not a size */
+int ce_parse_bytes(const char *s, uint64_t *v);
+
 /* write all n bytes (retries short writes and EINTR); 0, or -1 with errno */
 int ce_write_all(int fd, const void *buf, size_t n);
 
