@@ -149,6 +149,9 @@ static void take_note(struct core *c, uint32_t type, const uint8_t *desc, size_t
  * (the kernel's core notes); only the "CORE" ones are used. */
 void core_parse_notes(struct core *c, const uint8_t *d, uint64_t n)
 {
+    c->notes = ce_xrealloc(c->notes, (c->nnotes + 1) * sizeof *c->notes);
+    c->notes[c->nnotes].p = d;
+    c->notes[c->nnotes++].n = n;
     uint64_t pos = 0;
     while (n - pos >= 12) {
         uint32_t namesz = rd32(d + pos), descsz = rd32(d + pos + 4), type = rd32(d + pos + 8);
@@ -285,6 +288,7 @@ void core_close(struct core *c)
     free(c->segs);
     free(c->threads);
     free(c->files);
+    free(c->notes);
     free(c->populated);
     memset(c, 0, sizeof *c);
 }

@@ -74,6 +74,8 @@ struct core {
     char psinfo_fname[17];
     char psinfo_args[81];
     int notes_truncated;
+    struct core_blob { const uint8_t *p; uint64_t n; } *notes; /* each PT_NOTE's bytes */
+    size_t nnotes;
     /* stream only (corestream.c): memory it owns, what it dropped */
     uint8_t **owned;
     size_t nowned;
@@ -99,7 +101,8 @@ int core_check_ehdr(const uint8_t *p, size_t n, Elf64_Ehdr *eh, char *err, size_
  * the headers read so far).  Call with phdrs one at a time: returns the table
  * end (file offset) after taking ph into account. */
 uint64_t core_phdr_table_end(uint64_t end, const Elf64_Phdr *ph);
-/* Parse n bytes of PT_NOTE content (kept alive by the caller until core_close). */
+/* Parse n bytes of PT_NOTE content (kept alive by the caller until core_close;
+ * remembered in c->notes). */
 void core_parse_notes(struct core *c, const uint8_t *d, uint64_t n);
 /* Sort the pieces (after filling segs). */
 void core_sort_segs(struct core *c);

@@ -9,17 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK (1u << 20)          /* bytes read at a time */
+#define CHUNK (256u << 10)        /* bytes read at a time */
 #define PAGE 4096u
 #define PHOFF_MAX (1u << 20)      /* program headers further into the stream: refused */
 #define NOTES_MAX (1ull << 30)    /* notes kept (1M threads' NT_PRSTATUS is ~350 MiB) */
 #define ROOT_KEEP 4096u           /* bytes kept from a root candidate on (a root is <= 2 KiB) */
-#define ELFHDR_KEEP (64u << 10)   /* first bytes of each mapped ELF file (headers, build-id note) */
 #define VDSO_KEEP (1u << 20)
+#define DATA_KEEP (256u << 10)    /* dumped bytes kept per mapped file (headers, written data), and of a .bss */
+#define SMALL_KEEP (64u << 10)    /* anonymous writable mappings this small are kept... */
+#define SMALL_ALL (16u << 20)     /* ... up to this much in all */
 #define MAX_PENDING 16            /* root candidates waiting for their bytes */
 #define RED_ZONE 128u
 
-struct range { uint64_t lo, hi; };
+struct range { uint64_t lo, hi; uint32_t flags; };
 
 struct cs {
     struct core *c;
@@ -43,6 +45,7 @@ struct cs {
     uint64_t pending[MAX_PENDING];
     size_t npending;
     uint64_t root;               /* valid root found (0: not yet) */
+    uint64_t reg_lo, reg_hi;     /* the thread registry (once the root is read) */
     int rings_known;
     uint64_t keep_max, spec;
     int chain;                   /* zero pages after a kept ring-like page are ring too */
@@ -192,10 +195,15 @@ static void want(struct cs *s, uint64_t lo, uint64_t hi)
     s->wdirty = 1;
 }
 
-static void need_cb(void *ctx, uint64_t addr, uint64_t len)
+static void need_cb(void *ctx, int what, uint64_t addr, uint64_t len)
 {
+    struct cs *s = ctx;
     uint64_t hi = addr + len < addr ? UINT64_MAX : addr + len;
-    want(ctx, addr & ~(uint64_t)(PAGE - 1), hi);
+    if (what == FT_NEED_REGISTRY) {
+        s->reg_lo = addr;
+        s->reg_hi = hi;
+    }
+    want(s, addr & ~(uint64_t)(PAGE - 1), hi);
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -241,6 +249,19 @@ static const struct range *load_at(const struct cs *s, uint64_t addr)
         else b = m;
     }
     return a && addr < s->loads[a - 1].hi ? &s->loads[a - 1] : NULL;
+}
+
+static int load_is_writable(const struct cs *s, const struct range *l)
+{
+    (void)s;
+    return (l->flags & PF_W) != 0;
+}
+
+static int file_at(const struct core *c, uint64_t addr)
+{
+    for (size_t i = 0; i < c->nfiles; i++)
+        if (addr >= c->files[i].start && addr < c->files[i].end) return 1;
+    return 0;
 }
 
 static void want_within_load(struct cs *s, uint64_t lo, uint64_t hi)
@@ -293,19 +314,38 @@ static void plan(struct cs *s)
         uint64_t lo = sp > RED_ZONE ? sp - RED_ZONE : 0;
         want_within_load(s, lo, sp + CE_STREAM_STACK < sp ? UINT64_MAX : sp + CE_STREAM_STACK);
     }
+    /* small anonymous writable mappings: the dynamic linker's own allocations
+     * (the link_map of each library: gdb lists the libraries from them) */
+    uint64_t small = 0;
+    for (size_t i = 0; i < s->nloads && small < SMALL_ALL; i++) {
+        const struct range *l = &s->loads[i];
+        if ((l->flags & PF_W) && l->hi - l->lo <= SMALL_KEEP && !file_at(c, l->lo)) {
+            want(s, l->lo, l->hi);
+            small += l->hi - l->lo;
+        }
+    }
     uint64_t vdso = core_auxv(c, AT_SYSINFO_EHDR);
     if (vdso) want_within_load(s, vdso, vdso + VDSO_KEEP);
-    for (size_t i = 0; i < c->nfiles; i++)
-        if (c->files[i].offset == 0) {
-            uint64_t hi = c->files[i].end - c->files[i].start > ELFHDR_KEEP ? c->files[i].start + ELFHDR_KEEP
-                                                                            : c->files[i].end;
-            want_within_load(s, c->files[i].start, hi);
+    for (size_t i = 0; i < c->nfiles; i++) {
+        /* what the kernel dumped of a mapped file: its ELF headers (build-id),
+         * its written data (.dynamic, .data) and the .bss after it: the
+         * dynamic linker's list of loaded objects, where gdb finds the
+         * libraries of a core */
+        const struct core_file_map *f = &c->files[i];
+        uint64_t hi = f->end - f->start > DATA_KEEP ? f->start + DATA_KEEP : f->end;
+        want_within_load(s, f->start, hi);
+        const struct range *l = load_at(s, f->start);
+        if (l && load_is_writable(s, l)) {
+            const struct range *b = load_at(s, f->end);
+            if (b && b->lo == f->end && load_is_writable(s, b) && !file_at(c, f->end))
+                want_within_load(s, b->lo, b->hi - b->lo > DATA_KEEP ? b->lo + DATA_KEEP : b->hi);
         }
+    }
 }
 
-/* after new bytes were kept: validate root candidates, then learn what the root
- * and the registry point to */
-static void replan(struct cs *s)
+/* after the bytes [lo, hi) were kept: validate root candidates, then learn
+ * what the root points to, and the rings of the registry records that came */
+static void replan(struct cs *s, uint64_t lo, uint64_t hi)
 {
     struct ft_reader rd = { s->c, core_read };
     if (s->unsorted) { /* core_read looks pieces up by address */
@@ -329,10 +369,16 @@ static void replan(struct cs *s)
         }
         s->npending = 0;
         s->st->root_early = 1;
+        lo = 0; /* everything kept so far may be registry */
+        hi = UINT64_MAX;
     }
     if (s->rings_known) return;
-    int unknown = ft_raw_needed(&rd, s->root, need_cb, s);
-    if (unknown == 0) s->rings_known = s->st->rings_known = 1;
+    if (s->reg_hi && (hi <= s->reg_lo || lo >= s->reg_hi)) return; /* not the registry */
+    /* a record may straddle lo: look from one record size (<= 2 KiB) before it */
+    int unknown = ft_raw_needed(&rd, s->root, lo > 2048 ? lo - 2048 : 0, hi, need_cb, s);
+    if (unknown == 0 && s->reg_hi && hi >= s->reg_hi) /* the last record came: all of them? */
+        unknown = ft_raw_needed(&rd, s->root, s->reg_lo, s->reg_hi, need_cb, s);
+    if (unknown == 0 && (hi >= s->reg_hi || !s->reg_hi)) s->rings_known = s->st->rings_known = 1;
 }
 
 /* ---- memory ------------------------------------------------------------------ */
@@ -366,7 +412,7 @@ static void take(struct cs *s, const Elf64_Phdr *ph, uint64_t va, const uint8_t 
     if (!s->root && writable) scan_roots(s, va, p, len);
     wants_normalize(s);
     int spec_on = !s->rings_known && writable;
-    int kept_wanted = 0;
+    uint64_t kept_lo = UINT64_MAX, kept_hi = 0;
     for (uint64_t a = va; a < va + len;) {
         uint64_t next = (a | (PAGE - 1)) + 1;
         if (next > va + len || next < a) next = va + len;
@@ -375,7 +421,8 @@ static void take(struct cs *s, const Elf64_Phdr *ph, uint64_t va, const uint8_t 
         uint32_t k;
         if (wanted(s, a, next)) {
             k = ce_all_zero(q, pl) ? CORE_ZERO : CORE_BYTES;
-            kept_wanted = 1;
+            if (a < kept_lo) kept_lo = a;
+            kept_hi = next;
         } else if (!spec_on) {
             k = CORE_DROPPED;
         } else if (ce_all_zero(q, pl)) {
@@ -397,7 +444,7 @@ static void take(struct cs *s, const Elf64_Phdr *ph, uint64_t va, const uint8_t 
         add(s, k, a, pl, off + (a - va), ph->p_flags, q);
         a = next;
     }
-    if (kept_wanted || s->npending) replan(s);
+    if (kept_hi || s->npending) replan(s, kept_hi ? kept_lo : 0, kept_hi);
 }
 
 static void stream_load(struct cs *s, const Elf64_Phdr *ph)
@@ -436,9 +483,21 @@ static void stream_notes(struct cs *s, const Elf64_Phdr *ph)
         n = NOTES_MAX;
         c->notes_truncated = 1;
     }
-    uint8_t *d = ce_xmalloc((size_t)n);
-    uint64_t got = sread(s, d, n, 0);
+    uint8_t *d = NULL;
+    uint64_t got = 0, cap = 0;
+    while (got < n && !s->eof) { /* grown as the bytes come: p_filesz may lie */
+        uint64_t k = n - got < CHUNK ? n - got : CHUNK;
+        if (got + k > cap) {
+            cap = cap ? 2 * cap : CHUNK;
+            if (cap > n) cap = n;
+            d = ce_xrealloc(d, (size_t)cap);
+        }
+        uint64_t r = sread(s, d + got, k, 0);
+        got += r;
+        if (r < k) break;
+    }
     if (got < ph->p_filesz) c->notes_truncated = 1;
+    if (!d) return;
     own(c, d);
     core_parse_notes(c, d, got);
     s->planned = 0; /* plan again with what the notes said */
@@ -507,6 +566,7 @@ static void index_phdrs(struct cs *s, const Elf64_Ehdr *eh)
             c->expected_size = ph->p_offset + ph->p_filesz;
         if (ph->p_type != PT_LOAD || !ph->p_memsz || ph->p_vaddr + ph->p_memsz <= ph->p_vaddr) continue;
         s->loads[s->nloads].lo = ph->p_vaddr;
+        s->loads[s->nloads].flags = ph->p_flags;
         s->loads[s->nloads++].hi = ph->p_vaddr + ph->p_memsz;
         if (ph->p_flags & PF_X) {
             s->code[s->ncode][0] = ph->p_vaddr;

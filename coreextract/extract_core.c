@@ -7,6 +7,7 @@
 #include "live.h"
 #include "maps.h"
 #include "rootfind.h"
+#include "slimcore.h"
 #include "unwind.h"
 #include "util.h"
 
@@ -47,7 +48,7 @@ static int open_core(const struct ce_core_opts *o, const char *name, struct ce_i
 {
     memset(ss, 0, sizeof *ss);
     char err[1024];
-    if (ce_input_open(o->core, in, err, sizeof err) != 0) {
+    if (ce_input_open(o->core, o->one_pass || o->slim, in, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s: %s\n", ce_prog, name, err);
         return FT_EXIT_BADINPUT;
     }
@@ -124,6 +125,15 @@ int ce_core_extract(const struct ce_core_opts *o)
     }
     ce_note("%s: %zu segment(s), %zu thread(s), %zu file mapping(s), %llu of %llu bytes present", name, c.nsegs,
             c.nthreads, c.nfiles, (unsigned long long)c.size, (unsigned long long)c.expected_size);
+    if (o->slim) {
+        if (core_write_slim(&c, o->slim, err, sizeof err) != 0) {
+            fprintf(stderr, "%s: %s\n", ce_prog, err);
+            core_close(&c);
+            ce_input_close(&in);
+            return FT_EXIT_WRITE;
+        }
+        ce_note("%s: wrote the memory kept as %s", name, o->slim);
+    }
     struct ft_reader rd = { &c, core_read };
 
     /* mappings */

@@ -233,7 +233,7 @@ struct ce_src *ce_src_mem(const uint8_t *p, size_t n)
     return s;
 }
 
-int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errlen)
+int ce_input_open(const char *path, int one_pass, struct ce_input *in, char *err, size_t errlen)
 {
     memset(in, 0, sizeof *in);
     in->fd = -1;
@@ -276,7 +276,7 @@ int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errle
     }
     in->fd = fd;
     enum fmt f = detect(head, hn);
-    if (f == F_PLAIN && regular) {
+    if (f == F_PLAIN && regular && !one_pass) {
         in->is_file = 1;
         return 0;
     }
@@ -288,7 +288,8 @@ int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errle
         return -1;
     }
     static const char *names[] = { "", "zstd", "lz4", "xz" };
-    snprintf(in->how, sizeof in->how, "%s%s%s", is_stdin ? "stdin" : "", is_stdin && f ? ", " : "", names[f]);
+    snprintf(in->how, sizeof in->how, "%s%s%s", is_stdin ? "stdin" : f ? "" : "a file", is_stdin && f ? ", " : "",
+             names[f]);
     /* a regular compressed file is read from its start; a pipe replays its head */
     if (regular) hn = 0;
     in->src = src_new(f, fd, head, hn, err, errlen);

@@ -22,8 +22,9 @@ struct ce_input {
     char how[64];        /* "", "zstd", "lz4", "xz", "stdin", "stdin, zstd" ... */
 };
 
-/* 0 ok; -1 with a one-line reason in err */
-int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errlen);
+/* 0 ok; -1 with a one-line reason in err.  one_pass: read even a plain
+ * regular file once through in->src (as a core_pattern pipe would be). */
+int ce_input_open(const char *path, int one_pass, struct ce_input *in, char *err, size_t errlen);
 void ce_input_close(struct ce_input *in);
 
 /* A byte stream over memory (e.g. the fuzz harness's input): the same

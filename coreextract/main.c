@@ -35,6 +35,11 @@ static const char usage_text[] =
 "  -s, --stacks    live mode: also record each thread's stack (stops each thread\n"
 "                  briefly with ptrace)\n"
 "  -S, --no-stacks core mode: do not unwind the threads (no FINSTACK chunks)\n"
+"  -1, --one-pass  read a core file once, in order, as a pipe is read (what a\n"
+"                  core_pattern handler does with `-`)\n"
+"  -c, --slim-core FILE\n"
+"                  also write FILE: a core of only the memory kept by the\n"
+"                  one-pass read (the trace and the stacks; gdb can still bt)\n"
 "  -k, --keep-max BYTES\n"
 "                  reading a core once (pipe, compressed): keep at most BYTES of\n"
 "                  ring-like pages met before the thread registry (K/M/G suffix;\n"
@@ -67,21 +72,25 @@ int main(int argc, char **argv)
         { "output", required_argument, 0, 'o' }, { "pid", required_argument, 0, 'p' },
         { "stacks", no_argument, 0, 's' },       { "no-stacks", no_argument, 0, 'S' },
         { "verbose", no_argument, 0, 'v' },      { "help", no_argument, 0, 'h' },
-        { "keep-max", required_argument, 0, 'k' },
+        { "keep-max", required_argument, 0, 'k' }, { "one-pass", no_argument, 0, '1' },
+        { "slim-core", required_argument, 0, 'c' },
         { 0, 0, 0, 0 },
     };
-    const char *out = NULL, *pid_s = NULL;
+    const char *out = NULL, *pid_s = NULL, *slim = NULL;
+    int one_pass = 0;
     uint64_t keep_max = 0;
     int stacks = -1;
     int ch;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "o:p:sSvhk:", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "o:p:sSvhk:1c:", lo, NULL)) != -1) {
         switch (ch) {
         case 'o': out = optarg; break;
         case 'p': pid_s = optarg; break;
         case 's': stacks = 1; break;
         case 'S': stacks = 0; break;
         case 'v': ce_verbose = 1; break;
+        case '1': one_pass = 1; break;
+        case 'c': slim = optarg; break;
         case 'k':
             if (ce_parse_bytes(optarg, &keep_max) != 0 || keep_max == 0) {
                 fprintf(stderr, "%s: --keep-max wants a size like 512M, not '%s'\n", ce_prog, optarg);
@@ -90,7 +99,7 @@ int main(int argc, char **argv)
             break;
         case 'h': fputs(usage_text, stdout); return 0;
         default:
-            if (optopt && strchr("opk", optopt))
+            if (optopt && strchr("opkc", optopt))
                 fprintf(stderr, "%s: option -%c needs an argument (try --help)\n", ce_prog, optopt);
             else
                 fprintf(stderr, "%s: unknown option '%s' (try --help)\n", ce_prog, argv[optind - 1]);
@@ -141,6 +150,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s (try --help)\n", ce_prog, nargs < 1 ? "no CORE given" : "too many arguments");
         return FT_EXIT_BADINPUT;
     }
-    struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0, keep_max };
+    struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0, keep_max, one_pass,
+                               slim };
     return ce_core_extract(&co);
 }
