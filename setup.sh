@@ -24,6 +24,7 @@ PACKAGES=(
     zstd lz4 xz-utils elfutils              # command-line tools used by the tests
     debuginfod libdebuginfod1               # the decoder fetches debug info through libdebuginfod; the tests run a local server
     python3-pytest                          # the test suite
+    afl++                                   # make fuzz: the AFL++ build of the coreextract fuzz harness
 )
 
 BUILD_JOBS=${FUNTRACE_JOBS:-2}

@@ -58,7 +58,7 @@ fmt() { local m lo hi n; read -r m lo hi n <<<"$1"; [[ $n == 0 ]] && { printf --
 val() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' <<<"$2"; }
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-declare -A W R
+declare -A W R C
 if [[ -z $WHY ]]; then
     note "a core with $HEAP MiB of heap and $THREADS x 1 MiB rings"
     { (cd "$WORK" && ulimit -c unlimited && exec "$BB/bigcore-pg" --heap-mib "$HEAP" --threads "$THREADS" \
@@ -84,6 +84,7 @@ run() {
     fi
     W[$key]+=" $(val wall_ms "$line")"
     R[$key]+=" $(val maxrss_kb "$line")"
+    C[$key]+=" $(val cpu_ms "$line")"
 }
 RATIO_PIPE= RATIO_ZST=
 if [[ -z $WHY ]]; then
@@ -111,17 +112,21 @@ echo "## coreextract reading a core once (core_pattern pipe, compressed core)"
 echo
 echo "\`bench/stream.sh\`: a core of $HEAP MiB of heap and $THREADS threads with 1 MiB rings ($THREADS MiB of rings),"
 echo "read once, in order, with \`TMPDIR\` on a 4 MiB tmpfs (nothing can be spooled); $RUNS interleaved pairs, wall ms"
-echo "median (min–max); the ratio is the median of the per-pair ratios. Load average $LOAD0 before, $LOAD1 after"
-echo "(2 CPUs shared with other work: compare within a row, not across machines)."
+echo "median (min–max), and CPU ms (user + sys) of the reading process, less sensitive to the machine's load; the"
+echo "ratio is the median of the per-pair wall ratios. Load average $LOAD0 before, $LOAD1 after (2 CPUs shared with"
+echo "other work: compare within a row, not across machines)."
 echo
 if [[ -n $WHY ]]; then
     echo "**Not measured: $WHY.**"
 else
-    echo "| input | baseline: just reading it | coreextract | ratio | coreextract peak RSS |"
+    echo "| input | baseline: just reading it, wall / CPU ms | coreextract, wall / CPU ms | ratio (wall) | coreextract peak RSS |"
     echo "| --- | --- | --- | --- | --- |"
-    echo "| $(mib "$SIZE") MiB core through a pipe (\`cat core \| coreextract -\`) | \`cat core \| cat\`: $(fmt "$(s "${W[cat-pipe]}")" 0) | $(fmt "$(s "${W[ce-pipe]}")" 0) | $(fmt "$(s "$RATIO_PIPE")" 2)× | $(awk -v k="$(s "${R[ce-pipe]}" | cut -d' ' -f1)" 'BEGIN {printf "%.1f MiB", k / 1024}') |"
-    echo "| the same core, zstd -1 ($(mib "$ZSIZE") MiB) | \`zstd -dc\`: $(fmt "$(s "${W[unzstd]}")" 0) | $(fmt "$(s "${W[ce-zst]}")" 0) | $(fmt "$(s "$RATIO_ZST")" 2)× | $(awk -v k="$(s "${R[ce-zst]}" | cut -d' ' -f1)" 'BEGIN {printf "%.1f MiB", k / 1024}') |"
-    echo "| the core file (mmapped, for reference) | | $(fmt "$(s "${W[ce-file]}")" 0) | | $(awk -v k="$(s "${R[ce-file]}" | cut -d' ' -f1)" 'BEGIN {printf "%.1f MiB", k / 1024}') |"
+    row() { # label baseline-label base-key ce-key ratios
+        echo "| $1 | $2$(fmt "$(s "${W[$3]}")" 0) / $(fmt "$(s "${C[$3]}")" 0) | $(fmt "$(s "${W[$4]}")" 0) / $(fmt "$(s "${C[$4]}")" 0) | $(fmt "$(s "$5")" 2)× | $(awk -v k="$(s "${R[$4]}" | cut -d' ' -f1)" 'BEGIN {printf "%.1f MiB", k / 1024}') |"
+    }
+    row "$(mib "$SIZE") MiB core through a pipe (\`cat core \| coreextract -\`)" "\`cat core \| cat\`: " cat-pipe ce-pipe "$RATIO_PIPE"
+    row "the same core, zstd -1 ($(mib "$ZSIZE") MiB)" "\`zstd -dc\`: " unzstd ce-zst "$RATIO_ZST"
+    echo "| the core file (mmapped, for reference) | | $(fmt "$(s "${W[ce-file]}")" 0) / $(fmt "$(s "${C[ce-file]}")" 0) | | $(awk -v k="$(s "${R[ce-file]}" | cut -d' ' -f1)" 'BEGIN {printf "%.1f MiB", k / 1024}') |"
     echo
     echo "Every raw is byte for byte the one from the core file. The rings are $THREADS MiB: what the one-pass read"
     echo "keeps is the rings, the registry, the threads' stacks and a few pages per mapped file."

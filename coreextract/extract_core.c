@@ -49,7 +49,7 @@ static int open_core(const struct ce_core_opts *o, const char *name, struct ce_i
     memset(ss, 0, sizeof *ss);
     char err[1024];
     if (ce_input_open(o->core, o->one_pass || o->slim, in, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s: %s\n", ce_prog, name, err);
+        ce_error("%s: %s", name, err);
         return FT_EXIT_BADINPUT;
     }
     int rc;
@@ -73,7 +73,7 @@ static int open_core(const struct ce_core_opts *o, const char *name, struct ce_i
         }
     }
     if (rc != 0) {
-        fprintf(stderr, "%s: %s: %s\n", ce_prog, name, err);
+        ce_error("%s: %s", name, err);
         return FT_EXIT_BADINPUT;
     }
     if (c->phnum_xnum)
@@ -90,8 +90,8 @@ static int no_root(const char *name, const struct core *c, const struct root_fou
 {
     const char *why = rf->why_not[0] ? rf->why_not : "no root found";
     if (truncated && !(rf->exe_without_runtime && !rf->runtime_seen)) {
-        fprintf(stderr, "%s: %s: core truncated at %llu of %llu bytes, before the funtrace trace: %s (get the "
-                "whole core, e.g. raise the core size limit)\n", ce_prog, name, (unsigned long long)c->size,
+        ce_error("%s: core truncated at %llu of %llu bytes, before the funtrace trace: %s (get the "
+                 "whole core, e.g. raise the core size limit)", name, (unsigned long long)c->size,
                 (unsigned long long)c->expected_size, why);
         return FT_EXIT_BADINPUT;
     }
@@ -100,11 +100,10 @@ static int no_root(const char *name, const struct core *c, const struct root_fou
         snprintf(trunc_note, sizeof trunc_note, " (the core is truncated: %llu of %llu bytes)",
                  (unsigned long long)c->size, (unsigned long long)c->expected_size);
     if (rf->runtime_seen)
-        fprintf(stderr, "%s: %s: the funtrace runtime is linked but no trace could be read%s: %s\n", ce_prog, name,
-                trunc_note, why);
+        ce_error("%s: the funtrace runtime is linked but no trace could be read%s: %s", name, trunc_note, why);
     else
-        fprintf(stderr, "%s: %s: no funtrace trace in this core%s (not a funtrace-instrumented program?): %s\n",
-                ce_prog, name, trunc_note, why);
+        ce_error("%s: no funtrace trace in this core%s (not a funtrace-instrumented program?): %s", name,
+                 trunc_note, why);
     return FT_EXIT_NOTRACE;
 }
 
@@ -127,7 +126,7 @@ int ce_core_extract(const struct ce_core_opts *o)
             c.nthreads, c.nfiles, (unsigned long long)c.size, (unsigned long long)c.expected_size);
     if (o->slim) {
         if (core_write_slim(&c, o->slim, err, sizeof err) != 0) {
-            fprintf(stderr, "%s: %s\n", ce_prog, err);
+            ce_error("%s", err);
             core_close(&c);
             ce_input_close(&in);
             return FT_EXIT_WRITE;
@@ -176,7 +175,7 @@ int ce_core_extract(const struct ce_core_opts *o)
     struct ce_out out;
     int orc = ce_out_open(&out, o->out, err, sizeof err);
     if (orc != 0) {
-        fprintf(stderr, "%s: %s\n", ce_prog, err);
+        ce_error("%s", err);
         ce_out_abort(&out);
         maps_free(&maps);
         core_close(&c);
@@ -206,12 +205,12 @@ int ce_core_extract(const struct ce_core_opts *o)
     ce_buf_free(&mp);
     maps_free(&maps);
     if (e == -2) { /* cannot happen: root was checked */
-        fprintf(stderr, "%s: %s: %s\n", ce_prog, name, st.problem);
+        ce_error("%s: %s", name, st.problem);
         ce_out_abort(&out);
         rc = FT_EXIT_NOTRACE;
     } else if (e != 0 || ce_out_commit(&out, err, sizeof err) != 0) {
         if (e != 0) snprintf(err, sizeof err, "cannot write the output: %s", strerror(out.o->err));
-        fprintf(stderr, "%s: %s\n", ce_prog, err);
+        ce_error("%s", err);
         ce_out_abort(&out);
         rc = FT_EXIT_WRITE;
     } else {
@@ -227,7 +226,7 @@ int ce_core_extract(const struct ce_core_opts *o)
                 snprintf(one, sizeof one, "; read in one pass, memory at %#llx was dropped before the registry "
                          "or root pointing to it arrived (give coreextract the core as a file%s)",
                          (unsigned long long)dropped_hit, ss.spec_refused ? ", or raise --keep-max" : "");
-            fprintf(stderr, "%s: %s: trace incomplete%s: %s%s\n", ce_prog, name, cut, what, one);
+            ce_error("%s: trace incomplete%s: %s%s", name, cut, what, one);
             rc = FT_EXIT_PARTIAL;
         } else {
             if (truncated)

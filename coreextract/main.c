@@ -93,16 +93,16 @@ int main(int argc, char **argv)
         case 'c': slim = optarg; break;
         case 'k':
             if (ce_parse_bytes(optarg, &keep_max) != 0 || keep_max == 0) {
-                fprintf(stderr, "%s: --keep-max wants a size like 512M, not '%s'\n", ce_prog, optarg);
+                ce_error("--keep-max wants a size like 512M, not '%s'", optarg);
                 return FT_EXIT_BADINPUT;
             }
             break;
         case 'h': fputs(usage_text, stdout); return 0;
         default:
             if (optopt && strchr("opkc", optopt))
-                fprintf(stderr, "%s: option -%c needs an argument (try --help)\n", ce_prog, optopt);
+                ce_error("option -%c needs an argument (try --help)", optopt);
             else
-                fprintf(stderr, "%s: unknown option '%s' (try --help)\n", ce_prog, argv[optind - 1]);
+                ce_error("unknown option '%s' (try --help)", argv[optind - 1]);
             return FT_EXIT_BADINPUT;
         }
     }
@@ -111,18 +111,18 @@ int main(int argc, char **argv)
         char *end;
         long pid = strtol(pid_s, &end, 10);
         if (*pid_s == 0 || *end || pid <= 0 || pid > 0x3fffffff) {
-            fprintf(stderr, "%s: --pid wants a process id, not '%s'\n", ce_prog, pid_s);
+            ce_error("--pid wants a process id, not '%s'", pid_s);
             return FT_EXIT_BADINPUT;
         }
         if (nargs) {
-            fprintf(stderr, "%s: --pid takes no CORE argument (try --help)\n", ce_prog);
+            ce_error("--pid takes no CORE argument (try --help)");
             return FT_EXIT_BADINPUT;
         }
         char err[512];
         struct ce_out o;
         int orc = ce_out_open(&o, out, err, sizeof err);
         if (orc != 0) {
-            fprintf(stderr, "%s: %s\n", ce_prog, err);
+            ce_error("%s", err);
             ce_out_abort(&o);
             return orc;
         }
@@ -131,23 +131,23 @@ int main(int argc, char **argv)
         int rc = ft_live_extract((int)pid, &lopts, &o.w, &st);
         if (rc == FT_EXIT_OK || rc == FT_EXIT_PARTIAL) {
             if (ce_out_commit(&o, err, sizeof err) != 0) {
-                fprintf(stderr, "%s: %s\n", ce_prog, err);
+                ce_error("%s", err);
                 ce_out_abort(&o);
                 return FT_EXIT_WRITE;
             }
             if (rc == FT_EXIT_PARTIAL) {
                 char what[512];
                 ce_missing_summary(&st, what, sizeof what);
-                fprintf(stderr, "%s: pid %ld: trace incomplete: %s\n", ce_prog, pid, what);
+                ce_error("pid %ld: trace incomplete: %s", pid, what);
             }
         } else {
-            fprintf(stderr, "%s: pid %ld: %s\n", ce_prog, pid, st.problem[0] ? st.problem : "failed");
+            ce_error("pid %ld: %s", pid, st.problem[0] ? st.problem : "failed");
         }
         ce_out_abort(&o);
         return rc;
     }
     if (nargs < 1 || nargs > 2) {
-        fprintf(stderr, "%s: %s (try --help)\n", ce_prog, nargs < 1 ? "no CORE given" : "too many arguments");
+        ce_error("%s (try --help)", nargs < 1 ? "no CORE given" : "too many arguments");
         return FT_EXIT_BADINPUT;
     }
     struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0, keep_max, one_pass,

@@ -14,17 +14,26 @@ const char *ce_prog = "coreextract";
 
 static void vline(const char *kind, const char *fmt, va_list ap)
 {
-    char msg[1024];
+    char msg[4096];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    /* one line, always */
+    /* one line, always, and no terminal control sequences */
     for (char *p = msg; *p; p++)
         if (*p == '\n') *p = ' ';
+        else if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     fprintf(stderr, "%s: %s%s\n", ce_prog, kind, msg);
 }
 
 void ce_note(const char *fmt, ...)
 {
     if (!ce_verbose) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vline("", fmt, ap);
+    va_end(ap);
+}
+
+void ce_error(const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
     vline("", fmt, ap);

@@ -16,6 +16,10 @@ extern const char *ce_prog; /* "coreextract" */
 void ce_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* warning line to stderr (always) */
 void ce_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* the one line of a failure, "coreextract: ..." on stderr.  Every line of
+ * these three is one line: control characters (e.g. from a corrupt core's
+ * file names) are written as '?'. */
+void ce_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* What a PARTIAL trace is missing, as one line for the final message: the
  * threads whose records or rings could not be read (counted over all of
