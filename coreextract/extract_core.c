@@ -12,9 +12,31 @@
 #include "util.h"
 
 #include <elf.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Warnings are said only with a trace (exit 0 or 3): a failure is one line. */
+#define MAX_WARN 4
+static char warns[MAX_WARN][600];
+static int nwarns;
+
+static void later(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void later(const char *fmt, ...)
+{
+    if (nwarns == MAX_WARN) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(warns[nwarns++], sizeof warns[0], fmt, ap);
+    va_end(ap);
+}
+
+static void say_warnings(void)
+{
+    for (int i = 0; i < nwarns; i++) ce_warn("%s", warns[i]);
+    nwarns = 0;
+}
 
 static int core_is_exec(void *ctx, uint64_t addr)
 {
@@ -65,11 +87,11 @@ static int open_core(const struct ce_core_opts *o, const char *name, struct ce_i
                     (unsigned long long)c->dropped_bytes,
                     ss->root_early ? (ss->root_predicted ? "where the executable's symbol said" : "found by its magic")
                                   : "not found while streaming");
-            if (ss->warn[0]) ce_warn("%s: %s", name, ss->warn);
+            if (ss->warn[0]) later("%s: %s", name, ss->warn);
             if (ss->spec_refused)
                 ce_note("%s: %llu bytes of ring-like pages dropped past --keep-max", name,
                         (unsigned long long)ss->spec_refused);
-            if (ce_src_truncated(in->src)) ce_warn("%s: the compressed stream ends early; the core is truncated", name);
+            if (ce_src_truncated(in->src)) later("%s: the compressed stream ends early; the core is truncated", name);
         }
     }
     if (rc != 0) {
@@ -112,6 +134,7 @@ int ce_core_extract(const struct ce_core_opts *o)
     const char *name = strcmp(o->core, "-") == 0 ? "<stdin>" : o->core;
     char err[1024];
     struct ce_input in;
+    nwarns = 0;
     struct core c;
     struct core_stream_stats ss;
     memset(&c, 0, sizeof c);
@@ -168,7 +191,7 @@ int ce_core_extract(const struct ce_core_opts *o)
         return rc;
     }
     free(wr);
-    if (rf.warning[0]) ce_warn("%s", rf.warning);
+    if (rf.warning[0]) later("%s", rf.warning);
     ce_note("%s", rf.how);
 
     /* output */
@@ -216,6 +239,7 @@ int ce_core_extract(const struct ce_core_opts *o)
     } else {
         ce_note("wrote %llu bytes: %u thread(s), %llu event(s), %u module(s), %u generation(s)",
                 (unsigned long long)st.bytes, st.nthreads, (unsigned long long)st.nevents, st.nmodules, st.ngens);
+        say_warnings();
         if (st.header_flags & FT_RAWF_PARTIAL) {
             char what[512], cut[96] = "", one[192] = "";
             ce_missing_summary(&st, what, sizeof what);

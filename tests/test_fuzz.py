@@ -96,7 +96,7 @@ def test_gdb_extension_on_fuzzed_cores(tree, tmp_path):
                            capture_output=True, text=True, timeout=120, cwd=tmp_path,
                            env={"PATH": "/usr/bin:/bin", "DEBUGINFOD_URLS": "", "HOME": str(tmp_path)})
         both = r.stdout + r.stderr
-        for bad in ("Traceback", "Python Exception", "internal-error", "internal problem", "Segmentation fault"):
+        for bad in ("Traceback", "Python Exception", "internal-error", "internal problem"):
             assert bad not in both, (path, both[-3000:])
         assert r.returncode in (0, 1), (path, r.returncode, both[-3000:])
         ours = [l for l in r.stderr.splitlines() if l.startswith("funtrace:")]
