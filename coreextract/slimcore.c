@@ -1,5 +1,6 @@
 /* slimcore.c -- a core of what was kept (see slimcore.h) */
 #include "slimcore.h"
+#include "elfinfo.h"
 #include "util.h"
 
 #include <elf.h>
@@ -30,20 +31,8 @@ static int write_all(int fd, const struct core *c)
 {
     uint64_t nph = 1 + c->nsegs, notes = 0;
     for (size_t i = 0; i < c->nnotes; i++) notes += c->notes[i].n;
-    int xnum = nph >= PN_XNUM;
     Elf64_Ehdr eh;
-    memset(&eh, 0, sizeof eh);
-    memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_type = ET_CORE;
-    eh.e_machine = EM_X86_64;
-    eh.e_version = EV_CURRENT;
-    eh.e_phoff = sizeof eh;
-    eh.e_ehsize = sizeof eh;
-    eh.e_phentsize = sizeof(Elf64_Phdr);
-    eh.e_phnum = xnum ? PN_XNUM : (uint16_t)nph;
+    int xnum = elf_core_ehdr(&eh, nph);
     uint64_t off = sizeof eh + nph * sizeof(Elf64_Phdr);
     Elf64_Phdr ph;
     memset(&ph, 0, sizeof ph);
@@ -76,15 +65,7 @@ static int write_all(int fd, const struct core *c)
     }
     if (xnum) {
         Elf64_Shdr sh;
-        memset(&sh, 0, sizeof sh);
-        sh.sh_type = SHT_NULL;
-        sh.sh_size = 1;
-        sh.sh_link = SHN_UNDEF;
-        sh.sh_info = (uint32_t)nph;
-        eh.e_shoff = off;
-        eh.e_shentsize = sizeof sh;
-        eh.e_shnum = 1;
-        eh.e_shstrndx = SHN_UNDEF;
+        elf_core_xnum(&eh, &sh, nph, off);
         if (pw(fd, &sh, sizeof sh, off)) return -1;
         off += sizeof sh;
     }
@@ -94,7 +75,7 @@ static int write_all(int fd, const struct core *c)
 
 int core_write_slim(const struct core *c, const char *path, char *err, size_t errlen)
 {
-    if (c->nsegs + 1 > UINT32_MAX) {
+    if (c->nsegs + 1 >= UINT32_MAX) { /* sh_info is 32 bits */
         snprintf(err, errlen, "cannot write %s: too many pieces of memory", path);
         return -1;
     }

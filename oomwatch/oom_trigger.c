@@ -29,7 +29,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 static const char *ev_keys[4] = {"high", "max", "oom", "oom_kill"};
@@ -94,29 +93,8 @@ static int arm_psi(struct ow_state *s, char *err, size_t errlen)
 
 static int arm_oom(struct ow_state *s, char *err, size_t errlen)
 {
-    char path[OC_PATH + 32], line[64];
-    snprintf(path, sizeof path, "%s/memory.oom_control", s->t.v1);
-    int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    int ctl = open(path, O_RDONLY | O_CLOEXEC);
-    if (efd < 0 || ctl < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    snprintf(line, sizeof line, "%d %d", efd, ctl);
-    if (oc_write(s->t.v1, "cgroup.event_control", line) != 0) {
-        snprintf(err, errlen, "cannot register an OOM eventfd in %s/cgroup.event_control: %s", s->t.v1,
-                 strerror(errno));
-        goto fail;
-    }
-    s->oom_efd = efd;
-    s->oom_ctl_fd = ctl;
-    return 0;
-fail:
-    if (efd >= 0)
-        close(efd);
-    if (ctl >= 0)
-        close(ctl);
-    return -1;
+    return oc_event_register(s->t.v1, "memory.oom_control", NULL, "an OOM", &s->oom_efd, &s->oom_ctl_fd, err,
+                             errlen);
 }
 
 static int arm_events(struct ow_state *s, char *err, size_t errlen)

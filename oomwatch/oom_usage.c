@@ -26,7 +26,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #define NO_LIMIT (1ull << 60) /* v1 writes ~2^63 for "no limit" */
@@ -98,28 +97,13 @@ int ow_usage_arm(struct ow_state *s, int kind, char *err, size_t errlen)
     s->usage_limit = limit_of(s, s->usage_v2);
     s->usage_threshold = s->o.usage_bytes ? s->o.usage_bytes : s->usage_limit / 100 * s->o.usage_pct;
     if (s->usage_v2) return 0; /* polled */
-    char path[OC_PATH + 32], line[96];
-    snprintf(path, sizeof path, "%s/memory.usage_in_bytes", s->t.v1);
-    int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    int ctl = open(path, O_RDONLY | O_CLOEXEC);
-    if (efd < 0 || ctl < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    snprintf(line, sizeof line, "%d %d %llu", efd, ctl, (unsigned long long)s->usage_threshold);
-    if (oc_write(s->t.v1, "cgroup.event_control", line) != 0) {
-        snprintf(err, errlen, "cannot register a usage threshold eventfd in %s/cgroup.event_control: %s",
-                 s->t.v1, strerror(errno));
-        goto fail;
-    }
-    s->usage_efd = efd;
-    s->usage_ctl_fd = ctl;
+    char th[32];
+    snprintf(th, sizeof th, "%llu", (unsigned long long)s->usage_threshold);
+    if (oc_event_register(s->t.v1, "memory.usage_in_bytes", th, "a usage threshold", &s->usage_efd,
+                          &s->usage_ctl_fd, err, errlen) != 0)
+        return -1;
     s->usage_watch = 1; /* check once at start: it may be over the threshold already */
     return 0;
-fail:
-    if (efd >= 0) close(efd);
-    if (ctl >= 0) close(ctl);
-    return -1;
 }
 
 void ow_usage_describe(const struct ow_state *s, char *buf, size_t cap)

@@ -189,3 +189,34 @@ uint32_t elf_build_id_in_file(const uint8_t *p, uint64_t size, uint8_t out[FT_BU
     }
     return 0;
 }
+
+int elf_core_ehdr(Elf64_Ehdr *eh, uint64_t phnum)
+{
+    memset(eh, 0, sizeof *eh);
+    memcpy(eh->e_ident, ELFMAG, SELFMAG);
+    eh->e_ident[EI_CLASS] = ELFCLASS64;
+    eh->e_ident[EI_DATA] = ELFDATA2LSB;
+    eh->e_ident[EI_VERSION] = EV_CURRENT;
+    eh->e_ident[EI_OSABI] = ELFOSABI_NONE;
+    eh->e_type = ET_CORE;
+    eh->e_machine = EM_X86_64;
+    eh->e_version = EV_CURRENT;
+    eh->e_phoff = sizeof *eh;
+    eh->e_ehsize = sizeof *eh;
+    eh->e_phentsize = sizeof(Elf64_Phdr);
+    eh->e_phnum = phnum >= PN_XNUM ? PN_XNUM : (Elf64_Half)phnum;
+    return phnum >= PN_XNUM;
+}
+
+void elf_core_xnum(Elf64_Ehdr *eh, Elf64_Shdr *sh, uint64_t phnum, uint64_t shoff)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->sh_type = SHT_NULL;
+    sh->sh_size = 1;          /* e_shnum */
+    sh->sh_link = SHN_UNDEF;  /* e_shstrndx */
+    sh->sh_info = (Elf64_Word)phnum;
+    eh->e_shoff = shoff;
+    eh->e_shentsize = sizeof *sh;
+    eh->e_shnum = 1;
+    eh->e_shstrndx = SHN_UNDEF;
+}
