@@ -8,6 +8,7 @@
 #   make clean           remove build/ (and build-san/)
 #   make install PREFIX=/usr/local
 #   make test            run the pytest suite (same command as README)
+#   make test-realprogs  the real-programs tier (third-party programs, cached builds)
 BUILD    ?= $(if $(SAN),build-san,build)
 PREFIX   ?= /usr/local
 CC       ?= gcc
@@ -16,6 +17,9 @@ OPT      ?= -O2
 WARN     := -Wall -Wextra
 CSTD     := -std=gnu11
 comma    := ,
+# objects linked into traced programs (the runtime, the reader's raw writer)
+# carry no path of this tree in their debug info
+FILE_PREFIX_MAP := -ffile-prefix-map=$(CURDIR)=.
 # the sanitizer flags: defined here once, used by every host tool and the reader
 SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer,)
 # flags for host tools (coreextract, decoder, oomwatch); the runtime sets its own
@@ -32,14 +36,19 @@ SHARE := $(BUILD)/share/funtrace
 
 ALL_TARGETS :=
 INSTALL_STEPS :=
+# run after INSTALL_STEPS: what makes gdb load the installed files (gdb/build.mk)
+INSTALL_LAST :=
 
-.PHONY: all clean install test
+.PHONY: all clean install test test-realprogs
 all: all-targets
 
 -include reader/build.mk
 -include runtime/build.mk
+-include wrapper/build.mk
+-include funcount/build.mk
 -include coreextract/build.mk
 -include oomwatch/build.mk
+-include sched/build.mk
 -include decoder/build.mk
 -include gdb/build.mk
 -include examples/build.mk
@@ -57,8 +66,14 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
 	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/funtrace/gdb
 	$(INSTALL_STEPS)
+	$(INSTALL_LAST)
 
 test: all
 	/usr/bin/python3 -m pytest tests
+
+# the real-programs tier (tests/realprogs: redis, unbound, memcached from their
+# Debian source packages; builds cached in /var/cache/funtrace-realprogs)
+test-realprogs: all
+	FUNTRACE_REALPROGS=1 /usr/bin/python3 -m pytest tests/realprogs
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

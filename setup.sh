@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# setup.sh -- make this machine able to build and test funtrace, then build it.
+# setup.sh -- make this machine able to build and test funtrace, build it, install it.
 #
-#   ./setup.sh              install the missing Debian packages (apt-get), then `make -j2`
+#   ./setup.sh              install the missing Debian packages (apt-get), `make -j2`,
+#                           then `make install` (PREFIX=/usr/local): the tools, and gdb's
+#                           `funtrace` command for every gdb (gdb's system gdbinit directory)
+#   ./setup.sh --no-install the packages and the build only
 #   ./setup.sh --no-build   only the packages
 #
 # Idempotent: packages already installed are left alone (apt-get is not run at
 # all when nothing is missing) and the build is incremental.  Each step prints
 # one line ("setup: <step>... ok"); a failing step prints its output and
 # "setup: FAILED at step '<step>'" and the script exits non-zero.
-# It never changes machine-wide settings (core_pattern, sysctl, ulimits).
+# Besides installing funtrace, it never changes machine-wide settings
+# (core_pattern, sysctl, ulimits).
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -18,25 +22,28 @@ PACKAGES=(
     build-essential gcc g++ make libc6-dev  # toolchain
     binutils pkg-config file cmake git
     clang libclang-rt-14-dev                # funtrace-clang wrapper + its tests; libFuzzer/sanitizer runtimes (only Recommended by clang)
-    gdb                                     # the gdb extension
+    gdb gdbserver                           # the gdb extension (gdbserver: its remote-target tests)
     libelf-dev libdw-dev libunwind-dev      # coreextract
     libzstd-dev liblz4-dev liblzma-dev zlib1g-dev   # compressed cores / debug sections
     zstd lz4 xz-utils elfutils              # command-line tools used by the tests
     debuginfod libdebuginfod1               # the decoder fetches debug info through libdebuginfod; the tests run a local server
     python3-pytest                          # the test suite
+    dpkg-dev libevent-dev libssl-dev libexpat1-dev bison flex  # the real-programs tier: apt-get source, memcached, unbound
     afl++                                   # make fuzz: the AFL++ build of the coreextract fuzz harness
 )
 
 BUILD_JOBS=${FUNTRACE_JOBS:-2}
 DO_BUILD=1
+DO_INSTALL=1
 
 usage() {
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 for arg in "$@"; do
     case "$arg" in
-        --no-build) DO_BUILD=0 ;;
+        --no-build) DO_BUILD=0; DO_INSTALL=0 ;;
+        --no-install) DO_INSTALL=0 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "setup: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
@@ -124,4 +131,8 @@ fi
 if ((DO_BUILD)); then
     STEP_NOTE="make -j$BUILD_JOBS"
     step "build" make -j"$BUILD_JOBS"
+fi
+if ((DO_INSTALL)); then
+    STEP_NOTE="make install, PREFIX=/usr/local"
+    step "install" as_root make install PREFIX=/usr/local
 fi

@@ -8,7 +8,7 @@
 #                ones are compiled with -pg but linked without it, so they get
 #                crt1.o, not gcrt1.o, and never write gmon.out),
 #                pg-nomode / finstr-nomode (control: the runtime with its own
-#                hook source minus the sampled-mode test, see below)
+#                hook source minus the mode test, see below)
 #   thr-*        thread create+join (bench/threads.c), none / pg
 #   dl-*, libdl-*.so   dlopen+dlclose (bench/dlopen_main.c, dlopen_lib.c)
 #   bigcore-*    the core / snapshot maker for the coreextract, gdb and decoder
@@ -93,11 +93,11 @@ $(BB)/hp-floor-clang: $(HP_DEPS) $(BB)/obj/floor_cyg.o $(BB)/obj/floor_rec.o
 	$(BENCH_CLANG) $(BENCH_CFLAGS) -finstrument-functions-after-inlining -o $@ $(HP_SRC) $(filter %.o,$^)
 
 # Control for "the exact mode is not slower because the sampled mode exists":
-# the runtime's own hooks with the sampled-mode test taken out, linked with
+# the runtime's own hooks with the mode test taken out, linked with
 # the rest of the runtime's objects.  -pg: runtime/hooks_pg.S minus its one
 # `cmpb $$0, ft_hot...(%rip)` + `jne 3f` pair (the build fails if that pair is
 # not there exactly once); finstr: runtime/hooks_cyg.c compiled with
-# ft_sampled_mode = 0 (bench/cyg_nomode.c).
+# ft_hook_mode = FT_MODE_EXACT (bench/cyg_nomode.c).
 BENCH_RT_NOPG := $(filter-out $(OBJ)/runtime/hooks_pg.S.o,$(RT_OBJS) $(RD_RAW_OBJS))
 BENCH_RT_NOCYG := $(filter-out $(OBJ)/runtime/hooks_cyg.o,$(RT_OBJS) $(RD_RAW_OBJS))
 BENCH_RT_HDRS := $(wildcard runtime/*.h runtime/include/*.h)

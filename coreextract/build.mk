@@ -2,10 +2,11 @@
 # the shared reader (reader/, libfuntrace_reader.a).
 #
 #   make coreextract           the tool (SAN=1: ASan+UBSan build in build-san/)
-#   make fuzz-coreextract      libFuzzer harness (clang) -> $(BUILD)/fuzz/coreextract-fuzz
-#                              (not part of `all`); seeds: coreextract/fuzz_seeds.sh
+#   make fuzz [FUZZ_TIME=S]    build both fuzz harnesses and run each S seconds (below)
+#   make fuzz-coreextract      the libFuzzer harness only -> $(BUILD)/fuzz/coreextract-fuzz
+#   make fuzz-coreextract-afl  the AFL++ harness only -> $(BUILD)/fuzz/coreextract-afl
 
-CE_TOOL_SRCS := main.c extract_core.c corefile.c corestream.c ringlike.c slimcore.c input.c output.c
+CE_TOOL_SRCS := main.c extract_core.c corestream.c ringlike.c slimcore.c input.c output.c
 CE_TOOL_OBJS := $(patsubst %.c,$(OBJ)/coreextract/%.o,$(CE_TOOL_SRCS))
 CE_LDLIBS := $(RD_LDLIBS) -lzstd -llz4 -llzma
 

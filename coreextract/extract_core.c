@@ -1,5 +1,6 @@
 /* extract_core.c -- extract the raw trace from a core file (see extract_core.h) */
 #include "extract_core.h"
+#include "funtrace_sched.h"
 #include "corefile.h"
 #include "corestream.h"
 #include "elfinfo.h"
@@ -60,6 +61,28 @@ static int write_stacks(struct core *c, struct ce_maps *maps, const struct ft_re
     }
     ce_unwinder_free(u);
     free(pcs);
+    return rc;
+}
+
+/* sched: the tids of the emitted thread records and of the core's threads */
+struct sched_tids {
+    uint32_t *t;
+    size_t n, cap;
+};
+
+static void sched_tid(void *ctx, uint32_t tid)
+{
+    struct sched_tids *l = ctx;
+    if (ce_grow((void **)&l->t, l->n, &l->cap, sizeof *l->t, 64) == 0) l->t[l->n++] = tid;
+}
+
+static int sched_write(struct ft_sched_pending *sp, const struct core *c, struct sched_tids *l,
+                       const struct ft_writer *w, struct ft_emit_stats *st)
+{
+    for (size_t i = 0; i < c->nthreads; i++) sched_tid(l, c->threads[i].tid);
+    int status;
+    int rc = ft_sched_write_pending(sp, w, st, c->psinfo_pid, l->t, l->n, &status);
+    ce_note("scheduling events: %s", status == FT_SCHED_OK ? "captured" : "none");
     return rc;
 }
 
@@ -129,7 +152,7 @@ static int no_root(const char *name, const struct core *c, const struct root_fou
     return FT_EXIT_NOTRACE;
 }
 
-int ce_core_extract(const struct ce_core_opts *o)
+static int core_extract(const struct ce_core_opts *o, struct ft_sched_pending *sched)
 {
     const char *name = strcmp(o->core, "-") == 0 ? "<stdin>" : o->core;
     char err[1024];
@@ -220,9 +243,14 @@ int ce_core_extract(const struct ce_core_opts *o)
     si.map_ctx = &c;
     struct ft_emit_stats st;
     memset(&st, 0, sizeof st);
+    struct sched_tids stids = { NULL, 0, 0 };
+    si.on_thread = sched_tid;
+    si.on_thread_ctx = &stids;
     c.dropped_hit = 0;
     int e = ft_raw_emit(&rd, rf.addr, &si, &out.w, &st);
     uint64_t dropped_hit = c.dropped_hit; /* the trace needed memory the one-pass read dropped */
+    if (e == 0 && sched) e = sched_write(sched, &c, &stids, &out.w, &st);
+    free(stids.t);
     if (e == 0 && o->stacks) e = write_stacks(&c, &maps, &rd, &out.w, &st, signalled) ? -1 : 0;
     if (e == 0) e = ft_raw_end(&out.w, &st);
     ce_buf_free(&mp);
@@ -240,27 +268,34 @@ int ce_core_extract(const struct ce_core_opts *o)
         ce_note("wrote %llu bytes: %u thread(s), %llu event(s), %u module(s), %u generation(s)",
                 (unsigned long long)st.bytes, st.nthreads, (unsigned long long)st.nevents, st.nmodules, st.ngens);
         say_warnings();
-        if (st.header_flags & FT_RAWF_PARTIAL) {
-            char what[512], cut[96] = "", one[192] = "";
-            ce_missing_summary(&st, what, sizeof what);
-            if (truncated)
-                snprintf(cut, sizeof cut, ", core truncated at %llu of %llu bytes", (unsigned long long)c.size,
-                         (unsigned long long)c.expected_size);
+        char note[768];
+        if (ce_trace_note(&st, c.size, truncated ? c.expected_size : 0, note, sizeof note)) {
+            char one[192] = "";
             if (dropped_hit)
                 snprintf(one, sizeof one, "; read in one pass, memory at %#llx was dropped before the registry "
                          "or root pointing to it arrived (give coreextract the core as a file%s)",
                          (unsigned long long)dropped_hit, ss.spec_refused ? ", or raise --keep-max" : "");
-            ce_error("%s: trace incomplete%s: %s%s", name, cut, what, one);
+            ce_error("%s: %s%s", name, note, one);
             rc = FT_EXIT_PARTIAL;
         } else {
-            if (truncated)
-                ce_warn("%s: the core is truncated (%llu of %llu bytes) but the trace is complete", name,
-                        (unsigned long long)c.size, (unsigned long long)c.expected_size);
+            if (note[0]) ce_warn("%s: %s", name, note);
             rc = FT_EXIT_OK;
         }
         ce_out_abort(&out); /* frees; the committed file stays */
     }
     core_close(&c);
     ce_input_close(&in);
+    return rc;
+}
+
+int ce_core_extract(const struct ce_core_opts *o)
+{
+    /* sched: a core_pattern pipe handler takes every task's scheduling events
+     * now, before reading the core, while the dying process's are still in
+     * the tracefs buffer; its threads' are kept once the core says who they
+     * are (FORMAT.md 2.6) */
+    struct ft_sched_pending *sched = !strcmp(o->core, "-") ? ft_sched_capture_all(getenv(FT_SCHED_ENV)) : NULL;
+    int rc = core_extract(o, sched);
+    ft_sched_pending_free(sched);
     return rc;
 }

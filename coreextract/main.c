@@ -64,7 +64,12 @@ static const char usage_text[] =
 "core to stdin; write the line to /proc/sys/kernel/core_pattern):\n"
 "  |/usr/local/bin/coreextract -o /var/crash/%e-%p.raw -\n"
 "The pipe is read once, in order: nothing is written to disk, and memory use\n"
-"grows with the rings and stacks, not with the core.\n";
+"grows with the rings and stacks, not with the core.\n"
+"\n"
+"Scheduling states: with the tracefs instance of `funtrace-sched setup`, --pid\n"
+"and - (read before the core) also record the scheduling events of the\n"
+"process's threads (SCHEDEVT); FUNTRACE_SCHED=DIR names another instance, =off\n"
+"none.\n";
 
 int main(int argc, char **argv)
 {

@@ -12,7 +12,8 @@ DEC_LDLIBS := -ldw -lelf -ldl -lstdc++
 
 # raw.c + raw.h: the reusable raw reader
 DEC_LIB_SRCS := raw.c outbuf.c xalloc.c clock.c hmap.c demangle.c symtab.c gencuts.c ringevents.c replay.c json.c \
-                text.c summary.c textfmt.c decode.c
+                text.c summary.c textfmt.c decode.c \
+                sched_states.c sched_views.c
 DEC_LIB_OBJS := $(patsubst %.c,$(OBJ)/decoder/%.o,$(DEC_LIB_SRCS))
 DEC_BIN := $(BIN)/funtrace-decode
 

@@ -234,6 +234,7 @@ static int run(struct dec *d)
         }
     }
 
+    sched_load(d); /* scheduling states (sched_states.c) */
     for (size_t i = 0; i < d->nth; i++)
         if (d->th[i].out_of_order)
             dec_warn(d, "warning: thread %llu: %llu events are stamped earlier than the event before them "
@@ -349,6 +350,7 @@ int decode_main(struct dec_opts *o)
     int rc = run(&d);
     /* release (keeps ASan's leak checker meaningful) */
     sym_free(d.sym);
+    sched_free(&d);
     for (size_t i = 0; i < d.nth; i++) {
         struct dthread *th = &d.th[i];
         free(th->cut);

@@ -16,6 +16,7 @@
 #include "raw.h"
 #include "symtab.h"
 #include "xalloc.h"
+#include "sched.h"
 
 /* exit codes (documented in --help and the README) */
 #define EXIT_OK 0
@@ -141,6 +142,7 @@ struct dec {
     int nwarn;
     int problems;        /* decoded with problems -> EXIT_PROBLEMS */
     uint64_t total_events;
+    struct dsched *sched; /* scheduling states (sched.h, sched_states.c) */
 };
 
 void dec_warn(struct dec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -355,6 +355,7 @@ int json_end(struct dec *d)
     ob_str(o, ",\"ts_zero_ns\":");
     ob_i64(o, d->ts_zero_ns);
     ob_str(o, "},\n\"viztracer_metadata\":{\"version\":\"0.16.3\",\"overflow\":false,\"producer\":\"funtrace-decode\"},\n");
+    sched_json(d, o, J.base); /* "systemTraceEvents": scheduling states (sched_views.c) */
     file_info(d);
     ob_str(o, "}\n");
     for (size_t i = 0; i < d->nth; i++)

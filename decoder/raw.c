@@ -213,7 +213,7 @@ static int known_magic(const char m[8])
     static const char *const known[] = {FT_CHUNK_FUNTRACE, FT_CHUNK_HEADER, FT_CHUNK_CMDLINE, FT_CHUNK_SIGINFO,
                                         FT_CHUNK_MAPPINGS, FT_CHUNK_MODULES, FT_CHUNK_GENS, FT_CHUNK_THREADID,
                                         FT_CHUNK_THREADSTAT, FT_CHUNK_TRACEBUF, FT_CHUNK_TRACEW08, FT_CHUNK_STACK,
-                                        FT_CHUNK_END, FT_CHUNK_PROCMAPS, "FTRACETX"};
+                                        FT_CHUNK_END, FT_CHUNK_PROCMAPS, "FTRACETX", FT_CHUNK_SCHED};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!memcmp(m, known[i], 8))
             return 1;
@@ -412,6 +412,12 @@ static int chunk(struct parser *p, struct sstate *s, const char magic[8], uint64
     }
     if (!memcmp(magic, FT_CHUNK_END, 8) || !memcmp(magic, "FTRACETX", 8))
         return 0;
+    if (!memcmp(magic, FT_CHUNK_SCHED, 8)) { /* located; read by sched_states.c */
+        s->t.has_sched = 1;
+        s->t.sched_off = off;
+        s->t.sched_len = len;
+        return 0;
+    }
 
     if (len > SMALL_CHUNK_MAX) {
         pwarn(p, "%s chunk at offset %llu: implausible length %llu, skipped", ms,

@@ -94,6 +94,9 @@ struct ftr_trace {
     size_t nthreads;
     struct ftr_stack *stacks;
     size_t nstacks;
+    /* SCHEDEVT (scheduling events; decoder/sched_states.c reads it): located only */
+    int has_sched;
+    uint64_t sched_off, sched_len; /* payload's file offset and length */
     uint32_t problems;      /* FTR_P_* */
     uint64_t bytes;         /* bytes of this sample in the file */
 };

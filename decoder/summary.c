@@ -180,6 +180,7 @@ void summary_print(struct dec *d, struct outbuf *o)
                       d->t.stacks[rt->stack].npcs, th->npre_final);
     }
 
+    sched_status_line(d, o, "sched:       "); /* scheduling states (sched_views.c) */
     struct sym_stats ss;
     sym_stats(d->sym, &ss);
     ob_printf(o, "symbols:     %u files opened, %u missing, %u build-id mismatches, %u unresolved addresses\n",

@@ -107,6 +107,7 @@ static void header(struct dec *d, struct outbuf *o)
     size_t np = dec_problems(d, pr, DEC_MAX_PROBLEMS);
     for (size_t i = 0; i < np; i++)
         ob_printf(o, "  %s %s\n", i ? "           " : "incomplete:", pr[i].text);
+    sched_status_line(d, o, "  sched:      "); /* scheduling states (sched_views.c) */
 }
 
 #define ANC_OUTER 3 /* enclosing frames shown outermost ... */
@@ -239,8 +240,18 @@ static void one_thread(struct dec *d, struct dthread *th, struct outbuf *o)
         ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
         enclosing(d, th->anc, th->nanc, o);
-        for (uint64_t s = from; s < th->ring_seq; s++)
-            call_line(d, &th->ring[s % N], 0, o);
+        /* the calls, and between them the long waits (sched_views.c) */
+        size_t nsh = (size_t)(th->ring_seq - from);
+        struct trec *sh = xmalloc(nsh * sizeof *sh);
+        for (size_t k = 0; k < nsh; k++)
+            sh[k] = th->ring[(from + k) % N];
+        for (size_t k = 0; k < nsh; k++) {
+            if (k)
+                sched_text_waits(d, th, sh[k - 1].start, sh[k].start, sh, k, o);
+            call_line(d, &sh[k], 0, o);
+        }
+        sched_text_waits(d, th, sh[nsh - 1].start, INT64_MAX, sh, nsh, o);
+        free(sh);
     }
     if (rt->stack >= 0) {
         const struct ftr_stack *fs = &d->t.stacks[rt->stack];

@@ -5,12 +5,12 @@
  * "parser-2" handle five records each (worker_main -> process_item ->
  * parse_record -> checksum) and then block in wait_for_more_work; "hasher"
  * handles two records and then spins in hash_forever -> mix_round; "loader"
- * handles records 400-402, waits until the three others have reached those
- * states, and then gets record 403, which is damaged: parse_record calls
- * corrupt_record, which writes through a NULL data pointer -> SIGSEGV.
- * Because the crash waits for the others, what every thread was doing is
- * the same on every run: run it with `ulimit -c unlimited` and the core holds
- * the funtrace rings of all five threads (examples/demo.sh does exactly that).
+ * handles records 400-402, waits until the three others and main (in
+ * wait_for_workers) have reached those states, then gets record 403, which is
+ * damaged: parse_record calls corrupt_record, which writes through a NULL data
+ * pointer -> SIGSEGV.  Because the crash waits for the others, what every
+ * thread was doing is the same on every run: run it with `ulimit -c unlimited`
+ * and the core holds the funtrace rings of all five threads (examples/demo.sh).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -136,7 +136,7 @@ TRACED static void *worker_main(void *arg)
     case LOADER:
         for (int id = w->first_record; id < BAD_RECORD; id++)
             sink += process_item(w->name, id);
-        wait_for_others(3);
+        wait_for_others(4); /* the three others and main */
         sink += process_item(w->name, BAD_RECORD); /* crashes */
         break;
     }
@@ -164,6 +164,10 @@ TRACED static void start_workers(void)
 
 TRACED static void wait_for_workers(void)
 {
+    pthread_mutex_lock(&lock);
+    ready++;
+    pthread_cond_broadcast(&changed);
+    pthread_mutex_unlock(&lock);
     for (int i = 0; i < NWORKERS; i++)
         pthread_join(workers[i].thread, NULL);
 }

@@ -4,7 +4,8 @@
  *   - the runtime's snapshot writer (reading its own memory),
  *   - coreextract (reading a core file, or a live pid with process_vm_readv),
  *   - funtrace-oomwatch (live pids).
- * gdb/funtrace.py is its Python mirror and must produce the same bytes.
+ * The gdb extension uses it too, through the shared library's handle API
+ * (funtrace_reader.h).
  *
  * Constraints: async-signal-safe (no malloc, no stdio, no locks), bounded
  * stack use (< 64 KiB), never trusts target memory (every pointer and size
@@ -61,11 +62,17 @@ struct ft_source_info {
      * NULL).  Returns a pointer to the `len` bytes of target memory at addr
      * if the source holds ALL of them contiguously in the caller's address
      * space (e.g. a core file's mmap), else NULL (then they are read through
-     * the ft_reader).  The memory must stay valid and unchanged until
-     * ft_raw_emit returns.  Used for rings (planned and streamed in place,
-     * no copy); ignored when `live` is set. */
+     * the ft_reader).  The memory must stay valid and unchanged until the
+     * next call of map or the end of ft_raw_emit (the writer works on one
+     * ring at a time; the shared library's adapter relies on it).  Used for
+     * rings (planned and streamed in place, no copy); ignored when `live`
+     * is set. */
     const void *(*map)(void *map_ctx, uint64_t addr, size_t len);
     void *map_ctx;
+    /* appended: called with the tid of every thread record emitted (optional,
+     * may be NULL); the SCHEDEVT writer keeps the events of these threads */
+    void (*on_thread)(void *on_thread_ctx, uint32_t tid);
+    void *on_thread_ctx;
 };
 
 /* What was emitted. */
@@ -80,6 +87,7 @@ struct ft_emit_stats {
     uint64_t nevents;        /* entries/words emitted in all */
     uint64_t bytes;          /* bytes written so far by ft_raw_* calls */
     char problem[160];       /* first problem met, "" if none (one line) */
+    uint64_t pid;            /* FTHEADER.pid as written (appended) */
 };
 
 /* Validate a root candidate at addr: magic, self-pointer == addr, known ABI
@@ -125,6 +133,13 @@ int ft_raw_chunk_header(const struct ft_writer *w, const char magic[8],
                         uint64_t len, struct ft_emit_stats *stats);
 /* Write ENDTRACE. 0 / -1. */
 int ft_raw_end(const struct ft_writer *w, struct ft_emit_stats *stats);
+
+/* For a live process that cannot execute rdtsc for us (stopped under a
+ * debugger): its TSC at CLOCK_MONOTONIC time now_mono_ns, from the newest
+ * valid generation's clock snapshot (clk_tsc + elapsed * tsc_hz; the root's
+ * tsc_hz if the generation has none).  0 if there is no generation, no rate
+ * or no valid root.  FORMAT.md 2.4. */
+uint64_t ft_raw_estimate_tsc(const struct ft_reader *rd, uint64_t root_addr, uint64_t now_mono_ns);
 
 /* MAPPINGS payload helpers: size of one record with a path of path_len
  * bytes, and encode one record into buf (returns bytes written, 0 if cap is

@@ -1,6 +1,7 @@
 /* live.c -- the trace out of a live process (see live.h) */
 #define _GNU_SOURCE
 #include "live.h"
+#include "funtrace_sched.h"
 #include "elfinfo.h"
 #include "maps.h"
 #include "rootfind.h"
@@ -80,33 +81,17 @@ static int read_maps(struct live *l, struct ft_emit_stats *st)
         set_problem(st, errno == ENOENT ? "no such process" : "cannot read %s: %s", path, strerror(errno));
         return -1;
     }
-    char *line = NULL;
-    size_t cap = 0;
-    size_t wcap = 0;
-    while (getline(&line, &cap, f) > 0) {
-        struct ce_maps_line ml;
-        if (maps_parse_line(line, &ml) != 0) continue;
-        const char *p = ml.path;
-        if (p[0] == '/') maps_add(&l->maps, ml.start, ml.end, ml.offset, ml.prot, p);
-        if (ml.prot & FT_MAPF_X) {
-            l->xr = ce_xrealloc(l->xr, (l->nxr + 1) * sizeof *l->xr);
-            l->xr[l->nxr].start = ml.start;
-            l->xr[l->nxr].end = ml.end;
-            l->nxr++;
-        }
-        if ((ml.prot & (FT_MAPF_R | FT_MAPF_W)) == (FT_MAPF_R | FT_MAPF_W) && strcmp(p, "[vvar]") != 0 &&
-            strcmp(p, "[vsyscall]") != 0) {
-            if (l->nwr == wcap) {
-                wcap = wcap ? wcap * 2 : 64;
-                l->wr = ce_xrealloc(l->wr, wcap * sizeof *l->wr);
-            }
-            l->wr[l->nwr].start = ml.start;
-            l->wr[l->nwr].end = ml.end;
-            l->nwr++;
-        }
-    }
-    free(line);
+    struct ce_buf text = { 0 };
+    size_t got;
+    do {
+        ce_buf_reserve(&text, 65536);
+        got = fread(text.p + text.len, 1, text.cap - text.len - 1, f);
+        text.len += got;
+    } while (got > 0);
     fclose(f);
+    text.p[text.len] = 0;
+    maps_parse_text(&l->maps, (char *)text.p, &l->wr, &l->nwr, &l->xr, &l->nxr);
+    ce_buf_free(&text);
     return 0;
 }
 
@@ -237,6 +222,18 @@ static int live_stacks(struct live *l, const struct ft_reader *rd, const struct 
     return rc;
 }
 
+/* the tids of the thread records emitted (ft_source_info.on_thread) */
+struct tidlist {
+    uint32_t *t;
+    size_t n, cap;
+};
+
+static void tid_collect(void *ctx, uint32_t tid)
+{
+    struct tidlist *l = ctx;
+    if (ce_grow((void **)&l->t, l->n, &l->cap, sizeof *l->t, 64) == 0) l->t[l->n++] = tid;
+}
+
 int ft_live_extract(int pid, const struct ft_live_opts *opts, const struct ft_writer *w,
                     struct ft_emit_stats *st_out)
 {
@@ -315,7 +312,17 @@ int ft_live_extract(int pid, const struct ft_live_opts *opts, const struct ft_wr
     si.extra_flags = (rf.by_scan ? FT_RAWF_ROOT_BY_SCAN : 0) | (opts ? opts->extra_flags : 0);
     si.get_scratch = live_scratch;
     si.scratch_ctx = &l;
+    struct tidlist tl = { NULL, 0, 0 };
+    si.on_thread = tid_collect;
+    si.on_thread_ctx = &tl;
     int e = ft_raw_emit(&rd, rf.addr, &si, w, st);
+    /* the scheduling events of its threads up to now (FORMAT.md 2.6) */
+    if (e == 0) {
+        int sst;
+        e = ft_sched_write_live(w, st, getenv(FT_SCHED_ENV), (uint64_t)pid, tl.t, tl.n, 0, rdtsc(), &sst);
+        ce_note("pid %d: scheduling events: %s", pid, sst == FT_SCHED_OK ? "captured" : "none");
+    }
+    free(tl.t);
     ce_buf_free(&mp);
     free(l.scratch);
     l.scratch = NULL;

@@ -33,6 +33,34 @@ int maps_parse_line(char *line, struct ce_maps_line *out)
     return 0;
 }
 
+static void range_add(struct root_range **v, size_t *n, uint64_t start, uint64_t end)
+{
+    if (!v) return;
+    if ((*n & (*n - 1)) == 0) *v = ce_xrealloc(*v, (*n ? *n * 2 : 16) * sizeof **v);
+    (*v)[*n].start = start;
+    (*v)[*n].end = end;
+    (*n)++;
+}
+
+void maps_parse_text(struct ce_maps *m, char *text, struct root_range **wr, size_t *nwr,
+                     struct root_range **xr, size_t *nxr)
+{
+    for (char *line = text; line && *line;) {
+        char *next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        struct ce_maps_line ml;
+        if (maps_parse_line(line, &ml) == 0) {
+            const char *p = ml.path;
+            if (p[0] == '/') maps_add(m, ml.start, ml.end, ml.offset, ml.prot, p);
+            if (ml.prot & FT_MAPF_X) range_add(xr, nxr, ml.start, ml.end);
+            if ((ml.prot & (FT_MAPF_R | FT_MAPF_W)) == (FT_MAPF_R | FT_MAPF_W) && strcmp(p, "[vvar]") != 0 &&
+                strcmp(p, "[vsyscall]") != 0)
+                range_add(wr, nwr, ml.start, ml.end);
+        }
+        line = next;
+    }
+}
+
 void maps_add(struct ce_maps *m, uint64_t start, uint64_t end, uint64_t offset, uint32_t prot,
               const char *path)
 {

@@ -46,6 +46,9 @@ struct ce_maps {
     size_t last_map, last_obj;     /* lookup caches (indexes of the last hits) */
 };
 
+/* an address range [start, end) of the target */
+struct root_range { uint64_t start, end; };
+
 /* One line of /proc/PID/maps (or a mapping header line of smaps). */
 struct ce_maps_line {
     uint64_t start, end, offset, inode;
@@ -56,6 +59,13 @@ struct ce_maps_line {
 /* Parse one line; cuts the line's newline.  0, or -1 if it is not a mapping
  * line (e.g. an smaps "Key: value" line). */
 int maps_parse_line(char *line, struct ce_maps_line *out);
+
+/* /proc/PID/maps text (cut into lines in place): every file mapping (path
+ * starting with '/') into m, and malloc'ed arrays of the readable+writable
+ * ranges (the root scan's; not [vvar]/[vsyscall]) and of the executable
+ * ranges, in address order (either pointer may be NULL: not wanted). */
+void maps_parse_text(struct ce_maps *m, char *text, struct root_range **wr, size_t *nwr,
+                     struct root_range **xr, size_t *nxr);
 
 void maps_add(struct ce_maps *m, uint64_t start, uint64_t end, uint64_t offset, uint32_t prot,
               const char *path);

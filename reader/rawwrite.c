@@ -29,41 +29,12 @@
 
 #include <string.h>
 
-/* width in bytes and owning structure of every known field */
-static const uint16_t field_width[FT_F_COUNT] = {
-    [FT_F_ROOT_PID] = 8, [FT_F_ROOT_TSC_HZ] = 8, [FT_F_ROOT_TSC_HZ_SOURCE] = 4,
-    [FT_F_ROOT_TIME_MODE] = 4, [FT_F_ROOT_INIT_TSC] = 8, [FT_F_ROOT_CMDLINE] = 8,
-    [FT_F_ROOT_CMDLINE_LEN] = 8, [FT_F_ROOT_THREADS] = 8, [FT_F_ROOT_THREADS_CAP] = 4,
-    [FT_F_ROOT_THREADS_USED] = 4, [FT_F_ROOT_MODULES] = 8, [FT_F_ROOT_MODULES_CAP] = 4,
-    [FT_F_ROOT_MODULES_USED] = 4, [FT_F_ROOT_MODULE_EPOCH] = 8, [FT_F_ROOT_GENS] = 8,
-    [FT_F_ROOT_GENS_CAP] = 4, [FT_F_ROOT_GEN_CURRENT] = 8, [FT_F_ROOT_DEFAULT_BUF_SIZE] = 8,
-    [FT_F_ROOT_GEN_MS] = 8, [FT_F_ROOT_BUDGET] = 8, [FT_F_ROOT_SAMPLE_K] = 8,
-    [FT_F_ROOT_ENABLED] = 4, [FT_F_ROOT_SNAPSHOT_SIGNAL] = 4, [FT_F_ROOT_FLAGS] = 8,
-    [FT_F_THR_POS] = 8, [FT_F_THR_MASK] = 8, [FT_F_THR_RING] = 8, [FT_F_THR_RING_SIZE] = 8,
-    [FT_F_THR_TID] = 4, [FT_F_THR_STATE] = 4, [FT_F_THR_FMT] = 4, [FT_F_THR_FLAGS] = 4,
-    [FT_F_THR_START_TSC] = 8, [FT_F_THR_EXIT_TSC] = 8, [FT_F_THR_SEQ] = 8,
-    [FT_F_THR_NAME] = FT_THREAD_NAME_LEN, [FT_F_THR_GEN_POS] = 16 * FT_GEN_SLOTS,
-    [FT_F_MOD_BIAS] = 8, [FT_F_MOD_GEN_LOADED] = 8, [FT_F_MOD_GEN_UNLOADED] = 8,
-    [FT_F_MOD_EPOCH_LOADED] = 8, [FT_F_MOD_EPOCH_UNLOADED] = 8, [FT_F_MOD_STATE] = 4,
-    [FT_F_MOD_NSEG] = 4, [FT_F_MOD_SEG] = 16 * FT_MOD_SEGS, [FT_F_MOD_BUILD_ID_LEN] = 4,
-    [FT_F_MOD_BUILD_ID] = FT_BUILD_ID_MAX, [FT_F_MOD_PATH] = FT_MOD_PATH_MAX,
-    [FT_F_GEN_GEN] = 8, [FT_F_GEN_FLAGS] = 8, [FT_F_GEN_START_TSC] = 8, [FT_F_GEN_CLK_TSC] = 8,
-    [FT_F_GEN_CLK_MONO_NS] = 8, [FT_F_GEN_CLK_REAL_NS] = 8, [FT_F_GEN_TSC_HZ] = 8,
-    [FT_F_GEN_MODULE_EPOCH] = 8,
-    [FT_F_ROOT_THREADS_CREATED] = 8, [FT_F_ROOT_RINGS_EVICTED] = 8, [FT_F_ROOT_RECORDS_REUSED] = 8,
-};
+/* width in bytes and owning structure of every known field (funtrace_abi.h's
+ * field table) */
+static const uint16_t field_width[FT_F_COUNT] = FT_FIELD_WIDTHS_INIT;
+static const uint8_t field_owner[FT_F_COUNT] = FT_FIELD_STRUCTS_INIT;
 
-/* Which structure a field id belongs to.  Ids are only ever appended, so a
- * structure's fields are not one contiguous range: appended ids are listed
- * explicitly before the ranges of the first version. */
-static int field_struct(int id)
-{
-    if (id >= FT_F_ROOT_THREADS_CREATED && id <= FT_F_ROOT_RECORDS_REUSED) return FT_S_ROOT;
-    if (id <= FT_F_ROOT_FLAGS) return FT_S_ROOT;
-    if (id <= FT_F_THR_GEN_POS) return FT_S_THREAD;
-    if (id <= FT_F_MOD_PATH) return FT_S_MODULE;
-    return FT_S_GEN;
-}
+static int field_struct(int id) { return field_owner[id]; }
 
 /* ---- small async-signal-safe string helpers -------------------------------- */
 
@@ -667,6 +638,7 @@ int ft_raw_emit(const struct ft_reader *rdr, uint64_t root_addr, const struct ft
     if (stats) {
         stats->header_flags = h.flags;
         stats->nthreads_lost = lost;
+        stats->pid = h.pid;
     }
 
     if (ft_raw_chunk(w, FT_CHUNK_FUNTRACE, &tsc_hz, 8, stats)) return -1;
@@ -684,6 +656,7 @@ int ft_raw_emit(const struct ft_reader *rdr, uint64_t root_addr, const struct ft
     for (uint32_t i = 0; i < c->threads_used && done < nthreads; i++) {
         if (!ft_rw_trec_read(c, i, &t)) continue;
         if (!ft_rw_state_emitted(TF(&t, FT_F_THR_STATE))) continue;
+        if (si->on_thread) si->on_thread(si->on_thread_ctx, (uint32_t)TF(&t, FT_F_THR_TID));
         if (ft_rw_emit_thread(c, &t, &v)) return -1;
         done++;
     }
@@ -745,4 +718,35 @@ int ft_raw_needed(const struct ft_reader *rdr, uint64_t root_addr, uint64_t lo, 
         if (ring && size && size <= RW_MAX_RING && ring + size > ring) need(ctx, FT_NEED_RING, ring, size);
     }
     return unknown;
+}
+
+/* ---- a stopped process's "now" in TSC ticks -------------------------------- */
+
+uint64_t ft_raw_estimate_tsc(const struct ft_reader *rdr, uint64_t root_addr, uint64_t now_mono_ns)
+{
+    struct rw cc;
+    struct rw *c = &cc;
+    memset(c, 0, sizeof *c);
+    if (root_load(c, rdr, root_addr) != 0) return 0;
+    uint64_t gens = rootf(c, FT_F_ROOT_GENS), cap = rootf(c, FT_F_ROOT_GENS_CAP);
+    if (!gens || cap > FT_GEN_SLOTS) return 0;
+    uint8_t b[RW_STRUCT_MAX];
+    size_t sz = c->sizes[FT_S_GEN];
+    int have = 0;
+    uint64_t best_gen = 0, clk_tsc = 0, mono = 0, hz = 0;
+    for (uint32_t i = 0; i < cap; i++) {
+        if (!ft_rw_rd_full(c->rd, gens + (uint64_t)i * sz, b, sz)) continue;
+        if (!(ft_rw_fget(c, b, sz, FT_F_GEN_FLAGS) & FT_GENF_VALID)) continue;
+        uint64_t g = ft_rw_fget(c, b, sz, FT_F_GEN_GEN);
+        if (have && g < best_gen) continue;
+        have = 1;
+        best_gen = g;
+        clk_tsc = ft_rw_fget(c, b, sz, FT_F_GEN_CLK_TSC);
+        mono = ft_rw_fget(c, b, sz, FT_F_GEN_CLK_MONO_NS);
+        hz = ft_rw_fget(c, b, sz, FT_F_GEN_TSC_HZ);
+    }
+    if (!hz) hz = rootf(c, FT_F_ROOT_TSC_HZ);
+    if (!have || !hz || !clk_tsc) return 0;
+    __int128 t = (__int128)clk_tsc + ((__int128)now_mono_ns - (__int128)mono) * (__int128)hz / 1000000000;
+    return t < 0 ? 0 : (uint64_t)t;
 }

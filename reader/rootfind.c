@@ -89,7 +89,8 @@ static int try_object(const struct root_search *s, struct root_found *f, const c
     return 0;
 }
 
-static int scan(const struct root_search *s, struct root_found *f)
+static int scan(const struct ft_reader *rd, const struct root_range *writable, size_t nwritable,
+                struct root_found *f)
 {
     uint8_t *buf = ce_xmalloc(SCAN_CHUNK);
     static const unsigned char magic[FT_ROOT_MAGIC_LEN] = FT_ROOT_MAGIC;
@@ -97,18 +98,18 @@ static int scan(const struct root_search *s, struct root_found *f)
     memcpy(&m0, magic, 8);
     uint64_t scanned = 0;
     int found = 0, rejected = 0, last_rc = 0;
-    for (size_t r = 0; r < s->nwritable && !found; r++) {
-        uint64_t a = (s->writable[r].start + 7) & ~7ull;
-        while (a + 8 <= s->writable[r].end && !found) {
-            uint64_t n = s->writable[r].end - a;
+    for (size_t r = 0; r < nwritable && !found; r++) {
+        uint64_t a = (writable[r].start + 7) & ~7ull;
+        while (a + 8 <= writable[r].end && !found) {
+            uint64_t n = writable[r].end - a;
             if (n > SCAN_CHUNK) n = SCAN_CHUNK;
-            size_t got = s->rd->read(s->rd->ctx, a, buf, (size_t)n);
+            size_t got = rd->read(rd->ctx, a, buf, (size_t)n);
             scanned += got;
             for (size_t i = 0; i + 8 <= got; i += 8) {
                 uint64_t w;
                 memcpy(&w, buf + i, 8);
                 if (w != m0) continue;
-                int rc = ft_root_check(s->rd, a + i);
+                int rc = ft_root_check(rd, a + i);
                 if (rc == 0) {
                     f->addr = a + i;
                     found = 1;
@@ -150,9 +151,15 @@ int root_find(const struct root_search *s, struct root_found *f)
     }
     char why[512];
     snprintf(why, sizeof why, "%s", f->why_not);
-    if (scan(s, f)) {
+    if (scan(s->rd, s->writable, s->nwritable, f)) {
         if (why[0]) ce_note("symbol lookup failed: %s", why);
         return 0;
     }
     return -1;
+}
+
+int root_scan(const struct ft_reader *rd, const struct root_range *writable, size_t n, struct root_found *f)
+{
+    memset(f, 0, sizeof *f);
+    return scan(rd, writable, n, f) ? 0 : -1;
 }

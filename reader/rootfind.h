@@ -15,8 +15,6 @@
 #include "funtrace_rawwrite.h"
 #include "maps.h"
 
-struct root_range { uint64_t start, end; };
-
 struct root_search {
     const struct ft_reader *rd;
     struct ce_maps *maps;
@@ -41,5 +39,10 @@ struct root_found {
 
 /* 0: found; -1: not found (why_not says why). */
 int root_find(const struct root_search *s, struct root_found *f);
+
+/* Step 2 alone: scan the writable ranges (address order) for a valid root.
+ * 0: found (f->by_scan set); -1: not found (f->why_not says what was
+ * rejected, "" if no candidate at all). */
+int root_scan(const struct ft_reader *rd, const struct root_range *writable, size_t n, struct root_found *f);
 
 #endif

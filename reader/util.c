@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,39 @@ void ce_missing_summary(const struct ft_emit_stats *st, char *buf, size_t len)
     int covered = ring_first || (st->nthreads_lost && !strncmp(p, "thread record", 13));
     if (p[0] && !covered) add_part(buf, len, &n, "%s", p);
     if (!buf[0]) snprintf(buf, len, "parts were not readable");
+}
+
+int ce_trace_note(const struct ft_emit_stats *st, uint64_t size, uint64_t expected, char *buf, size_t len)
+{
+    int truncated = expected > size;
+    buf[0] = 0;
+    if (st->header_flags & FT_RAWF_PARTIAL) {
+        char what[512], cut[96] = "";
+        ce_missing_summary(st, what, sizeof what);
+        if (truncated)
+            snprintf(cut, sizeof cut, ", core truncated at %llu of %llu bytes", (unsigned long long)size,
+                     (unsigned long long)expected);
+        snprintf(buf, len, "trace incomplete%s: %s", cut, what);
+        return 1;
+    }
+    if (truncated)
+        snprintf(buf, len, "the core is truncated (%llu of %llu bytes) but the trace is complete",
+                 (unsigned long long)size, (unsigned long long)expected);
+    return 0;
+}
+
+void ce_crash_fill(struct ft_raw_crash *out, int signo, int code, int err, uint32_t tid, uint64_t fault_addr,
+                   uint32_t sender_pid)
+{
+    memset(out, 0, sizeof *out);
+    out->signo = signo;
+    out->si_code = code;
+    out->si_errno = err;
+    out->tid = tid;
+    if (code > 0 && (signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL))
+        out->addr = fault_addr;
+    else if (code <= 0)
+        out->sender_pid = sender_pid;
 }
 
 static void oom(size_t n)

@@ -26,6 +26,22 @@ void ce_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * them, from st), then st->problem unless those counts already cover it. */
 void ce_missing_summary(const struct ft_emit_stats *st, char *buf, size_t len);
 
+/* What every extractor says about a finished trace, as one line (without the
+ * program's prefix), shared by coreextract and the gdb extension:
+ *   partial:              "trace incomplete[, core truncated at S of E bytes]: WHAT"
+ *                         (WHAT: ce_missing_summary); returns 1
+ *   complete, truncated:  "the core is truncated (S of E bytes) but the trace is complete"
+ *   complete:             ""; both return 0
+ * size/expected: the core's size and the size its headers promise (expected
+ * <= size: not truncated, or not a core). */
+int ce_trace_note(const struct ft_emit_stats *st, uint64_t size, uint64_t expected, char *buf, size_t len);
+
+/* A SIGINFO chunk from a siginfo's fields (FORMAT.md 2.2): the fault address
+ * is kept for SIGSEGV/SIGBUS/SIGFPE/SIGILL with code > 0, the sender's pid
+ * for code <= 0 (kill, tgkill, sigqueue, abort). */
+void ce_crash_fill(struct ft_raw_crash *out, int signo, int code, int err, uint32_t tid, uint64_t fault_addr,
+                   uint32_t sender_pid);
+
 /* Make room for one more element in *v (n used of *cap, elements of elt
  * bytes; the first allocation holds `first`).  Does not exit on failure, for
  * the watcher's paths: 0, or -1 (the array is unchanged). */

@@ -10,12 +10,10 @@ RT_C_SRCS := $(wildcard runtime/*.c)
 RT_S_SRCS := $(wildcard runtime/*.S)
 RT_OBJS := $(patsubst runtime/%.c,$(OBJ)/runtime/%.o,$(RT_C_SRCS)) \
            $(patsubst runtime/%.S,$(OBJ)/runtime/%.S.o,$(RT_S_SRCS))
-RT_GDB_BUILD_DIR := $(abspath $(SHARE))/gdb
-RT_GDB_PREFIX_DIR := $(PREFIX)/share/funtrace/gdb
+# (no path of this tree in traced programs: FILE_PREFIX_MAP, Makefile)
 RT_CFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
              -fno-instrument-functions -fno-omit-frame-pointer -fno-stack-protector \
-             -Iruntime/include -Iruntime -Ireader -MMD -MP
-RT_PREFIX_STAMP := $(OBJ)/runtime/prefix$(subst /,_,$(PREFIX)).stamp
+             -Iruntime/include -Iruntime -Ireader -MMD -MP $(FILE_PREFIX_MAP)
 
 RT_LIB := $(LIB)/libfuntrace.a
 RT_HEADERS := $(BUILD)/include/funtrace.h $(BUILD)/include/funtrace_abi.h
@@ -30,17 +28,7 @@ $(OBJ)/runtime/%.o: runtime/%.c
 
 $(OBJ)/runtime/%.S.o: runtime/%.S
 	@mkdir -p $(@D)
-	$(CC) -Iruntime/include -Iruntime -MMD -MP -g -c $< -o $@
-
-$(RT_PREFIX_STAMP):
-	@mkdir -p $(@D)
-	@rm -f $(OBJ)/runtime/prefix*.stamp
-	@touch $@
-
-$(OBJ)/runtime/gdb_autoload.o: runtime/gdb_autoload.c $(RT_PREFIX_STAMP)
-	@mkdir -p $(@D)
-	$(CC) $(RT_CFLAGS) -DFT_GDB_DIR_BUILD='"$(RT_GDB_BUILD_DIR)"' \
-	    -DFT_GDB_DIR_PREFIX='"$(RT_GDB_PREFIX_DIR)"' -c $< -o $@
+	$(CC) -Iruntime/include -Iruntime -MMD -MP -g $(FILE_PREFIX_MAP) -c $< -o $@
 
 $(RT_LIB): $(RT_OBJS) $(RD_RAW_OBJS)
 	@mkdir -p $(@D)

@@ -13,7 +13,8 @@
 #define FT_THR_OFF_WRAP 24
 
 /* struct ft_hot_settings (ft_internal.h) */
-#define FT_HOT_OFF_SAMPLED_MODE 0
+#define FT_HOT_OFF_MODE 0
+#define FT_HOT_MODE_OFF_BIT 0x80 /* FT_MODE_OFF */
 #define FT_HOT_OFF_SAMPLE_K 8
 
 #endif

@@ -31,10 +31,13 @@
 extern struct ft_root funtrace_root;
 
 /* per-thread hot-path pointers (TLS; the hooks read them local-exec). The
- * hooks test ft_sampled_mode first, then use ft_self (exact) or ft_self_s
- * (sampled); the pointer of the other mode stays at ft_thread_dummy_init.
- * Before the runtime is initialised ft_sampled_mode is 0: the first event
- * goes through the exact path's cold path, which initialises the runtime. */
+ * hooks test ft_hook_mode first: FT_MODE_EXACT (one compare, the only test
+ * on the exact path) uses ft_self; anything else is dispatched out of line:
+ * FT_MODE_OFF set (tracing frozen process-wide) returns at once, touching
+ * nothing else (not even TLS); otherwise FT_MODE_SAMPLED uses ft_self_s.
+ * The pointer of the other mode stays at ft_thread_dummy_init.  Before the
+ * runtime is initialised the mode is FT_MODE_EXACT: the first event goes
+ * through the exact path's cold path, which initialises the runtime. */
 extern __thread struct ft_thread *ft_self __attribute__((tls_model("initial-exec")));
 extern __thread struct ft_thread *ft_self_s __attribute__((tls_model("initial-exec")));
 extern struct ft_thread ft_thread_dummy_init FT_HIDDEN; /* mask 0: "create my record" */
@@ -42,15 +45,20 @@ extern struct ft_thread ft_thread_dummy_dead FT_HIDDEN; /* mask 0: "record nothi
 /* the hooks' read-mostly settings, written once at start-up, alone in their
  * cache line (a line shared with written data - ft_rt.lock, the root -
  * would cost every hook of every thread a miss after each such write) */
+#define FT_MODE_EXACT 0   /* FUNTRACE_TIME=exact (the default) */
+#define FT_MODE_SAMPLED 1 /* FUNTRACE_TIME=sampled */
+#define FT_MODE_OFF 0x80  /* or'ed in: tracing frozen, hooks return at once */
 struct ft_hot_settings {
-    uint8_t sampled_mode; /* 1: FUNTRACE_TIME=sampled (hooks_pg.S; ft_hook_offsets.h) */
+    uint8_t mode;         /* FT_MODE_* (hooks_pg.S; ft_hook_offsets.h) */
     uint8_t pad0[7];
     uint64_t sample_k;    /* a time word every k events (hooks_pg.S; ft_hook_offsets.h) */
     uint8_t pad1[48];
 };
 _Static_assert(sizeof(struct ft_hot_settings) == 64, "one cache line");
 extern struct ft_hot_settings ft_hot FT_HIDDEN;
-#define ft_sampled_mode (ft_hot.sampled_mode)
+#define ft_hook_mode (ft_hot.mode)
+/* the time mode, whether or not tracing is frozen */
+#define ft_sampled_mode ((ft_hot.mode & ~FT_MODE_OFF) == FT_MODE_SAMPLED)
 #define ft_sample_k (ft_hot.sample_k)
 extern uint32_t ft_xsave_size FT_HIDDEN; /* 0: use fxsave (512 bytes) */
 
@@ -161,6 +169,26 @@ int ft_snapshot_to_fd_buf(int fd, const struct ft_raw_crash *crash, uint64_t min
 /* a populated MAPPINGS buffer of FT_MAPS_PREALLOC bytes (*cap), or NULL */
 void *ft_snapshot_buf_new(size_t *cap) FT_HIDDEN;
 extern int ft_append_busy FT_HIDDEN; /* a snapshot is being appended to a file */
+
+/* snapshot_sched.c: the SCHEDEVT chunk of the runtime's snapshots */
+struct ft_source_info;
+struct ft_writer;
+struct ft_emit_stats;
+struct ft_sched_rt {
+    void *mem;       /* thread ids, then events */
+    size_t len;
+    int prealloc;    /* mem is the start-up buffer */
+    uint32_t *tids;
+    size_t ntids;
+};
+void ft_sched_rt_init(void) FT_HIDDEN;             /* FUNTRACE_SCHED*, the start-up buffer */
+void ft_sched_rt_after_fork_child(void) FT_HIDDEN;
+/* take a buffer and collect the emitted threads' tids through si->on_thread */
+void ft_sched_rt_begin(struct ft_sched_rt *s, struct ft_source_info *si) FT_HIDDEN;
+/* capture and write SCHEDEVT (events in [min_tsc, to_tsc]), then release; 0 / -1 */
+int ft_sched_rt_write(struct ft_sched_rt *s, const struct ft_writer *w, struct ft_emit_stats *st,
+                      uint64_t min_tsc, uint64_t to_tsc) FT_HIDDEN;
+void ft_sched_rt_release(struct ft_sched_rt *s) FT_HIDDEN;
 
 /* util */
 size_t ft_u64_to_dec(char *buf, uint64_t v) FT_HIDDEN;

@@ -9,23 +9,50 @@
 # instrumentation flags and -I<prefix>/include (for funtrace.h):
 #   gcc/g++:     -pg -mfentry -minstrument-return=call     (FUNTRACE_INSTR=pg, default)
 #                -finstrument-functions                    (FUNTRACE_INSTR=finstr)
+#                  + -finstrument-functions-exclude-file-list=.h,.hpp,/usr/include
+#                    (as the original funtrace; -funtrace-trace-headers keeps them)
 #   clang/++:    -finstrument-functions-after-inlining
 #   any:         nothing                                   (FUNTRACE_INSTR=none)
-# Linking an executable (no -c/-S/-E/-M/-MM, no -shared/-r, some input):
-#   adds <prefix>/lib/libfuntrace.a (whole archive), -ldl -pthread and
-#   exports the runtime's hooks and root into the executable's .dynsym, so
-#   that dlopen'ed instrumented libraries and the readers find them.
+# Linking (no -c/-S/-E/-M/-MM): the instrumentation flags again, so that the
+# code generated at link time (-flto) is instrumented too.  Linking an
+# executable (no -shared/-r, some input) also adds <prefix>/lib/libfuntrace.a
+# (whole archive; libfuntrace_count.a with -funtrace-count), -ldl -pthread,
+# exports the runtime's hooks and root into the executable's .dynsym (so that
+# dlopen'ed instrumented libraries and the readers find them), and then checks
+# the executable: one warning line if no function (or under 5%) calls the hooks.
 # Shared libraries are instrumented but never get the runtime: their hooks
 # resolve to the executable's.
+# Flags of the original funtrace (removed before the compiler sees them):
+#   -funtrace-instr-thresh=N   leave out functions of < N instructions without loops
+#   -funtrace-ignore-loops     ... even those with loops
+#   -funtrace-no-trace=FILE    leave out the (mangled) functions listed in FILE
+#   -funtrace-do-trace=FILE    never leave out the functions listed in FILE
+#   -funtrace-verbose          say which functions were left out and why
+# applied by editing the generated assembly (funtrace-asmfilter); and ours:
+#   -funtrace-exclude-list=FILE  leave out the functions in FILE with the
+#                              compiler's own option where it has one (gcc
+#                              -finstrument-functions-exclude-function-list,
+#                              FUNTRACE_INSTR=finstr), else as -funtrace-no-trace
+#   -funtrace-count            link the call-counting runtime (funtrace-count)
+#   -funtrace-trace-headers    finstr mode: do not exclude headers
 # The real compiler: $FUNTRACE_CC / $FUNTRACE_CXX / $FUNTRACE_CLANG /
 # $FUNTRACE_CLANGXX, else gcc / g++ / clang / clang++ from PATH.
+# FUNTRACE_FLAGS: more of these -funtrace-* flags (words), for build systems
+# whose compiler flags are hard to reach.
+# FUNTRACE_CHECK=0 skips the check of linked executables.
 set -u
+if [ -n "${FUNTRACE_FLAGS:-}" ]; then
+    # shellcheck disable=SC2086
+    set -- $FUNTRACE_FLAGS "$@"
+fi
 self=$(readlink -f -- "$0")
 prefix=$(dirname -- "$(dirname -- "$self")")
 lib="$prefix/lib"
 inc="$prefix/include"
+bin="$prefix/bin"
+me=$(basename -- "$0")
 
-case "$(basename -- "$0")" in
+case "$me" in
     *clang++*) cc=${FUNTRACE_CLANGXX:-clang++}; kind=clang ;;
     *clang*)   cc=${FUNTRACE_CLANG:-clang}; kind=clang ;;
     *g++*)     cc=${FUNTRACE_CXX:-g++}; kind=gcc ;;
@@ -39,69 +66,131 @@ fi
 case "$instr" in
     pg)
         if [ $kind = clang ]; then
-            echo "funtrace-$kind: FUNTRACE_INSTR=pg needs gcc; clang uses -finstrument-functions-after-inlining" >&2
+            echo "$me: FUNTRACE_INSTR=pg needs gcc; clang uses -finstrument-functions-after-inlining" >&2
             instr=finstr
         fi ;;
     finstr|none) ;;
-    *) echo "funtrace wrapper: FUNTRACE_INSTR must be pg, finstr or none (got '$instr')" >&2; exit 2 ;;
+    *) echo "$me: FUNTRACE_INSTR must be pg, finstr or none (got '$instr')" >&2; exit 2 ;;
 esac
-
-if [ $instr = pg ]; then
-    cflags=(-pg -mfentry -minstrument-return=call)
-elif [ $instr = finstr ] && [ $kind = gcc ]; then
-    cflags=(-finstrument-functions)
-elif [ $instr = finstr ]; then
-    cflags=(-finstrument-functions-after-inlining)
-else
-    cflags=()
-fi
 
 link=1
 shared=0
 have_src=0
 have_input=0
+have_x=0
+asm_only=0
+lto=0
+out=
 args=()
+srcs=()        # C/C++ sources (candidates for the assembly filter)
 expect_value=0
+prev=
+# the original funtrace's filter flags, and ours
+filter=()      # arguments of funtrace-asmfilter
+count=0
+headers=0
+exclude_list=
 for a in "$@"; do
     if [ $expect_value = 1 ]; then
         expect_value=0
+        [ "$prev" = -o ] && out=$a
         args+=("$a")
         continue
     fi
     case "$a" in
-        -c|-S|-E|-M|-MM) link=0 ;;
+        -funtrace-instr-thresh=*)
+            n=${a#*=}
+            if ! [[ $n =~ ^[0-9]+$ ]]; then
+                echo "$me: $a: the threshold must be a number of instructions" >&2; exit 2
+            fi
+            filter+=(--thresh "$n"); continue ;;
+        -funtrace-ignore-loops) filter+=(--ignore-loops); continue ;;
+        -funtrace-no-trace=*|-funtrace-do-trace=*|-funtrace-exclude-list=*)
+            f=${a#*=}
+            if [ ! -r "$f" ]; then
+                echo "$me: $a: cannot read $f" >&2; exit 2
+            fi
+            case "$a" in
+                -funtrace-no-trace=*) filter+=(--no-trace "$f") ;;
+                -funtrace-do-trace=*) filter+=(--do-trace "$f") ;;
+                *) exclude_list=$f ;;
+            esac
+            continue ;;
+        -funtrace-verbose) filter+=(-v); continue ;;
+        -funtrace-count) count=1; continue ;;
+        -funtrace-trace-headers) headers=1; continue ;;
+        -funtrace-*)
+            echo "$me: unknown flag $a (funtrace flags: -funtrace-instr-thresh=N -funtrace-ignore-loops" \
+                 "-funtrace-no-trace=FILE -funtrace-do-trace=FILE -funtrace-exclude-list=FILE" \
+                 "-funtrace-verbose -funtrace-count -funtrace-trace-headers)" >&2
+            exit 2 ;;
+        -c|-E|-M|-MM) link=0 ;;
+        -S) link=0; asm_only=1 ;;
         -shared|-r|-Wl,-r|-Wl,-shared|-Wl,--relocatable) shared=1 ;;
+        -flto|-flto=*) lto=1 ;;
+        -fno-lto) lto=0 ;;
         -fomit-frame-pointer)
             # gcc refuses -pg with -fomit-frame-pointer
             [ $instr = pg ] && continue ;;
         -o|-I|-L|-D|-U|-x|-MF|-MT|-MQ|-include|-imacros|-isystem|-iquote|-idirafter|-iprefix|\
         -iwithprefix|-iwithprefixbefore|-isysroot|-Xlinker|-Xassembler|-Xpreprocessor|-Xclang|\
         -u|-T|-z|-aux-info|--param|-l|-arch|-target|--target|-MJ|-dumpdir|-dumpbase|-dumpbase-ext)
-            [ "$a" = -x ] && have_src=1
+            [ "$a" = -x ] && { have_src=1; have_x=1; }
+            prev=$a
             expect_value=1 ;;
-        -x*) have_src=1 ;;
+        -o*) out=${a#-o} ;;
+        -x*) have_src=1; have_x=1 ;;
         -) have_input=1; have_src=1 ;;
         -*) ;;
         *)
             have_input=1
             case "$a" in
-                *.c|*.cc|*.cp|*.cxx|*.cpp|*.CPP|*.c++|*.C|*.i|*.ii|*.s|*.S|*.sx|*.m|*.mm|*.M) have_src=1 ;;
+                *.c|*.cc|*.cp|*.cxx|*.cpp|*.CPP|*.c++|*.C|*.i|*.ii) have_src=1; srcs+=("$a") ;;
+                *.s|*.S|*.sx|*.m|*.mm|*.M) have_src=1 ;;
             esac ;;
     esac
     args+=("$a")
 done
 
+if [ $instr = pg ]; then
+    cflags=(-pg -mfentry -minstrument-return=call)
+elif [ $instr = finstr ] && [ $kind = gcc ]; then
+    cflags=(-finstrument-functions)
+    [ $headers = 0 ] && cflags+=(-finstrument-functions-exclude-file-list=.h,.hpp,/usr/include)
+elif [ $instr = finstr ]; then
+    cflags=(-finstrument-functions-after-inlining)
+else
+    cflags=()
+fi
+# -funtrace-exclude-list: the compiler's own option where there is one
+if [ -n "$exclude_list" ]; then
+    if [ $instr = finstr ] && [ $kind = gcc ]; then
+        names=$(grep -v '^[[:space:]]*#' -- "$exclude_list" | tr -s ' \t\r\n' ',' | sed 's/^,//; s/,$//')
+        [ -n "$names" ] && cflags+=("-finstrument-functions-exclude-function-list=$names")
+    else
+        filter+=(--no-trace "$exclude_list")
+    fi
+fi
+[ $instr = none ] && filter=()
+
 extra=()
 if [ $link = 0 ] || [ $have_src = 1 ]; then
     extra+=("${cflags[@]}" "-I$inc")
+elif [ $link = 1 ]; then
+    # a link: code generated here (LTO) must be instrumented as well
+    extra+=("${cflags[@]}")
 fi
+rtlib="$lib/libfuntrace.a"
+[ $count = 1 ] && rtlib="$lib/libfuntrace_count.a"
+exe=0
 if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
-    if [ ! -f "$lib/libfuntrace.a" ]; then
-        echo "funtrace wrapper: $lib/libfuntrace.a not found" >&2
+    exe=1
+    if [ ! -f "$rtlib" ]; then
+        echo "$me: $rtlib not found" >&2
         exit 2
     fi
     # -x none: a "-x c++" (or any -x) in the arguments must not apply to the archive
-    extra+=(-x none -Wl,--whole-archive "$lib/libfuntrace.a" -Wl,--no-whole-archive -ldl -pthread
+    extra+=(-x none -Wl,--whole-archive "$rtlib" -Wl,--no-whole-archive -ldl -pthread
             -Wl,--export-dynamic-symbol=funtrace_root
             -Wl,--export-dynamic-symbol=__fentry__
             -Wl,--export-dynamic-symbol=__return__
@@ -113,4 +202,126 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
             -Wl,--export-dynamic-symbol=pthread_setname_np
             '-Wl,--export-dynamic-symbol=funtrace_*')
 fi
-exec "$cc" "${args[@]}" "${extra[@]}"
+
+# after linking an executable: does anything call the hooks?
+check_exe() {
+    [ $exe = 1 ] && [ $instr != none ] && [ "${FUNTRACE_CHECK:-1}" != 0 ] || return 0
+    local x=${out:-a.out}
+    [ -x "$bin/funtrace-instrcheck" ] && [ -f "$x" ] || return 0
+    "$bin/funtrace-instrcheck" --quiet --name "$me" --runtime "$rtlib" "$x" 2>&1 >/dev/null | head -1 >&2
+    return 0
+}
+
+# no assembly filtering needed (or possible): one compiler run
+use_filter=1
+if [ ${#filter[@]} = 0 ] || [ ${#srcs[@]} = 0 ]; then
+    use_filter=0
+elif [ $lto = 1 ] || [ $have_x = 1 ]; then
+    why="-flto (the code is generated at link time)"
+    [ $have_x = 1 ] && why="-x LANG"
+    echo "$me: warning: -funtrace-instr-thresh/-no-trace/-do-trace are not applied with $why" >&2
+    use_filter=0
+else
+    for a in "$@"; do
+        case "$a" in -E|-M|-MM) use_filter=0 ;; esac
+    done
+fi
+if [ $use_filter = 0 ]; then
+    if [ $exe = 0 ]; then
+        exec "$cc" "${args[@]}" "${extra[@]}"
+    fi
+    "$cc" "${args[@]}" "${extra[@]}"
+    rc=$?
+    [ $rc = 0 ] && check_exe
+    exit $rc
+fi
+
+# With the filter: every C/C++ source is compiled to assembly (-S), filtered,
+# then assembled; a link step then links the objects instead of the sources.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/funtrace-cc.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT
+is_src() {
+    local s
+    for s in "${srcs[@]}"; do [ "$s" = "$1" ] && return 0; done
+    return 1
+}
+# the arguments without the sources, -o X, -c/-S; the dependency flags apart
+common=()
+deps=()
+has_mt=0
+has_mf=0
+skip=0
+for a in "${args[@]}"; do
+    if [ $skip = 1 ]; then skip=0; [ "$prev" = -o ] || { [ "$prev" = dep ] && deps+=("$a") || common+=("$a"); }; continue; fi
+    case "$a" in
+        -o) prev=-o; skip=1 ;;
+        -o*|-c|-S) ;;
+        -MF|-MT|-MQ) [ $a = -MF ] && has_mf=1 || has_mt=1; deps+=("$a"); prev=dep; skip=1 ;;
+        -MD|-MMD|-MP|-MG) deps+=("$a") ;;
+        -MF*) has_mf=1; deps+=("$a") ;;
+        -MT*|-MQ*) has_mt=1; deps+=("$a") ;;
+        -o|-I|-L|-D|-U|-include|-imacros|-isystem|-iquote|-idirafter|-iprefix|-iwithprefix|\
+        -iwithprefixbefore|-isysroot|-Xlinker|-Xassembler|-Xpreprocessor|-Xclang|-u|-T|-z|-aux-info|\
+        --param|-l|-arch|-target|--target|-MJ|-dumpdir|-dumpbase|-dumpbase-ext)
+            common+=("$a"); prev=$a; skip=1 ;;
+        *) is_src "$a" || common+=("$a") ;;
+    esac
+done
+# the assembler step: no preprocessing or debug-info flags (the .s has them)
+asflags=()
+for a in "${common[@]}"; do
+    case "$a" in
+        -g*|-M*) ;;
+        *) asflags+=("$a") ;;
+    esac
+done
+objs=()
+i=0
+for s in "${srcs[@]}"; do
+    i=$((i + 1))
+    base=$(basename -- "${s%.*}")
+    if [ $link = 1 ]; then
+        obj="$tmp/$i-$base.o"
+    elif [ -n "$out" ]; then
+        obj=$out
+    elif [ $asm_only = 1 ]; then
+        obj="$base.s"
+    else
+        obj="$base.o"
+    fi
+    asm="$tmp/$i-$base.s"
+    d=("${deps[@]}")
+    if [ ${#deps[@]} != 0 ] && [ $link = 0 ]; then
+        [ $has_mt = 0 ] && d+=(-MT "$obj")
+        [ $has_mf = 0 ] && d+=(-MF "${obj%.*}.d")
+    fi
+    "$cc" "${common[@]}" "${d[@]}" "${cflags[@]}" "-I$inc" -S "$s" -o "$asm" || exit $?
+    "$bin/funtrace-asmfilter" --name "$me" "${filter[@]}" "$asm" || exit $?
+    if [ $asm_only = 1 ]; then
+        cp -- "$asm" "$obj" || exit $?
+        continue
+    fi
+    "$cc" "${asflags[@]}" -c "$asm" -o "$obj" || exit $?
+    objs+=("$obj")
+done
+[ $link = 0 ] && exit 0
+# link: the objects in place of the sources, in order
+largs=()
+skip=0
+for a in "${args[@]}"; do
+    if [ $skip = 1 ]; then skip=0; largs+=("$a"); continue; fi
+    case "$a" in
+        -o|-L|-Xlinker|-u|-T|-z|-l) largs+=("$a"); skip=1 ;;
+        *)
+            if is_src "$a"; then
+                largs+=("${objs[0]}")
+                objs=("${objs[@]:1}")
+            else
+                largs+=("$a")
+            fi ;;
+    esac
+done
+"$cc" "${largs[@]}" "${extra[@]}"
+rc=$?
+[ $rc = 0 ] && check_exe
+exit $rc

@@ -4,7 +4,9 @@
  * cold path.
  *
  * The mode is tested first (a predicted branch on a read-mostly byte), so
- * sampled mode never goes through a failed exact attempt:
+ * sampled mode never goes through a failed exact attempt; a mode other than
+ * exact is dispatched out of line: FT_MODE_OFF (tracing frozen) returns at
+ * once without touching TLS or the record, else sampled:
  *   exact:   rec = ft_self; slot = rec->pos & rec->mask; if 0 -> cold path;
  *            store word; store tsc; rec->pos = (slot + 16) & mask.
  *   sampled: rec = ft_self_s; slot = rec->pos & rec->mask; if 0 -> cold
@@ -22,7 +24,8 @@ _Static_assert(offsetof(struct ft_thread, pos) == FT_THR_OFF_POS, "hooks_pg.S PO
 _Static_assert(offsetof(struct ft_thread, mask) == FT_THR_OFF_MASK, "hooks_pg.S MASK");
 _Static_assert(offsetof(struct ft_thread, countdown) == FT_THR_OFF_COUNTDOWN, "hooks_pg.S COUNTDOWN");
 _Static_assert(offsetof(struct ft_thread, wrap) == FT_THR_OFF_WRAP, "hooks_pg.S WRAP");
-_Static_assert(offsetof(struct ft_hot_settings, sampled_mode) == FT_HOT_OFF_SAMPLED_MODE, "hooks_pg.S ft_hot");
+_Static_assert(offsetof(struct ft_hot_settings, mode) == FT_HOT_OFF_MODE, "hooks_pg.S ft_hot");
+_Static_assert(FT_MODE_OFF == FT_HOT_MODE_OFF_BIT && FT_MODE_EXACT == 0, "hooks_pg.S mode values");
 _Static_assert(offsetof(struct ft_hot_settings, sample_k) == FT_HOT_OFF_SAMPLE_K, "hooks_pg.S ft_hot+8");
 
 /* xsave area size for the asm cold path (hooks_pg.S computes it on first use) */
@@ -85,7 +88,9 @@ static __attribute__((noinline)) void cold(struct ft_thread *t, uint64_t word)
 
 static inline __attribute__((always_inline)) void event(uint64_t word)
 {
-    if (__builtin_expect(ft_sampled_mode, 0)) {
+    if (__builtin_expect(ft_hook_mode != FT_MODE_EXACT, 0)) {
+        if (ft_hook_mode & FT_MODE_OFF)
+            return; /* frozen: touch nothing (TLS may be garbage meanwhile) */
         struct ft_thread *s = SELF_LOAD(ft_self_s);
         uint64_t mask = s->mask, slot = s->pos & mask;
         if (__builtin_expect(!slot, 0)) {

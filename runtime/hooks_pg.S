@@ -29,7 +29,10 @@
  *
  * The mode test comes first (a predicted branch on a byte written once, in a
  * cache line of its own), so sampled mode never goes through a failed exact
- * attempt.
+ * attempt.  It is a single compare against the exact mode (0); any other
+ * mode is dispatched out of line (label 3): FT_MODE_OFF set (tracing frozen
+ * process-wide, runtime/freeze.c) returns at once without touching TLS, the
+ * record or the stack beyond the return address; else sampled.
  *
  * The mask (pause control) is read ONCE per event, to compute the slot; the
  * new pos is wrapped with the record's `wrap` (ring | (ring_size - 1), set
@@ -66,7 +69,7 @@
     .p2align 5
 \name:
     .cfi_startproc
-    cmpb $0, ft_hot+FT_HOT_OFF_SAMPLED_MODE(%rip) /* ft_hot.sampled_mode */
+    cmpb $0, ft_hot+FT_HOT_OFF_MODE(%rip) /* ft_hot.mode == FT_MODE_EXACT? */
     jne 3f
     /* ---- exact mode: 16-byte entries {word, tsc} ---- */
     PUSH %r11
@@ -107,8 +110,12 @@
     call ft_asm_slow                /* create the record, write the event */
     jmp 1b
 
-3:  /* ---- sampled mode: 8-byte words, a time word every ft_sample_k events ---- */
+3:  /* ---- not exact: frozen (FT_MODE_OFF set) or sampled ---- */
     .cfi_def_cfa_offset 8
+    testb $FT_HOT_MODE_OFF_BIT, ft_hot+FT_HOT_OFF_MODE(%rip)
+    jz 4f
+    ret                             /* frozen: record nothing */
+4:  /* ---- sampled mode: 8-byte words, a time word every ft_sample_k events ---- */
     PUSH %r11
     PUSH %rax
     PUSH %rcx                       /* CFA = rsp + 32 */

@@ -13,7 +13,6 @@
 
 #include "ft_internal.h"
 
-#define OFF(s, f) ((uint16_t)offsetof(struct s, f))
 
 /* The root.  The magic is NOT initialised here (the binary only holds its
  * complement, ft_magic_c below); ft_init() writes it. */
@@ -29,79 +28,11 @@ FT_EXPORT __attribute__((used, aligned(64))) struct ft_root funtrace_root = {
         .sizes_off = offsetof(struct ft_root, sizes),
         .offsets_off = offsetof(struct ft_root, offsets),
     },
-    .sizes = {
-        [FT_S_ROOT] = sizeof(struct ft_root),
-        [FT_S_THREAD] = sizeof(struct ft_thread),
-        [FT_S_MODULE] = sizeof(struct ft_module),
-        [FT_S_GEN] = sizeof(struct ft_gen),
-        [FT_S_ENTRY_EXACT16] = sizeof(struct ft_entry),
-        [FT_S_ENTRY_SAMPLED8] = sizeof(uint64_t),
-    },
-    .offsets = {
-        [FT_F_ROOT_PID] = OFF(ft_root, pid),
-        [FT_F_ROOT_TSC_HZ] = OFF(ft_root, tsc_hz),
-        [FT_F_ROOT_TSC_HZ_SOURCE] = OFF(ft_root, tsc_hz_source),
-        [FT_F_ROOT_TIME_MODE] = OFF(ft_root, time_mode),
-        [FT_F_ROOT_INIT_TSC] = OFF(ft_root, init_tsc),
-        [FT_F_ROOT_CMDLINE] = OFF(ft_root, cmdline),
-        [FT_F_ROOT_CMDLINE_LEN] = OFF(ft_root, cmdline_len),
-        [FT_F_ROOT_THREADS] = OFF(ft_root, threads),
-        [FT_F_ROOT_THREADS_CAP] = OFF(ft_root, threads_cap),
-        [FT_F_ROOT_THREADS_USED] = OFF(ft_root, threads_used),
-        [FT_F_ROOT_MODULES] = OFF(ft_root, modules),
-        [FT_F_ROOT_MODULES_CAP] = OFF(ft_root, modules_cap),
-        [FT_F_ROOT_MODULES_USED] = OFF(ft_root, modules_used),
-        [FT_F_ROOT_MODULE_EPOCH] = OFF(ft_root, module_epoch),
-        [FT_F_ROOT_GENS] = OFF(ft_root, gens),
-        [FT_F_ROOT_GENS_CAP] = OFF(ft_root, gens_cap),
-        [FT_F_ROOT_GEN_CURRENT] = OFF(ft_root, gen_current),
-        [FT_F_ROOT_DEFAULT_BUF_SIZE] = OFF(ft_root, default_buf_size),
-        [FT_F_ROOT_GEN_MS] = OFF(ft_root, gen_ms),
-        [FT_F_ROOT_BUDGET] = OFF(ft_root, budget),
-        [FT_F_ROOT_SAMPLE_K] = OFF(ft_root, sample_k),
-        [FT_F_ROOT_ENABLED] = OFF(ft_root, enabled),
-        [FT_F_ROOT_SNAPSHOT_SIGNAL] = OFF(ft_root, snapshot_signal),
-        [FT_F_ROOT_FLAGS] = OFF(ft_root, flags),
-        [FT_F_THR_POS] = OFF(ft_thread, pos),
-        [FT_F_THR_MASK] = OFF(ft_thread, mask),
-        [FT_F_THR_RING] = OFF(ft_thread, ring),
-        [FT_F_THR_RING_SIZE] = OFF(ft_thread, ring_size),
-        [FT_F_THR_TID] = OFF(ft_thread, tid),
-        [FT_F_THR_STATE] = OFF(ft_thread, state),
-        [FT_F_THR_FMT] = OFF(ft_thread, fmt),
-        [FT_F_THR_FLAGS] = OFF(ft_thread, flags),
-        [FT_F_THR_START_TSC] = OFF(ft_thread, start_tsc),
-        [FT_F_THR_EXIT_TSC] = OFF(ft_thread, exit_tsc),
-        [FT_F_THR_SEQ] = OFF(ft_thread, seq),
-        [FT_F_THR_NAME] = OFF(ft_thread, name),
-        [FT_F_THR_GEN_POS] = OFF(ft_thread, gen_pos),
-        [FT_F_MOD_BIAS] = OFF(ft_module, bias),
-        [FT_F_MOD_GEN_LOADED] = OFF(ft_module, gen_loaded),
-        [FT_F_MOD_GEN_UNLOADED] = OFF(ft_module, gen_unloaded),
-        [FT_F_MOD_EPOCH_LOADED] = OFF(ft_module, epoch_loaded),
-        [FT_F_MOD_EPOCH_UNLOADED] = OFF(ft_module, epoch_unloaded),
-        [FT_F_MOD_STATE] = OFF(ft_module, state),
-        [FT_F_MOD_NSEG] = OFF(ft_module, nseg),
-        [FT_F_MOD_SEG] = OFF(ft_module, seg),
-        [FT_F_MOD_BUILD_ID_LEN] = OFF(ft_module, build_id_len),
-        [FT_F_MOD_BUILD_ID] = OFF(ft_module, build_id),
-        [FT_F_MOD_PATH] = OFF(ft_module, path),
-        [FT_F_GEN_GEN] = OFF(ft_gen, gen),
-        [FT_F_GEN_FLAGS] = OFF(ft_gen, flags),
-        [FT_F_GEN_START_TSC] = OFF(ft_gen, start_tsc),
-        [FT_F_GEN_CLK_TSC] = OFF(ft_gen, clk_tsc),
-        [FT_F_GEN_CLK_MONO_NS] = OFF(ft_gen, clk_mono_ns),
-        [FT_F_GEN_CLK_REAL_NS] = OFF(ft_gen, clk_real_ns),
-        [FT_F_GEN_TSC_HZ] = OFF(ft_gen, tsc_hz),
-        [FT_F_GEN_MODULE_EPOCH] = OFF(ft_gen, module_epoch),
-        [FT_F_ROOT_THREADS_CREATED] = OFF(ft_root, threads_created),
-        [FT_F_ROOT_RINGS_EVICTED] = OFF(ft_root, rings_evicted),
-        [FT_F_ROOT_RECORDS_REUSED] = OFF(ft_root, records_reused),
-    },
+    .sizes = FT_ROOT_SIZES_INIT,
+    .offsets = FT_ROOT_OFFSETS_INIT,
     .enabled = 1,
 };
 
-_Static_assert(FT_F_COUNT == FT_F_ROOT_RECORDS_REUSED + 1, "every field id has an offset above");
 _Static_assert(sizeof(struct ft_root) < 0x10000, "offsets fit in uint16_t");
 _Static_assert(sizeof(struct ft_thread) == 1216, "ft_thread is 1216 bytes (COMMON.md)");
 
@@ -243,7 +174,7 @@ static void read_settings(void)
         else if (strcmp(s, "exact"))
             ft_warn("FUNTRACE_TIME must be exact or sampled; using exact", s);
     }
-    ft_sampled_mode = r->time_mode == FT_TIME_SAMPLED;
+    ft_hook_mode = r->time_mode == FT_TIME_SAMPLED ? FT_MODE_SAMPLED : FT_MODE_EXACT;
     r->enabled = 1;
 }
 

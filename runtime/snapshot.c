@@ -107,6 +107,7 @@ void *ft_snapshot_buf_new(size_t *cap)
 void ft_snapshot_init(void)
 {
     maps_prealloc = ft_snapshot_buf_new(&maps_prealloc_cap);
+    ft_sched_rt_init();
 }
 
 static int mbuf_reserve(struct mbuf *b, size_t more)
@@ -279,11 +280,17 @@ static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uin
     si.min_tsc = min_tsc;
     si.live = 1;
     si.extra_flags = min_tsc ? FT_RAWF_TIME_FILTERED : 0;
+    struct ft_sched_rt sched; /* SCHEDEVT (snapshot_sched.c) */
+    ft_sched_rt_begin(&sched, &si);
     paused = ft_pause_all(may_block);
     si.taken_tsc = ft_rdtsc();
     rc = ft_raw_emit(&rd, (uint64_t)(uintptr_t)&funtrace_root, &si, w, &st);
     if (paused)
         ft_resume_all();
+    if (rc == 0)
+        rc = ft_sched_rt_write(&sched, w, &st, min_tsc, si.taken_tsc);
+    else
+        ft_sched_rt_release(&sched);
     if (rc == 0)
         rc = ft_raw_end(w, &st);
     mbuf_free(&maps);
@@ -324,6 +331,7 @@ void ft_snapshot_after_fork_child(void)
     pthread_mutex_init(&append_mutex, NULL);
     ft_append_busy = 0;
     maps_prealloc_busy = 0;
+    ft_sched_rt_after_fork_child();
     /* the buffer's pages are shared copy-on-write with the parent (and the
      * lock is not inherited): make them the child's own now */
     if (maps_prealloc) {

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Every `make install` the tests run (also through ./setup.sh) puts gdb's loader
+# into this directory, not into gdb's system-wide gdbinit directory: only
+# tests/test_gdb_install.py installs that one, on purpose (gdb/build.mk).
+os.environ.setdefault("GDB_INIT_DIR", os.path.join(tempfile.gettempdir(), f"funtrace-tests-gdbinit-{os.getpid()}"))
 BUILD = ROOT / "build"
 BIN = BUILD / "bin"
 LIB = BUILD / "lib"
@@ -312,24 +318,21 @@ def elf_is_pie(path) -> bool:
     return int.from_bytes(hdr[16:18], "little") == 3
 
 
-# struct ft_module (runtime/include/funtrace_abi.h): size and field offsets
-FT_MODULE_SIZE = 496
-FT_MODULE_STATE_OFF = 40
-FT_MODULE_PATH_OFF = 176
 FT_MOD_STATE = {0: "free", 1: "loaded", 2: "unloaded"}
 
 
 def raw_modules(raw) -> list:
-    """[{bias, gen_loaded, gen_unloaded, state, path}] from the MODULES chunks of a rawfile.Raw."""
-    import struct as _struct
+    """[{bias, gen_loaded, gen_unloaded, state, path}] from the MODULES chunks of a rawfile.Raw
+    (records laid out as struct ft_module: rawfile.abi())."""
+    import rawfile
+    size = rawfile.abi_struct("MODULE")[0]
     mods = []
     for payload in raw.modules:
-        for off in range(0, len(payload) - FT_MODULE_SIZE + 1, FT_MODULE_SIZE):
-            bias, gen_loaded, gen_unloaded = _struct.unpack_from("<3Q", payload, off)
-            (state,) = _struct.unpack_from("<I", payload, off + FT_MODULE_STATE_OFF)
-            path = payload[off + FT_MODULE_PATH_OFF:off + FT_MODULE_SIZE].split(b"\0")[0]
-            mods.append(dict(bias=bias, gen_loaded=gen_loaded, gen_unloaded=gen_unloaded,
-                             state=FT_MOD_STATE.get(state, state), path=path.decode("utf-8", "replace")))
+        for off in range(0, len(payload) - size + 1, size):
+            m = rawfile.unpack_record(payload, "MODULE", off)
+            mods.append(dict(bias=m["bias"], gen_loaded=m["gen_loaded"], gen_unloaded=m["gen_unloaded"],
+                             state=FT_MOD_STATE.get(m["state"], m["state"]),
+                             path=m["path"].split(b"\0")[0].decode("utf-8", "replace")))
     return mods
 
 

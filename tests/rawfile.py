@@ -2,10 +2,48 @@
 
 Only for assertions in the test suite: the product's reader is the decoder (C).
 """
+import functools
+import json
+import os
 import struct
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=None)
+def abi() -> dict:
+    """The in-memory ABI as funtrace_abi.h declares it (its field table and
+    structs), from tests/progs/abi_json.c: {"structs": {NAME: {id, size}},
+    "fields": [{id, name, struct, member, offset, width}], "raw_sizes": {...}}."""
+    with tempfile.TemporaryDirectory(prefix="ft-abi-") as d:
+        exe = os.path.join(d, "abi_json")
+        subprocess.run(["gcc", "-std=gnu11", "-I", str(ROOT / "runtime" / "include"), "-o", exe,
+                        str(ROOT / "tests" / "progs" / "abi_json.c")], check=True, timeout=120)
+        out = subprocess.run([exe], check=True, capture_output=True, text=True, timeout=60).stdout
+    return json.loads(out)
+
+
+def abi_struct(name) -> tuple:
+    """(size, {member: (offset, width)}) of one in-memory structure (ROOT, THREAD, MODULE, GEN)."""
+    a = abi()
+    return a["structs"][name]["size"], {f["member"]: (f["offset"], f["width"])
+                                         for f in a["fields"] if f["struct"] == name}
+
+
+def unpack_record(b, name, off=0) -> dict:
+    """{member: int or bytes} of one record of an in-memory structure (8/4-byte
+    fields as integers, wider ones as bytes)."""
+    _size, fields = abi_struct(name)
+    out = {}
+    for m, (o, w) in fields.items():
+        raw = b[off + o:off + o + w]
+        out[m] = int.from_bytes(raw, "little") if w in (4, 8) else bytes(raw)
+    return out
 
 F_RET = 1 << 63
 F_RET_WITH_CALLER = 1 << 62
@@ -97,6 +135,7 @@ class Raw:
     procmaps: list = field(default_factory=list)  # PROCMAPS lines parsed like /proc/PID/maps
     procmaps_text: Optional[bytes] = None
     ended: bool = False
+    sched: Optional[dict] = None  # SCHEDEVT: header fields + "events" (FORMAT.md 2.6)
 
     def thread(self, tid) -> Thread:
         for t in self.threads:
@@ -147,10 +186,9 @@ def parse(data) -> Raw:
                                          offset=int(f[2], 16), dev=f[3], inode=f[4],
                                          path=f[5] if len(f) > 5 else ""))
         elif magic == "GENERATN":
-            for i in range(0, len(p), 64):
-                g = struct.unpack_from("<8Q", p, i)
-                raw.gens.append(dict(zip(["gen", "flags", "start_tsc", "clk_tsc", "clk_mono_ns",
-                                          "clk_real_ns", "tsc_hz", "module_epoch"], g)))
+            size = abi_struct("GEN")[0]
+            for i in range(0, len(p) - size + 1, size):
+                raw.gens.append(unpack_record(p, "GEN", i))
         elif magic == "MODULES ":
             raw.modules.append(p)  # layout: struct ft_module[] (see funtrace_abi.h)
         elif magic == "THREADID":
@@ -185,4 +223,38 @@ def parse(data) -> Raw:
             raw.stacks.append(Stack(tid, unw, flags, regs, pcs))
         elif magic == "ENDTRACE":
             raw.ended = True
+        elif magic == "SCHEDEVT":
+            raw.sched = parse_sched(p)
     return raw
+
+
+def without_chunks(data: bytes, magics) -> bytes:
+    """data with the chunks named in magics left out (e.g. the pipe handler's SCHEDEVT)."""
+    out, off = [], 0
+    while off + 16 <= len(data):
+        length = struct.unpack_from("<Q", data, off + 8)[0]
+        if data[off:off + 8].decode("latin1") not in magics:
+            out.append(data[off:off + 16 + length])
+        off += 16 + length
+    return b"".join(out) + data[off:]
+
+
+SCHED_KINDS = {1: "switch", 2: "waking", 3: "wakeup_new"}
+
+
+def parse_sched(p: bytes) -> dict:
+    """The SCHEDEVT payload: struct ft_raw_sched + struct ft_raw_sched_event[nevents]."""
+    ver, status, flags, n, frm, to, oldest, dropped, pid, _ = struct.unpack_from("<IIIIQQQQQQ", p)
+    why = p[64:256].split(b"\0")[0].decode("utf-8", "replace")
+    evs = []
+    for k in range(n):
+        off = 256 + 64 * k
+        if off + 64 > len(p):
+            break
+        tsc, tid, other, tgid, cpu, kind, state, eflags = struct.unpack_from("<QIIIHBBB", p, off)
+        evs.append(dict(tsc=tsc, tid=tid, other=other, cur_tgid=tgid, cpu=cpu, kind=SCHED_KINDS.get(kind, kind),
+                        state=chr(state) if state else "", flags=eflags,
+                        comm=p[off + 32:off + 48].split(b"\0")[0].decode("latin1"),
+                        other_comm=p[off + 48:off + 64].split(b"\0")[0].decode("latin1")))
+    return dict(version=ver, status=status, flags=flags, nevents=n, from_tsc=frm, to_tsc=to, oldest_tsc=oldest,
+                ndropped=dropped, pid=pid, why=why, events=evs)

@@ -113,7 +113,13 @@ def gdb_frames(exe, core, tmp_path):
     for line in r.stdout.splitlines():
         if line.startswith("FRAMES "):
             words = line.split()
-            out[int(words[1])] = [int(w, 16) for w in words[2:]]
+            pcs = [int(w, 16) for w in words[2:]]
+            # gdb's "0x0 in ??" past the outermost frame (a thread not yet run
+            # since clone: FORMAT.md 2.2, a return address outside executable
+            # memory ends the stack) is not a frame
+            while len(pcs) > 1 and pcs[-1] == 0:
+                pcs.pop()
+            out[int(words[1])] = pcs
     assert out, f"gdb printed no frames:\n{r.stdout}\n{r.stderr}"
     return out
 
@@ -603,7 +609,11 @@ def test_compressed_and_stdin_cores(tree, crashprog, run_crash, tmp_path, comp):
     else:
         r, _ = extract(tree, src)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == ref.stdout
+    out = r.stdout
+    if comp.startswith("stdin"):  # sched: the pipe handler adds the scheduling events (test_sched.py)
+        assert b"SCHEDEVT" in out
+        out = rawfile.without_chunks(out, {"SCHEDEVT"})
+    assert out == ref.stdout
 
 
 def test_refuses_terminal_and_cleans_up_tmp(tree, crashprog, run_crash, tmp_path):

@@ -36,7 +36,10 @@ def check_program(prog, tmp_path):
     r = run_program([prog], tmp_path / "run", want_core=False)
     assert r.returncode == 0 and r.stdout == "ok\n", r.stderr
     raw = only_snapshot(r.dir / "funtrace.raw")
-    assert sequence(raw, main_thread(raw), Syms(prog), keep={"here", "other"}) == EXPECTED
+    syms = Syms(prog)
+    # the compiler's clones (LTO: here.constprop.0, other.lto_priv.0) are the function
+    syms.funcs = [(a, e, n.split(".")[0]) for a, e, n in syms.funcs]
+    assert sequence(raw, main_thread(raw), syms, keep={"here", "other"}) == EXPECTED
     assert not (r.dir / "gmon.out").exists()
 
 
@@ -162,3 +165,256 @@ def test_installed_wrappers(tree, tmp_path):
     src = project(tmp_path)
     sh([str(prefix / "bin" / "funtrace-gcc"), "-O1", "-o", "prog", "main.c", "other.c"], src)
     check_program(src / "prog", tmp_path)
+
+
+# --------------------------------------------------------------------------
+# LTO (issue 11.1): the code generated at link time is instrumented too
+# --------------------------------------------------------------------------
+
+LTO_CASES = [
+    # (wrapper, FUNTRACE_INSTR, compile flags, how: "link" | "archive")
+    ("funtrace-gcc", "pg", ["-flto"], "link"),
+    ("funtrace-gcc", "pg", ["-flto=auto"], "link"),
+    ("funtrace-gcc", "pg", ["-flto", "-fuse-linker-plugin"], "link"),
+    ("funtrace-gcc", "pg", ["-flto", "-ffat-lto-objects"], "link"),
+    ("funtrace-gcc", "pg", ["-flto=auto"], "archive"),
+    ("funtrace-gcc", "finstr", ["-flto"], "link"),
+    ("funtrace-gcc", "finstr", ["-flto=auto"], "archive"),
+    ("funtrace-clang", "finstr", ["-flto"], "link"),
+    ("funtrace-clang", "finstr", ["-flto=thin"], "link"),
+    ("funtrace-clang", "finstr", ["-flto=thin"], "archive"),
+]
+
+
+@pytest.mark.parametrize("wrapper,instr,flags,how", LTO_CASES,
+                         ids=[f"{w[9:]}-{i}-{'_'.join(f)}-{h}" for w, i, f, h in LTO_CASES])
+def test_lto(tree, tmp_path, wrapper, instr, flags, how):
+    """Separate compile and link under LTO (the repro of issue 11: 0 calls to
+    __fentry__ before): every function is traced, with no warning."""
+    if "clang" in wrapper and shutil.which("clang") is None:
+        pytest.skip("clang is not installed")
+    src = project(tmp_path)
+    cc = str(tree.tool(wrapper))
+    env = {"FUNTRACE_INSTR": instr}
+    for f in ("main.c", "other.c"):
+        r = sh([cc, "-O2", *flags, "-c", f], src, env)
+        assert r.stderr == ""
+    inputs = ["main.o", "other.o"]
+    if how == "archive":
+        ar = "llvm-ar-14" if "clang" in wrapper else "gcc-ar"
+        if shutil.which(ar) is None:
+            ar = "llvm-ar"
+        sh([ar, "rcs", "libother.a", "other.o"], src)
+        inputs = ["main.o", "libother.a"]
+    r = sh([cc, "-O2", *flags, "-o", "prog", *inputs], src, env)
+    assert r.stderr == "", r.stderr
+    undef = sh(["nm", "-u", "main.o"], src).stdout
+    assert "__fentry__" not in undef  # an LTO object: the code is generated at link time
+    check_program(src / "prog", tmp_path)
+
+
+def test_lto_objects_without_wrapper_warn(tree, tmp_path):
+    """LTO objects compiled with the plain compiler and linked with the wrapper:
+    nothing is instrumented, and the link says so in one line (exit 0)."""
+    src = project(tmp_path)
+    for f in ("main.c", "other.c"):
+        sh(["gcc", "-O2", "-flto", f"-I{tree.build / 'include'}", "-c", f], src)
+    r = sh([str(tree.tool("funtrace-gcc")), "-O2", "-flto", "-o", "prog", "main.o", "other.o"], src)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "prog: no function is instrumented" in lines[0] and "LTO" in lines[0]
+    assert lines[0].startswith("funtrace-gcc: warning: ")
+    r = sh([str(tree.tool("funtrace-gcc")), "-O2", "-flto", "-o", "prog", "main.o", "other.o"], src,
+           {"FUNTRACE_CHECK": "0"})
+    assert r.stderr == ""
+
+
+def test_few_instrumented_warn(tree, tmp_path):
+    """Only a tiny fraction instrumented (one wrapper-compiled file among 40
+    plain-gcc functions): one warning line with the counts."""
+    src = project(tmp_path)
+    (src / "many.c").write_text("".join(
+        f"__attribute__((noinline)) int f{i}(int x) {{ return x * {i} + {i}; }}\n" for i in range(40))
+        + "int (*keep[])(int) = {" + ",".join(f"f{i}" for i in range(40)) + "};\n")
+    sh(["gcc", "-O2", "-c", "many.c"], src)
+    sh(["gcc", "-O2", "-c", "other.c"], src)
+    r = sh([str(tree.tool("funtrace-gcc")), "-O2", "-o", "prog", "main.c", "other.o", "many.o"], src)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and "only 2 of 43 functions are instrumented" in lines[0], r.stderr
+    # every file through the wrapper: silent
+    for f in ("many.c", "other.c"):
+        sh([str(tree.tool("funtrace-gcc")), "-O2", "-c", f], src)
+    r = sh([str(tree.tool("funtrace-gcc")), "-O2", "-o", "prog", "main.c", "other.o", "many.o"], src)
+    assert r.stderr == ""
+
+
+# --------------------------------------------------------------------------
+# overhead control (issue 14.2): the original funtrace's filter flags, the
+# compiler's exclusion list, and the call-counting mode
+# --------------------------------------------------------------------------
+
+FILTER_C = r"""
+#include <funtrace.h>
+volatile int n;
+__attribute__((noinline)) void short_function(void) { n++; }
+__attribute__((noinline)) void short_but_whitelisted(void) { n++; }
+__attribute__((noinline)) void long_enough_function(void) {
+    short_function(); n++; short_function(); n++; short_function(); n++; short_function(); n++;
+    short_function(); n++; short_function(); n++; short_function(); n++; short_function(); n++;
+}
+__attribute__((noinline)) void long_but_blacklisted(void) {
+    short_function(); n++; short_function(); n++; short_function(); n++; short_function(); n++;
+    short_function(); n++; short_function(); n++; short_function(); n++; short_function(); n++;
+}
+__attribute__((noinline)) void short_with_loop(void) { while (!n); }
+int main(void) {
+    short_function(); short_but_whitelisted(); long_enough_function(); long_but_blacklisted();
+    short_with_loop();
+    funtrace_pause_and_write_current_snapshot();
+    return 0;
+}
+"""
+FILTER_FUNCS = {"short_function", "short_but_whitelisted", "long_enough_function", "long_but_blacklisted",
+                "short_with_loop"}
+MODES = [("funtrace-gcc", "pg"), ("funtrace-gcc", "finstr"), ("funtrace-clang", "finstr")]
+
+
+def traced_functions(prog, tmp_path, name="run"):
+    r = run_program([prog], tmp_path / name, want_core=False)
+    assert r.returncode == 0, r.stderr
+    raw = only_snapshot(r.dir / "funtrace.raw")
+    return {f for f, _ in sequence(raw, main_thread(raw), Syms(prog), keep=FILTER_FUNCS)}
+
+
+@pytest.mark.parametrize("wrapper,instr", MODES, ids=["pg", "finstr", "clang"])
+def test_filter_flags(tree, tmp_path, wrapper, instr):
+    """-funtrace-instr-thresh / -ignore-loops / -no-trace / -do-trace with the
+    original funtrace's meanings (its asm_filter test): short functions go,
+    unless listed in the do-trace file or they loop; listed ones go."""
+    if "clang" in wrapper and shutil.which("clang") is None:
+        pytest.skip("clang is not installed")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f.c").write_text(FILTER_C)
+    (src / "no-trace.txt").write_text("long_but_blacklisted\n")
+    (src / "do-trace.txt").write_text("# kept although short\nshort_but_whitelisted\n")
+    cc = str(tree.tool(wrapper))
+    env = {"FUNTRACE_INSTR": instr}
+    flags = ["-funtrace-instr-thresh=24", "-funtrace-no-trace=no-trace.txt", "-funtrace-do-trace=do-trace.txt"]
+    # separate compile (with a dependency file) and link
+    sh([cc, "-O1", "-g", *flags, "-MD", "-c", "f.c", "-o", "f.o"], src, env)
+    assert "f.o:" in (src / "f.d").read_text()
+    sh([cc, "-O1", "-o", "prog", "f.o"], src, env)
+    assert traced_functions(src / "prog", tmp_path) == {
+        "short_but_whitelisted", "long_enough_function", "short_with_loop"}
+    # one step, and -funtrace-ignore-loops
+    sh([cc, "-O1", "-g", *flags, "-funtrace-ignore-loops", "-o", "prog2", "f.c"], src, env)
+    assert traced_functions(src / "prog2", tmp_path, "run2") == {"short_but_whitelisted", "long_enough_function"}
+    # no flags: everything
+    sh([cc, "-O1", "-g", "-o", "prog3", "f.c"], src, env)
+    assert traced_functions(src / "prog3", tmp_path, "run3") == FILTER_FUNCS
+
+
+@pytest.mark.parametrize("wrapper,instr", MODES, ids=["pg", "finstr", "clang"])
+def test_exclude_list(tree, tmp_path, wrapper, instr):
+    """-funtrace-exclude-list=FILE: gcc -finstrument-functions gets the
+    compiler's own -finstrument-functions-exclude-function-list (no assembly
+    editing), the other modes the assembly filter; the listed functions are
+    not traced either way."""
+    if "clang" in wrapper and shutil.which("clang") is None:
+        pytest.skip("clang is not installed")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f.c").write_text(FILTER_C)
+    (src / "x.txt").write_text("short_function\nlong_but_blacklisted\n")
+    cc = str(tree.tool(wrapper))
+    env = {"FUNTRACE_INSTR": instr}
+    sh([cc, "-O1", "-g", "-funtrace-exclude-list=x.txt", "-c", "f.c", "-o", "f.o"], src, env)
+    sh([cc, "-O1", "-o", "prog", "f.o"], src, env)
+    assert traced_functions(src / "prog", tmp_path) == FILTER_FUNCS - {"short_function", "long_but_blacklisted"}
+
+
+def test_filter_flag_errors(tree, tmp_path):
+    """An unknown -funtrace-* flag, a bad threshold or an unreadable list: one line, exit 2."""
+    for flag, what in [("-funtrace-bogus", "unknown flag"), ("-funtrace-instr-thresh=x", "number"),
+                       ("-funtrace-no-trace=/nonexistent", "cannot read")]:
+        r = subprocess.run([str(tree.tool("funtrace-gcc")), flag, "-c", "x.c"], capture_output=True, text=True,
+                           cwd=tmp_path)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and what in r.stderr, r.stderr
+
+
+COUNT_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <funtrace.h>
+volatile int sink;
+__attribute__((noinline)) void leaf(int x) { sink += x; }
+__attribute__((noinline)) void mid(int x) { for (int i = 0; i < 10; i++) leaf(x + i); }
+static void *worker(void *a) { for (int i = 0; i < 100000; i++) mid(i); return a; }
+int main(void) {
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) pthread_create(&t[i], 0, worker, 0);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], 0);
+    funtrace_pause_and_write_current_snapshot(); /* links, does nothing */
+    puts("ok");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("wrapper,instr", MODES, ids=["pg", "finstr", "clang"])
+def test_count_mode(tree, tmp_path, wrapper, instr):
+    """The same objects linked with -funtrace-count: exact call counts from 4
+    threads, a report (calls, share, bytes, function, location) and an
+    exclusion file of the hottest short functions."""
+    if "clang" in wrapper and shutil.which("clang") is None:
+        pytest.skip("clang is not installed")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "c.c").write_text(COUNT_C)
+    cc = str(tree.tool(wrapper))
+    env = {"FUNTRACE_INSTR": instr}
+    sh([cc, "-O2", "-g", "-pthread", "-c", "c.c"], src, env)
+    sh([cc, "-pthread", "-funtrace-count", "-o", "prog", "c.o"], src, env)
+    r = run_program([src / "prog"], tmp_path / "run", want_core=False,
+                    env={"FUNTRACE_COUNT_FILE": str(tmp_path / "counts.txt")})
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stderr
+    assert "call counts written to" in r.stderr
+    assert not (r.dir / "funtrace.raw").exists() and not (r.dir / "gmon.out").exists()
+    rep = subprocess.run([str(tree.tool("funtrace-count")), "-x", str(tmp_path / "ex.txt"),
+                          str(tmp_path / "counts.txt")], capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    rows = {}
+    for line in rep.stdout.splitlines()[2:]:
+        parts = line.split()
+        if len(parts) >= 4 and parts[0].isdigit():
+            rows[parts[3]] = (int(parts[0]), parts[1], parts[4] if len(parts) > 4 else "")
+    assert rows["leaf"][0] == 4_000_000 and rows["mid"][0] == 400_000, rep.stdout
+    assert rows["worker"][0] == 4 and rows["main"][0] == 1
+    assert rows["leaf"][1] == "90.91%"
+    if "clang" not in wrapper:
+        # clang 14's DWARF 5 line table is not read by Debian 12's libdw (0.188):
+        # eu-addr2line says ??:0 as well, binutils' addr2line finds c.c:6
+        assert rows["leaf"][2].endswith("c.c:6"), rep.stdout
+    assert rep.stdout.startswith("4400005 calls to ")
+    assert (tmp_path / "ex.txt").read_text().split() == ["leaf", "mid"]
+    # the exclusion file goes straight back into the build
+    sh([cc, "-O2", "-g", "-pthread", f"-funtrace-no-trace={tmp_path / 'ex.txt'}", "-c", "c.c"], src, env)
+    sh([cc, "-pthread", "-funtrace-count", "-o", "prog", "c.o"], src, env)
+    r = run_program([src / "prog"], tmp_path / "run2", want_core=False,
+                    env={"FUNTRACE_COUNT_FILE": str(tmp_path / "counts2.txt")})
+    rep = subprocess.run([str(tree.tool("funtrace-count")), str(tmp_path / "counts2.txt")],
+                         capture_output=True, text=True)
+    assert rep.stdout.startswith("5 calls to ") and " leaf " not in rep.stdout, rep.stdout
+
+
+def test_count_report_errors(tree, tmp_path):
+    """Not a count file: exit 2, one line; no calls: exit 1."""
+    (tmp_path / "bad.txt").write_text("hello\n")
+    r = subprocess.run([str(tree.tool("funtrace-count")), str(tmp_path / "bad.txt")], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "not a call-count file" in r.stderr
+    (tmp_path / "none.txt").write_text("# funtrace call counts\nM 0 /bin/true\nL 0\n")
+    r = subprocess.run([str(tree.tool("funtrace-count")), str(tmp_path / "none.txt")], capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "no calls" in r.stderr

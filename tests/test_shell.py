@@ -149,9 +149,10 @@ def test_setup_is_idempotent_and_prints_one_line_per_step(tree_copy):
         outs.append(r.stdout)
     for out in outs:
         lines = out.splitlines()
-        assert len(lines) == 2 and all(SETUP_LINE.match(l) for l in lines), out
+        assert len(lines) == 3 and all(SETUP_LINE.match(l) for l in lines), out
         assert re.match(r"setup: checking packages\.\.\. ok \(all \d+ packages installed\)$", lines[0]), out
         assert lines[1] == "setup: build... ok (make -j2)", out
+        assert lines[2] == "setup: install... ok (make install, PREFIX=/usr/local)", out
         assert "installing" not in out
     # the build was incremental: nothing rebuilt in the copy
     r = sh(["make", "-q", "all"], cwd=tree_copy)
@@ -244,12 +245,14 @@ def test_setup_fails_loudly_when_the_build_fails(tmp_path):
 
 INSTALLED = ["bin/funtrace-gcc", "bin/funtrace-g++", "bin/funtrace-clang", "bin/funtrace-clang++",
              "lib/libfuntrace.a", "include/funtrace.h", "lib/pkgconfig/funtrace.pc", "bin/coreextract",
-             "bin/funtrace-oomwatch", "bin/funtrace-decode", "share/funtrace/gdb/funtrace.py"]
+             "bin/funtrace-oomwatch", "bin/funtrace-decode", "share/funtrace/gdb/funtrace.py",
+             "lib/libfuntrace_reader.so", "include/funtrace_reader.h"]
 
 
 def test_make_install(tree_copy, tmp_path):
     prefix = tmp_path / "prefix"
-    r = sh(["make", "-j2", "install", f"PREFIX={prefix}"], cwd=tree_copy)
+    # GDB_INIT_DIR: not the system's (tests/test_gdb_install.py)
+    r = sh(["make", "-j2", "install", f"PREFIX={prefix}", f"GDB_INIT_DIR={tmp_path}/gdbinit.d"], cwd=tree_copy)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     for d in ("bin", "lib", "include", "lib/pkgconfig", "share/funtrace/gdb"):
         assert (prefix / d).is_dir(), d

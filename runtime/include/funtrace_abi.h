@@ -4,7 +4,8 @@
  * One header, used by the runtime (which lays these structures out in the
  * traced process), by coreextract and funtrace-oomwatch (which read them out of
  * a core file or another process's memory), by the decoder (which reads the raw
- * chunks), and mirrored field by field by gdb/funtrace.py.
+ * chunks), and by the gdb extension through the shared reader library
+ * (reader/funtrace_reader.h).
  *
  * Part 1: the in-memory ABI (root, thread record, ring entries, module
  *         record, generation record, layout table).
@@ -207,34 +208,87 @@ enum ft_struct_id {
     FT_S_COUNT
 };
 
+/* ---- the field table: every field of the in-memory ABI, declared once ---- */
+
+/* X(ID, STRUCT, member), in field-id order:
+ *   ID      the field id is FT_F_<ID>, an index into root->offsets[]
+ *   STRUCT  the owning structure: FT_S_<STRUCT> (ROOT, THREAD, MODULE, GEN),
+ *           whose C type is FT_CTYPE_<STRUCT>
+ *   member  the member of that struct; its offset and width come from the C
+ *           struct below (FT_FIELD_OFFSET, FT_FIELD_WIDTH)
+ * Ids are only ever appended (so a structure's fields are not one contiguous
+ * range of ids).  Generated from this table: enum ft_field_id, the root's
+ * offsets[] (runtime/root.c, FT_ROOT_OFFSETS_INIT), the readers' width and
+ * owner tables (reader/rawwrite.c), and the description the tests load
+ * (tests/progs/abi_json.c).  A new field: append one X line here, and add the
+ * member to its struct. */
+#define FT_ABI_FIELDS(X) \
+    X(ROOT_PID, ROOT, pid) \
+    X(ROOT_TSC_HZ, ROOT, tsc_hz) \
+    X(ROOT_TSC_HZ_SOURCE, ROOT, tsc_hz_source) \
+    X(ROOT_TIME_MODE, ROOT, time_mode) \
+    X(ROOT_INIT_TSC, ROOT, init_tsc) \
+    X(ROOT_CMDLINE, ROOT, cmdline) \
+    X(ROOT_CMDLINE_LEN, ROOT, cmdline_len) \
+    X(ROOT_THREADS, ROOT, threads) \
+    X(ROOT_THREADS_CAP, ROOT, threads_cap) \
+    X(ROOT_THREADS_USED, ROOT, threads_used) \
+    X(ROOT_MODULES, ROOT, modules) \
+    X(ROOT_MODULES_CAP, ROOT, modules_cap) \
+    X(ROOT_MODULES_USED, ROOT, modules_used) \
+    X(ROOT_MODULE_EPOCH, ROOT, module_epoch) \
+    X(ROOT_GENS, ROOT, gens) \
+    X(ROOT_GENS_CAP, ROOT, gens_cap) \
+    X(ROOT_GEN_CURRENT, ROOT, gen_current) \
+    X(ROOT_DEFAULT_BUF_SIZE, ROOT, default_buf_size) \
+    X(ROOT_GEN_MS, ROOT, gen_ms) \
+    X(ROOT_BUDGET, ROOT, budget) \
+    X(ROOT_SAMPLE_K, ROOT, sample_k) \
+    X(ROOT_ENABLED, ROOT, enabled) \
+    X(ROOT_SNAPSHOT_SIGNAL, ROOT, snapshot_signal) \
+    X(ROOT_FLAGS, ROOT, flags) \
+    X(THR_POS, THREAD, pos) \
+    X(THR_MASK, THREAD, mask) \
+    X(THR_RING, THREAD, ring) \
+    X(THR_RING_SIZE, THREAD, ring_size) \
+    X(THR_TID, THREAD, tid) \
+    X(THR_STATE, THREAD, state) \
+    X(THR_FMT, THREAD, fmt) \
+    X(THR_FLAGS, THREAD, flags) \
+    X(THR_START_TSC, THREAD, start_tsc) \
+    X(THR_EXIT_TSC, THREAD, exit_tsc) \
+    X(THR_SEQ, THREAD, seq) \
+    X(THR_NAME, THREAD, name) \
+    X(THR_GEN_POS, THREAD, gen_pos) \
+    X(MOD_BIAS, MODULE, bias) \
+    X(MOD_GEN_LOADED, MODULE, gen_loaded) \
+    X(MOD_GEN_UNLOADED, MODULE, gen_unloaded) \
+    X(MOD_EPOCH_LOADED, MODULE, epoch_loaded) \
+    X(MOD_EPOCH_UNLOADED, MODULE, epoch_unloaded) \
+    X(MOD_STATE, MODULE, state) \
+    X(MOD_NSEG, MODULE, nseg) \
+    X(MOD_SEG, MODULE, seg) \
+    X(MOD_BUILD_ID_LEN, MODULE, build_id_len) \
+    X(MOD_BUILD_ID, MODULE, build_id) \
+    X(MOD_PATH, MODULE, path) \
+    X(GEN_GEN, GEN, gen) \
+    X(GEN_FLAGS, GEN, flags) \
+    X(GEN_START_TSC, GEN, start_tsc) \
+    X(GEN_CLK_TSC, GEN, clk_tsc) \
+    X(GEN_CLK_MONO_NS, GEN, clk_mono_ns) \
+    X(GEN_CLK_REAL_NS, GEN, clk_real_ns) \
+    X(GEN_TSC_HZ, GEN, tsc_hz) \
+    X(GEN_MODULE_EPOCH, GEN, module_epoch) \
+    /* appended: the root's registry counters */ \
+    X(ROOT_THREADS_CREATED, ROOT, threads_created) \
+    X(ROOT_RINGS_EVICTED, ROOT, rings_evicted) \
+    X(ROOT_RECORDS_REUSED, ROOT, records_reused)
+
 /* field ids: index into root->offsets[] (offset of the field inside its
- * structure; FT_OFF_ABSENT if this writer does not have the field).  New
- * fields are only ever appended. */
+ * structure; FT_OFF_ABSENT if this writer does not have the field) */
 #define FT_OFF_ABSENT 0xFFFFu
-enum ft_field_id {
-    /* root */
-    FT_F_ROOT_PID = 0, FT_F_ROOT_TSC_HZ, FT_F_ROOT_TSC_HZ_SOURCE, FT_F_ROOT_TIME_MODE,
-    FT_F_ROOT_INIT_TSC, FT_F_ROOT_CMDLINE, FT_F_ROOT_CMDLINE_LEN,
-    FT_F_ROOT_THREADS, FT_F_ROOT_THREADS_CAP, FT_F_ROOT_THREADS_USED,
-    FT_F_ROOT_MODULES, FT_F_ROOT_MODULES_CAP, FT_F_ROOT_MODULES_USED, FT_F_ROOT_MODULE_EPOCH,
-    FT_F_ROOT_GENS, FT_F_ROOT_GENS_CAP, FT_F_ROOT_GEN_CURRENT,
-    FT_F_ROOT_DEFAULT_BUF_SIZE, FT_F_ROOT_GEN_MS, FT_F_ROOT_BUDGET, FT_F_ROOT_SAMPLE_K,
-    FT_F_ROOT_ENABLED, FT_F_ROOT_SNAPSHOT_SIGNAL, FT_F_ROOT_FLAGS,
-    /* thread */
-    FT_F_THR_POS, FT_F_THR_MASK, FT_F_THR_RING, FT_F_THR_RING_SIZE, FT_F_THR_TID,
-    FT_F_THR_STATE, FT_F_THR_FMT, FT_F_THR_FLAGS, FT_F_THR_START_TSC, FT_F_THR_EXIT_TSC,
-    FT_F_THR_SEQ, FT_F_THR_NAME, FT_F_THR_GEN_POS,
-    /* module */
-    FT_F_MOD_BIAS, FT_F_MOD_GEN_LOADED, FT_F_MOD_GEN_UNLOADED, FT_F_MOD_EPOCH_LOADED,
-    FT_F_MOD_EPOCH_UNLOADED, FT_F_MOD_STATE, FT_F_MOD_NSEG, FT_F_MOD_SEG,
-    FT_F_MOD_BUILD_ID_LEN, FT_F_MOD_BUILD_ID, FT_F_MOD_PATH,
-    /* generation */
-    FT_F_GEN_GEN, FT_F_GEN_FLAGS, FT_F_GEN_START_TSC, FT_F_GEN_CLK_TSC, FT_F_GEN_CLK_MONO_NS,
-    FT_F_GEN_CLK_REAL_NS, FT_F_GEN_TSC_HZ, FT_F_GEN_MODULE_EPOCH,
-    /* root, appended later (registry counters, uint64 each) */
-    FT_F_ROOT_THREADS_CREATED, FT_F_ROOT_RINGS_EVICTED, FT_F_ROOT_RECORDS_REUSED,
-    FT_F_COUNT
-};
+#define FT_X_FIELD_ID(ID, S, m) FT_F_##ID,
+enum ft_field_id { FT_ABI_FIELDS(FT_X_FIELD_ID) FT_F_COUNT };
 
 /* ---- the root ----------------------------------------------------------- */
 
@@ -312,6 +366,28 @@ struct ft_root {
     uint64_t reserved[5];
 };
 
+/* The C type of each structure id, and a field's offset and width in it. */
+#define FT_CTYPE_ROOT struct ft_root
+#define FT_CTYPE_THREAD struct ft_thread
+#define FT_CTYPE_MODULE struct ft_module
+#define FT_CTYPE_GEN struct ft_gen
+#define FT_FIELD_OFFSET(S, m) offsetof(FT_CTYPE_##S, m)
+#define FT_FIELD_WIDTH(S, m) sizeof(((FT_CTYPE_##S *)0)->m)
+
+/* Initializers generated from FT_ABI_FIELDS (C only: designated array
+ * initializers): the root's layout table as this ABI writes it, and the
+ * width / owning structure of every field id (for readers). */
+#define FT_X_OFFSET_INIT(ID, S, m) [FT_F_##ID] = (uint16_t)FT_FIELD_OFFSET(S, m),
+#define FT_X_WIDTH_INIT(ID, S, m) [FT_F_##ID] = (uint16_t)FT_FIELD_WIDTH(S, m),
+#define FT_X_STRUCT_INIT(ID, S, m) [FT_F_##ID] = FT_S_##S,
+#define FT_ROOT_OFFSETS_INIT { FT_ABI_FIELDS(FT_X_OFFSET_INIT) }
+#define FT_FIELD_WIDTHS_INIT { FT_ABI_FIELDS(FT_X_WIDTH_INIT) }
+#define FT_FIELD_STRUCTS_INIT { FT_ABI_FIELDS(FT_X_STRUCT_INIT) }
+#define FT_ROOT_SIZES_INIT { \
+    [FT_S_ROOT] = sizeof(struct ft_root), [FT_S_THREAD] = sizeof(struct ft_thread), \
+    [FT_S_MODULE] = sizeof(struct ft_module), [FT_S_GEN] = sizeof(struct ft_gen), \
+    [FT_S_ENTRY_EXACT16] = sizeof(struct ft_entry), [FT_S_ENTRY_SAMPLED8] = sizeof(uint64_t) }
+
 /* helpers for readers: fetch a field of a structure read into a local buffer
  * `base` (bytes), given the target's offsets table. */
 #define FT_HAS_FIELD(offs, id) ((offs)[id] != FT_OFF_ABSENT)
@@ -340,6 +416,8 @@ struct ft_root {
  *     THRDSTAT  struct ft_raw_thread
  *     TRACEBUF  struct ft_entry[n] oldest first            (FT_FMT_EXACT16)
  *      or TRACEW08 uint64_t words[n] oldest first          (FT_FMT_SAMPLED8)
+ *   SCHEDEVT  struct ft_raw_sched + struct ft_raw_sched_event[n]: scheduling
+ *             events of the process's threads (FORMAT.md 2.6; not every producer)
  *   FINSTACK  struct ft_raw_stack + pcs, one per thread of the source
  *             (cores: every thread; live: only with --stacks)
  *   ENDTRACE  empty                                       (original chunk)
@@ -513,6 +591,68 @@ FT_STATIC_ASSERT(sizeof(struct ft_raw_mapping) == 80, "ft_raw_mapping");
 FT_STATIC_ASSERT(sizeof(struct ft_raw_thread) == 96 + 16 * FT_GEN_SLOTS, "ft_raw_thread");
 FT_STATIC_ASSERT(sizeof(struct ft_raw_stack) == 16 + 8 * FT_NREGS + 8, "ft_raw_stack");
 FT_STATIC_ASSERT(sizeof(struct ft_raw_threadid) == 32, "ft_raw_threadid");
+#define FT_X_OFFSET_ASSERT(ID, S, m) \
+    FT_STATIC_ASSERT(FT_FIELD_OFFSET(S, m) < FT_OFF_ABSENT, "offset of FT_F_" #ID " fits in offsets[]");
+FT_ABI_FIELDS(FT_X_OFFSET_ASSERT)
+
+/* ---- SCHEDEVT: scheduling events of the process's threads (FORMAT.md 2.6) --
+ * Written after the thread chunks (before FINSTACK) by every producer that
+ * could look for them: struct ft_raw_sched, then nevents struct
+ * ft_raw_sched_event, oldest first.  status != FT_SCHED_OK: no events, `why`
+ * says in one line why there are none.  Timestamps are TSC ticks (the
+ * tracefs instance's trace_clock is x86-tsc), the clock of the rings. */
+#define FT_CHUNK_SCHED "SCHEDEVT"
+#define FT_SCHED_VERSION 1u
+enum ft_sched_status {
+    FT_SCHED_OK = 0,
+    FT_SCHED_OFF = 1,         /* disabled (FUNTRACE_SCHED=off) */
+    FT_SCHED_NO_TRACEFS = 2,  /* tracefs is not mounted */
+    FT_SCHED_NO_INSTANCE = 3, /* the instance does not exist (funtrace-sched setup not run) */
+    FT_SCHED_NO_ACCESS = 4,   /* permission denied */
+    FT_SCHED_BAD_SETUP = 5,   /* trace_clock is not x86-tsc, or the events are not enabled */
+    FT_SCHED_ERROR = 6,       /* read error, no memory for the capture */
+};
+#define FT_SCHEDF_DROPPED 0x1u     /* the capture buffer was full: the oldest events were left out */
+#define FT_SCHEDF_LOST 0x2u        /* the kernel reported lost events (reader overrun) */
+#define FT_SCHEDF_TRACING_OFF 0x4u /* the instance's tracing_on was 0 */
+struct ft_raw_sched {
+    uint32_t version;    /* FT_SCHED_VERSION */
+    uint32_t status;     /* enum ft_sched_status */
+    uint32_t flags;      /* FT_SCHEDF_* */
+    uint32_t nevents;    /* struct ft_raw_sched_event that follow */
+    uint64_t from_tsc;   /* window: events before it were not kept (0: none) */
+    uint64_t to_tsc;     /* events after it were not kept (0: none) */
+    uint64_t oldest_tsc; /* oldest event of ANY task in the kernel buffer: before it,
+                            thread states are unknown (0: the buffer was empty) */
+    uint64_t ndropped;   /* events of the process left out for lack of room */
+    uint64_t pid;        /* the process */
+    uint64_t reserved;
+    char why[192];       /* status != OK: one line saying why there are no events; else
+                            the instance read, NUL-terminated */
+};
+enum ft_sched_kind {
+    FT_SCHED_SWITCH = 1,     /* sched_switch: tid switched out, other switched in */
+    FT_SCHED_WAKING = 2,     /* sched_waking: tid woken by other (the current task) */
+    FT_SCHED_WAKEUP_NEW = 3, /* sched_wakeup_new: new task tid, created by other */
+};
+#define FT_SCHEDEV_PREEMPTED 0x1u /* switch: prev_state R+ (preempted) */
+#define FT_SCHEDEV_HARDIRQ 0x2u   /* recorded in a hard interrupt (waker = the interrupted task) */
+#define FT_SCHEDEV_SOFTIRQ 0x4u   /* recorded in a softirq */
+struct ft_raw_sched_event {
+    uint64_t tsc;
+    uint32_t tid;       /* switch: prev (switched out); waking, wakeup_new: the woken task */
+    uint32_t other;     /* switch: next (switched in); waking, wakeup_new: the current task */
+    uint32_t cur_tgid;  /* process of the current task (switch: prev; waking: the waker); 0 unknown */
+    uint16_t cpu;       /* CPU the event was recorded on */
+    uint8_t kind;       /* enum ft_sched_kind */
+    uint8_t state;      /* switch: first letter of prev_state (R S D T t X Z P I), else 0 */
+    uint8_t flags;      /* FT_SCHEDEV_* */
+    uint8_t reserved[7];
+    char comm[16];      /* of tid, NUL-padded */
+    char other_comm[16];/* of other */
+};
+FT_STATIC_ASSERT(sizeof(struct ft_raw_sched) == 256, "ft_raw_sched");
+FT_STATIC_ASSERT(sizeof(struct ft_raw_sched_event) == 64, "ft_raw_sched_event");
 
 #ifdef __cplusplus
 }

@@ -124,8 +124,6 @@ static void *xalign(size_t align, size_t n)
     return p;
 }
 
-#define OFF(s, f) ((uint16_t)offsetof(struct s, f))
-
 static void make_root(uint32_t nthreads_cap)
 {
     root = xalign(64, sizeof *root);
@@ -141,47 +139,11 @@ static void make_root(uint32_t nthreads_cap)
     root->h.n_offsets = FT_F_COUNT;
     root->h.sizes_off = offsetof(struct ft_root, sizes);
     root->h.offsets_off = offsetof(struct ft_root, offsets);
-    root->sizes[FT_S_ROOT] = sizeof(struct ft_root);
-    root->sizes[FT_S_THREAD] = sizeof(struct ft_thread);
-    root->sizes[FT_S_MODULE] = sizeof(struct ft_module);
-    root->sizes[FT_S_GEN] = sizeof(struct ft_gen);
-    root->sizes[FT_S_ENTRY_EXACT16] = 16;
-    root->sizes[FT_S_ENTRY_SAMPLED8] = 8;
-    uint16_t *o = root->offsets;
-    o[FT_F_ROOT_PID] = OFF(ft_root, pid); o[FT_F_ROOT_TSC_HZ] = OFF(ft_root, tsc_hz);
-    o[FT_F_ROOT_TSC_HZ_SOURCE] = OFF(ft_root, tsc_hz_source); o[FT_F_ROOT_TIME_MODE] = OFF(ft_root, time_mode);
-    o[FT_F_ROOT_INIT_TSC] = OFF(ft_root, init_tsc); o[FT_F_ROOT_CMDLINE] = OFF(ft_root, cmdline);
-    o[FT_F_ROOT_CMDLINE_LEN] = OFF(ft_root, cmdline_len); o[FT_F_ROOT_THREADS] = OFF(ft_root, threads);
-    o[FT_F_ROOT_THREADS_CAP] = OFF(ft_root, threads_cap); o[FT_F_ROOT_THREADS_USED] = OFF(ft_root, threads_used);
-    o[FT_F_ROOT_MODULES] = OFF(ft_root, modules); o[FT_F_ROOT_MODULES_CAP] = OFF(ft_root, modules_cap);
-    o[FT_F_ROOT_MODULES_USED] = OFF(ft_root, modules_used); o[FT_F_ROOT_MODULE_EPOCH] = OFF(ft_root, module_epoch);
-    o[FT_F_ROOT_GENS] = OFF(ft_root, gens); o[FT_F_ROOT_GENS_CAP] = OFF(ft_root, gens_cap);
-    o[FT_F_ROOT_GEN_CURRENT] = OFF(ft_root, gen_current);
-    o[FT_F_ROOT_DEFAULT_BUF_SIZE] = OFF(ft_root, default_buf_size); o[FT_F_ROOT_GEN_MS] = OFF(ft_root, gen_ms);
-    o[FT_F_ROOT_BUDGET] = OFF(ft_root, budget); o[FT_F_ROOT_SAMPLE_K] = OFF(ft_root, sample_k);
-    o[FT_F_ROOT_ENABLED] = OFF(ft_root, enabled); o[FT_F_ROOT_SNAPSHOT_SIGNAL] = OFF(ft_root, snapshot_signal);
-    o[FT_F_ROOT_FLAGS] = OFF(ft_root, flags);
-    o[FT_F_ROOT_THREADS_CREATED] = OFF(ft_root, threads_created);
-    o[FT_F_ROOT_RINGS_EVICTED] = OFF(ft_root, rings_evicted);
-    o[FT_F_ROOT_RECORDS_REUSED] = OFF(ft_root, records_reused);
-    o[FT_F_THR_POS] = OFF(ft_thread, pos); o[FT_F_THR_MASK] = OFF(ft_thread, mask);
-    o[FT_F_THR_RING] = OFF(ft_thread, ring); o[FT_F_THR_RING_SIZE] = OFF(ft_thread, ring_size);
-    o[FT_F_THR_TID] = OFF(ft_thread, tid); o[FT_F_THR_STATE] = OFF(ft_thread, state);
-    o[FT_F_THR_FMT] = OFF(ft_thread, fmt); o[FT_F_THR_FLAGS] = OFF(ft_thread, flags);
-    o[FT_F_THR_START_TSC] = OFF(ft_thread, start_tsc); o[FT_F_THR_EXIT_TSC] = OFF(ft_thread, exit_tsc);
-    o[FT_F_THR_SEQ] = OFF(ft_thread, seq); o[FT_F_THR_NAME] = OFF(ft_thread, name);
-    o[FT_F_THR_GEN_POS] = OFF(ft_thread, gen_pos);
-    o[FT_F_MOD_BIAS] = OFF(ft_module, bias); o[FT_F_MOD_GEN_LOADED] = OFF(ft_module, gen_loaded);
-    o[FT_F_MOD_GEN_UNLOADED] = OFF(ft_module, gen_unloaded);
-    o[FT_F_MOD_EPOCH_LOADED] = OFF(ft_module, epoch_loaded);
-    o[FT_F_MOD_EPOCH_UNLOADED] = OFF(ft_module, epoch_unloaded); o[FT_F_MOD_STATE] = OFF(ft_module, state);
-    o[FT_F_MOD_NSEG] = OFF(ft_module, nseg); o[FT_F_MOD_SEG] = OFF(ft_module, seg);
-    o[FT_F_MOD_BUILD_ID_LEN] = OFF(ft_module, build_id_len); o[FT_F_MOD_BUILD_ID] = OFF(ft_module, build_id);
-    o[FT_F_MOD_PATH] = OFF(ft_module, path);
-    o[FT_F_GEN_GEN] = OFF(ft_gen, gen); o[FT_F_GEN_FLAGS] = OFF(ft_gen, flags);
-    o[FT_F_GEN_START_TSC] = OFF(ft_gen, start_tsc); o[FT_F_GEN_CLK_TSC] = OFF(ft_gen, clk_tsc);
-    o[FT_F_GEN_CLK_MONO_NS] = OFF(ft_gen, clk_mono_ns); o[FT_F_GEN_CLK_REAL_NS] = OFF(ft_gen, clk_real_ns);
-    o[FT_F_GEN_TSC_HZ] = OFF(ft_gen, tsc_hz); o[FT_F_GEN_MODULE_EPOCH] = OFF(ft_gen, module_epoch);
+    /* the layout table as the runtime writes it (funtrace_abi.h's field table) */
+    static const uint32_t sizes[FT_S_COUNT] = FT_ROOT_SIZES_INIT;
+    static const uint16_t offsets[FT_F_COUNT] = FT_ROOT_OFFSETS_INIT;
+    memcpy(root->sizes, sizes, sizeof sizes);
+    memcpy(root->offsets, offsets, sizeof offsets);
     root->pid = 4242;
     root->tsc_hz = 1000000000;
     root->gen_ms = 100;

@@ -6,9 +6,10 @@
  *
  * Two ways to fill it, one parser of headers and notes:
  *   - core_open: a core FILE, mmapped (never read whole); one piece per
- *     PT_LOAD, its bytes in the mapping;
- *   - core_stream_open (corestream.h): a core read ONCE from a pipe or a
- *     decompressor, keeping only the memory a trace needs.
+ *     PT_LOAD, its bytes in the mapping (coreextract, and the reader
+ *     library's core handles, reader_api.c);
+ *   - core_stream_open (coreextract/corestream.h): a core read ONCE from a
+ *     pipe or a decompressor, keeping only the memory a trace needs.
  * Program headers: e_phnum, or with PN_XNUM (0xffff, a process with more than
  * 65,534 mappings) the true count from section header 0's sh_info, as the
  * kernel writes it (fs/binfmt_elf.c fill_extnum_info).
@@ -108,6 +109,10 @@ void core_parse_notes(struct core *c, const uint8_t *d, uint64_t n);
 void core_sort_segs(struct core *c);
 
 /* ---- reading ---- */
+
+/* how many of the len bytes at addr the core holds, contiguously from addr
+ * (what core_read would read) */
+size_t core_held(const struct core *c, uint64_t addr, size_t len);
 
 /* ft_reader callback over the core's memory */
 size_t core_read(void *ctx, uint64_t addr, void *buf, size_t len);

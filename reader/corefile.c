@@ -308,26 +308,38 @@ const struct core_seg *core_seg_at(const struct core *c, uint64_t addr)
     return addr - s->vaddr < s->memsz ? s : NULL;
 }
 
-size_t core_read(void *ctx, uint64_t addr, void *buf, size_t len)
+/* Read (buf != NULL) or count the bytes the core holds from addr on; the
+ * first address wanted from dropped memory goes to *dropped (if 0). */
+static size_t walk(const struct core *c, uint64_t addr, void *buf, size_t len, uint64_t *dropped)
 {
-    struct core *c = ctx;
     size_t done = 0;
     while (done < len) {
         const struct core_seg *s = core_seg_at(c, addr);
         if (!s) break;
         uint64_t in = addr - s->vaddr;
         if (in >= s->avail) { /* not dumped, truncated, or dropped */
-            if (s->kind == CORE_DROPPED && !c->dropped_hit) c->dropped_hit = addr;
+            if (s->kind == CORE_DROPPED && dropped && !*dropped) *dropped = addr;
             break;
         }
         uint64_t n = s->avail - in;
         if (n > len - done) n = len - done;
-        if (s->kind == CORE_ZERO) memset((uint8_t *)buf + done, 0, (size_t)n);
-        else memcpy((uint8_t *)buf + done, s->data + in, (size_t)n);
+        if (buf && s->kind == CORE_ZERO) memset((uint8_t *)buf + done, 0, (size_t)n);
+        else if (buf) memcpy((uint8_t *)buf + done, s->data + in, (size_t)n);
         done += (size_t)n;
         addr += n;
     }
     return done;
+}
+
+size_t core_held(const struct core *c, uint64_t addr, size_t len)
+{
+    return walk(c, addr, NULL, len, NULL);
+}
+
+size_t core_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    struct core *c = ctx;
+    return walk(c, addr, buf, len, &c->dropped_hit);
 }
 
 /* Was [addr, addr+len) populated before?  rawwrite asks for the rings in
@@ -398,13 +410,8 @@ int core_crash(const struct core *c, struct ft_raw_crash *out)
         memcpy(&err, c->siginfo + 4, 4);
         memcpy(&code, c->siginfo + 8, 4);
         if (signo <= 0) return 0;
-        out->signo = signo;
-        out->si_errno = err;
-        out->si_code = code;
-        if (code > 0 && (signo == 11 || signo == 7 || signo == 8 || signo == 4))
-            out->addr = rd64(c->siginfo + 16);     /* si_addr */
-        else if (code <= 0)
-            out->sender_pid = rd32(c->siginfo + 16); /* si_pid */
+        /* si_addr and si_pid share the union at offset 16 */
+        ce_crash_fill(out, signo, code, err, out->tid, rd64(c->siginfo + 16), rd32(c->siginfo + 16));
         return 1;
     }
     if (c->nthreads && c->threads[0].cursig > 0) {

@@ -1,0 +1,186 @@
+#!/bin/bash
+# tests/realprogs/build.sh -- fetch a real third-party program's Debian source
+# package and build it, unchanged, with the funtrace compiler wrappers (or
+# without, for comparison); cached between runs.  Used by the real-programs
+# test tier (tests/realprogs/) and by bench/realprogs.
+#
+#   tests/realprogs/build.sh PROGRAM VARIANT      prints the build directory
+#
+# PROGRAM: redis | unbound | memcached
+# VARIANT: traced  CC=funtrace-gcc (FUNTRACE_INSTR=pg)
+#          plain   CC=gcc (no funtrace at all)
+#          count   the traced build relinked with -funtrace-count
+#          excl    CC=funtrace-gcc with -funtrace-no-trace=$REALPROGS_EXCLUDE
+#
+# Cache: $FUNTRACE_REALPROGS_CACHE, else /var/cache/funtrace-realprogs (root),
+# else ~/.cache/funtrace-realprogs:
+#   apt/        a private deb-src list and apt lists (the machine's apt
+#               configuration is never touched: -o Dir::Etc::SourceList=...)
+#   src/PKG/    what `apt-get source PKG` unpacked (Debian patches applied)
+#   build/PROGRAM-VARIANT-KEY/   a copy of the source, configured and built.
+# KEY hashes RECIPE (below: bump it when the build commands change), the
+# wrapper and the asm filter (whatever changes compiled code: a change
+# rebuilds, and older builds of the same program and variant are removed); the runtime archive's hash is kept in the
+# build directory and a different one only relinks (the executables are
+# removed and make runs again).  $FUNTRACE_BUILD is funtrace's build tree
+# (default: the repository's build/).  Output of the builds: build.log in the
+# build directory; on failure its tail and one line naming the step.
+set -euo pipefail
+RECIPE=1
+prog=${1:?usage: build.sh PROGRAM VARIANT}
+variant=${2:?usage: build.sh PROGRAM VARIANT}
+here=$(cd "$(dirname "$0")" && pwd)
+ft=${FUNTRACE_BUILD:-$(cd "$here/../.." && pwd)/build}
+jobs=${FUNTRACE_JOBS:-2}
+if [ -n "${FUNTRACE_REALPROGS_CACHE:-}" ]; then
+    cache=$FUNTRACE_REALPROGS_CACHE
+elif [ "$(id -u)" = 0 ]; then
+    cache=/var/cache/funtrace-realprogs
+else
+    cache=${XDG_CACHE_HOME:-$HOME/.cache}/funtrace-realprogs
+fi
+mkdir -p "$cache/src" "$cache/build" "$cache/apt/lists/partial"
+
+fail() { echo "realprogs: $prog ($variant): $*" >&2; exit 1; }
+
+case "$prog" in
+    redis) pkg=redis; exes=(src/redis-server src/redis-cli src/redis-benchmark) ;;
+    unbound) pkg=unbound; exes=(unbound unbound-control perf) ;;
+    memcached) pkg=memcached; exes=(memcached) ;;
+    *) fail "unknown program (redis, unbound, memcached)" ;;
+esac
+
+# ---- the source package --------------------------------------------------
+apt_opts=(-o "Dir::Etc::SourceList=$cache/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+          -o "Dir::State::Lists=$cache/apt/lists" -o APT::Sandbox::User=root -q)
+fetch() {
+    # deb-src for the mirror(s) the machine's apt already uses (deb822 or one-line lists)
+    local uris
+    uris=$( (grep -hE '^(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources \
+                /etc/apt/sources.list.d/*.list 2>/dev/null || true) |
+            sed -E 's/^URIs:[[:space:]]*//; s/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?//; s/[[:space:]].*//' |
+            grep -E '^https?://[^ ]*debian' | sort -u)
+    local codename
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+    : > "$cache/apt/sources.list.tmp"
+    local u
+    for u in $uris; do
+        case "$u" in
+            *security*) echo "deb-src $u $codename-security main" ;;
+            *) echo "deb-src $u $codename main"; echo "deb-src $u $codename-updates main" ;;
+        esac >> "$cache/apt/sources.list.tmp"
+    done
+    [ -s "$cache/apt/sources.list.tmp" ] || fail "no Debian mirror found in /etc/apt/sources.list*"
+    mv "$cache/apt/sources.list.tmp" "$cache/apt/sources.list"
+    apt-get "${apt_opts[@]}" update > "$cache/apt/update.log" 2>&1 ||
+        { tail -5 "$cache/apt/update.log" >&2; fail "apt-get update (private source list) failed"; }
+    local t
+    t=$(mktemp -d "$cache/src/.fetch.XXXXXX")
+    (cd "$t" && apt-get "${apt_opts[@]}" source "$pkg") > "$t.log" 2>&1 ||
+        { tail -5 "$t.log" >&2; rm -rf "$t" "$t.log"; fail "apt-get source $pkg failed"; }
+    rm -f "$t.log"
+    rm -rf "$cache/src/$pkg"
+    mv "$t" "$cache/src/$pkg"
+}
+exec 9> "$cache/$prog.lock"
+flock 9
+srcdir=$(ls -d "$cache/src/$pkg"/"$pkg"-*/ 2>/dev/null | head -1 || true)
+if [ -z "$srcdir" ]; then
+    fetch
+    srcdir=$(ls -d "$cache/src/$pkg"/"$pkg"-*/ 2>/dev/null | head -1 || true)
+    [ -n "$srcdir" ] || fail "apt-get source $pkg unpacked nothing"
+fi
+
+# ---- the variant -----------------------------------------------------------
+[ -x "$ft/bin/funtrace-gcc" ] || fail "$ft/bin/funtrace-gcc not built (run make)"
+export FUNTRACE_INSTR=pg
+flags=
+base=$variant
+case "$variant" in
+    traced) cc="$ft/bin/funtrace-gcc" ;;
+    plain) cc=gcc ;;
+    count) cc="$ft/bin/funtrace-gcc"; base=traced ;;
+    excl)
+        cc="$ft/bin/funtrace-gcc"
+        [ -r "${REALPROGS_EXCLUDE:-}" ] || fail "REALPROGS_EXCLUDE must name a readable exclusion file"
+        flags="-funtrace-no-trace=$REALPROGS_EXCLUDE" ;;
+    *) fail "unknown variant (traced, plain, count, excl)" ;;
+esac
+h() { sha256sum "$@" 2>/dev/null | cut -c1-16; }
+keysrc="$RECIPE $prog $base $(basename "$srcdir")"
+if [ "$cc" != gcc ]; then
+    keysrc+=" $(h "$ft/bin/funtrace-gcc") $(h "$ft/bin/funtrace-asmfilter")"
+    [ $variant = excl ] && keysrc+=" $(h "$REALPROGS_EXCLUDE")"
+fi
+key=$(echo "$keysrc" | sha256sum | cut -c1-12)
+dir="$cache/build/$prog-$base-$key"
+[ $variant = excl ] && dir="$cache/build/$prog-excl-$key"
+
+# the runtime the executables were linked with (a change only relinks)
+rtlib="$ft/lib/libfuntrace.a"
+[ $variant = count ] && rtlib="$ft/lib/libfuntrace_count.a"
+rtkey=none
+[ "$cc" != gcc ] && rtkey=$(h "$rtlib" "$ft/bin/funtrace-instrcheck" | tr -d '\n')
+
+log() { echo "== $*" >> "$dir/build.log"; }
+run_make() {
+    local what=$1
+    shift
+    case "$prog" in
+        # MALLOC=libc: the Debian patch 0004 (USE_SYSTEM_JEMALLOC) breaks the
+        # bundled jemalloc ("#if USE_SYSTEM_JEMALLOC == yes" holds when it is
+        # undefined: undefined je_mallctl...); Debian itself links the system one
+        redis) make -j"$jobs" CC="$cc" MALLOC=libc "$@" ;;
+        unbound) make -j"$jobs" "$@" all perf ;;
+        memcached) make -j"$jobs" "$@" memcached ;;
+    esac >> "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; fail "$what failed (log: $dir/build.log)"; }
+}
+build_from_scratch() {
+    rm -rf "$cache/build/$prog-$variant-"*
+    [ $variant = traced ] && rm -rf "$cache/build/$prog-count-"*
+    cp -a "$srcdir" "$dir.tmp"
+    mv "$dir.tmp" "$dir"
+    : > "$dir/build.log"
+    cd "$dir"
+    case "$prog" in
+        unbound|memcached)
+            log "configure CC=$cc"
+            FUNTRACE_FLAGS="$flags" ./configure CC="$cc" >> "$dir/build.log" 2>&1 ||
+                { tail -30 "$dir/build.log" >&2; fail "configure failed (log: $dir/build.log)"; } ;;
+    esac
+    log "make"
+    FUNTRACE_FLAGS="$flags" run_make make
+    echo "$rtkey" > "$dir/.funtrace-runtime"
+    touch "$dir/.funtrace-built"
+}
+
+if [ ! -f "$dir/.funtrace-built" ]; then
+    build_from_scratch
+fi
+cd "$dir"
+if [ $variant = count ]; then
+    # the same objects, relinked with the counting runtime
+    cdir="$cache/build/$prog-count-$key"
+    if [ ! -f "$cdir/.funtrace-built" ] || [ "$(cat "$cdir/.funtrace-runtime")" != "$rtkey" ]; then
+        rm -rf "$cdir" "$cdir.tmp"
+        cp -a "$dir" "$cdir.tmp"
+        mv "$cdir.tmp" "$cdir"
+        dir=$cdir
+        cd "$dir"
+        rm -f "$dir/.funtrace-built" "${exes[@]}"
+        log "relink with -funtrace-count"
+        FUNTRACE_FLAGS="-funtrace-count" run_make relink
+        echo "$rtkey" > "$dir/.funtrace-runtime"
+        touch "$dir/.funtrace-built"
+    fi
+    dir=$cdir
+elif [ "$(cat "$dir/.funtrace-runtime")" != "$rtkey" ]; then
+    log "relink: the runtime changed"
+    rm -f "${exes[@]}"
+    FUNTRACE_FLAGS="$flags" run_make relink
+    echo "$rtkey" > "$dir/.funtrace-runtime"
+fi
+for e in "${exes[@]}"; do
+    [ -x "$dir/$e" ] || fail "the build made no $e (log: $dir/build.log)"
+done
+echo "$dir"
