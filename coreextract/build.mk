@@ -6,7 +6,7 @@
 #   make fuzz-coreextract      the libFuzzer harness only -> $(BUILD)/fuzz/coreextract-fuzz
 #   make fuzz-coreextract-afl  the AFL++ harness only -> $(BUILD)/fuzz/coreextract-afl
 
-CE_TOOL_SRCS := main.c extract_core.c corestream.c ringlike.c slimcore.c input.c output.c
+CE_TOOL_SRCS := main.c extract_core.c corestream.c corekeep.c coreplan.c ringlike.c slimcore.c input.c output.c
 CE_TOOL_OBJS := $(patsubst %.c,$(OBJ)/coreextract/%.o,$(CE_TOOL_SRCS))
 CE_LDLIBS := $(RD_LDLIBS) -lzstd -llz4 -llzma
 
