@@ -259,11 +259,10 @@ static void check_xnum(struct cs *s, const Elf64_Ehdr *eh)
     skip(s, eh->e_shoff - s->pos);
     Elf64_Shdr sh;
     if (sread(s, &sh, sizeof sh, 0) < sizeof sh) return;
-    c->phnum_inferred = 0;
-    if (sh.sh_info != c->phnum)
-        snprintf(s->st->warn, sizeof s->st->warn,
-                 "e_phnum is PN_XNUM and section header 0 says %u program headers, but %llu precede the data; "
-                 "read %llu", sh.sh_info, (unsigned long long)c->phnum, (unsigned long long)c->phnum);
+    uint64_t n = c->phnum; /* what was read: the count cannot be changed now */
+    core_xnum_count(c, 1, sh.sh_info, n);
+    c->phnum = n;
+    c->phnum_inferred = sh.sh_info != n;
 }
 
 int core_stream_open(struct core *c, struct ce_src *src, const struct core_stream_opts *o,

@@ -123,8 +123,13 @@ static int open_core(const struct ce_core_opts *o, const char *name, struct ce_i
     }
     if (c->phnum_xnum)
         ce_note("%s: e_phnum is PN_XNUM: %llu program headers (%s)", name, (unsigned long long)c->phnum,
-                c->phnum_inferred ? "inferred from where the data begins: section header 0 is missing"
-                                  : "from section header 0");
+                !c->phnum_inferred ? "from section header 0"
+                : c->phnum_mismatch ? "inferred from where the data begins: section header 0 does not agree"
+                                    : "inferred from where the data begins: section header 0 is missing");
+    if (c->phnum_mismatch)
+        later("%s: e_phnum is PN_XNUM and section header 0 says %llu program headers, but %llu fit before the "
+              "data; read %llu", name, (unsigned long long)c->phnum_sh, (unsigned long long)c->phnum_fit,
+              (unsigned long long)c->phnum);
     *truncated = c->size < c->expected_size || (in->src && ce_src_truncated(in->src));
     return 0;
 }

@@ -183,26 +183,29 @@ static void add_load(struct core *c, const Elf64_Phdr *ph)
 
 /* The program header count of a mapped core (PN_XNUM: section header 0's
  * sh_info, else inferred).  0, or -1 with err. */
-static int file_phnum(struct core *c, const Elf64_Ehdr *eh, char *err, size_t errlen)
+void core_xnum_count(struct core *c, int have_sh, uint64_t sh_info, uint64_t inferred)
+{
+    c->phnum_xnum = 1;
+    c->phnum_sh = have_sh ? sh_info : 0;
+    c->phnum_fit = inferred;
+    /* trust section header 0 unless the table it says would run into the data */
+    if (have_sh && sh_info && sh_info <= inferred) {
+        c->phnum = sh_info;
+        c->phnum_inferred = 0;
+    } else {
+        c->phnum = inferred;
+        c->phnum_inferred = 1;
+    }
+    c->phnum_mismatch = have_sh && sh_info != inferred;
+}
+
+/* The program header count of a mapped core (PN_XNUM: section header 0's
+ * sh_info, checked against where the data begins). */
+static void file_phnum(struct core *c, const Elf64_Ehdr *eh)
 {
     c->phnum = eh->e_phnum;
-    if (eh->e_phnum != PN_XNUM) return 0;
-    c->phnum_xnum = 1;
-    if (eh->e_shoff >= sizeof *eh && eh->e_shoff <= c->size && c->size - eh->e_shoff >= sizeof(Elf64_Shdr) &&
-        eh->e_shentsize == sizeof(Elf64_Shdr)) {
-        Elf64_Shdr sh;
-        memcpy(&sh, c->map + eh->e_shoff, sizeof sh);
-        c->phnum = sh.sh_info;
-        if (c->phnum == 0) {
-            snprintf(err, errlen, "corrupt core: e_phnum is PN_XNUM but section header 0 gives no count");
-            return -1;
-        }
-        if (eh->e_shoff + sizeof sh > c->expected_size) c->expected_size = eh->e_shoff + sizeof sh;
-        return 0;
-    }
-    /* no section header (a truncated core): the table ends where the data begins */
-    c->phnum_inferred = 1;
-    uint64_t end = UINT64_MAX, n = 0;
+    if (eh->e_phnum != PN_XNUM) return;
+    uint64_t end = UINT64_MAX, n = 0; /* the table ends where the data begins */
     while (n < CORE_MAX_SEGS && eh->e_phoff + (n + 1) * sizeof(Elf64_Phdr) <= end &&
            eh->e_phoff + (n + 1) * sizeof(Elf64_Phdr) <= c->size) {
         Elf64_Phdr ph;
@@ -210,9 +213,13 @@ static int file_phnum(struct core *c, const Elf64_Ehdr *eh, char *err, size_t er
         end = core_phdr_table_end(end, &ph);
         n++;
     }
-    c->phnum = n;
-    if (eh->e_shoff + sizeof(Elf64_Shdr) > c->expected_size) c->expected_size = eh->e_shoff + sizeof(Elf64_Shdr);
-    return 0;
+    Elf64_Shdr sh;
+    int have_sh = eh->e_shoff >= sizeof *eh && eh->e_shoff <= c->size && c->size - eh->e_shoff >= sizeof sh &&
+                  eh->e_shentsize == sizeof sh;
+    if (have_sh) memcpy(&sh, c->map + eh->e_shoff, sizeof sh);
+    core_xnum_count(c, have_sh, have_sh ? sh.sh_info : 0, n);
+    if (eh->e_shoff + sizeof sh > c->expected_size && eh->e_shoff + sizeof sh > eh->e_shoff)
+        c->expected_size = eh->e_shoff + sizeof sh;
 }
 
 int core_open(struct core *c, int fd, char *err, size_t errlen)
@@ -248,7 +255,7 @@ int core_open(struct core *c, int fd, char *err, size_t errlen)
         snprintf(err, errlen, "cannot mmap the file");
         return -1;
     }
-    if (file_phnum(c, &eh, err, errlen) != 0) return -1;
+    file_phnum(c, &eh);
     if (c->phnum == 0 || c->phnum > CORE_MAX_SEGS) {
         snprintf(err, errlen, "core has no readable program headers");
         return -1;

@@ -58,8 +58,10 @@ struct core {
     uint64_t expected_size;      /* bytes the headers say the file has */
     uint64_t phnum;              /* program headers (the true count with PN_XNUM) */
     int phnum_xnum;              /* e_phnum was PN_XNUM */
-    int phnum_inferred;          /* PN_XNUM without a readable section header 0:
-                                    the count was inferred from where the data begins */
+    int phnum_inferred;          /* PN_XNUM: the count was taken from where the data
+                                    begins (no usable section header 0) */
+    int phnum_mismatch;          /* PN_XNUM: section header 0 said phnum_sh, but */
+    uint64_t phnum_sh, phnum_fit;/* phnum_fit headers fit before the data */
     struct core_seg *segs;       /* sorted by vaddr */
     size_t nsegs;
     struct core_thread *threads; /* NT_PRSTATUS order (first = signalled) */
@@ -102,6 +104,10 @@ int core_check_ehdr(const uint8_t *p, size_t n, Elf64_Ehdr *eh, char *err, size_
  * the headers read so far).  Call with phdrs one at a time: returns the table
  * end (file offset) after taking ph into account. */
 uint64_t core_phdr_table_end(uint64_t end, const Elf64_Phdr *ph);
+/* PN_XNUM: the count to use from section header 0's sh_info (have_sh: it
+ * was read) and the count that fits before the data (inferred); sets
+ * c->phnum and the phnum_* flags. */
+void core_xnum_count(struct core *c, int have_sh, uint64_t sh_info, uint64_t inferred);
 /* Parse n bytes of PT_NOTE content (kept alive by the caller until core_close;
  * remembered in c->notes). */
 void core_parse_notes(struct core *c, const uint8_t *d, uint64_t n);

@@ -17,10 +17,23 @@ static void vline(const char *kind, const char *fmt, va_list ap)
 {
     char msg[4096];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    /* one line, always, and no terminal control sequences */
-    for (char *p = msg; *p; p++)
-        if (*p == '\n') *p = ' ';
-        else if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    /* one line, always, and nothing a terminal would act on: control
+     * characters and bytes that are not UTF-8 (e.g. from a corrupt core's
+     * file names) are written as '?' */
+    for (unsigned char *p = (unsigned char *)msg; *p;) {
+        unsigned n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+        unsigned k = 1;
+        while (n > 1 && k < n && (p[k] & 0xc0) == 0x80) k++;
+        if (n == 1) {
+            if (*p == '\n') *p = ' ';
+            else if (*p < 0x20 || *p == 0x7f) *p = '?';
+            p++;
+        } else if (n && k == n && !(n == 2 && p[0] == 0xc2 && p[1] < 0xa0) && !(n == 2 && p[0] < 0xc2)) {
+            p += n; /* a UTF-8 character (not a C1 control, not overlong) */
+        } else {
+            *p++ = '?';
+        }
+    }
     fprintf(stderr, "%s: %s%s\n", ce_prog, kind, msg);
 }
 

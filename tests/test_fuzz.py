@@ -46,6 +46,9 @@ def test_the_kept_inputs_are_there():
 def check_coreextract(binary, path, *args):
     r = subprocess.run([str(binary), *args, str(path)], capture_output=True, timeout=120)
     err = r.stderr.decode(errors="replace")
+    # lines a terminal shows as they are: UTF-8, no control characters (a corrupt core's names)
+    assert r.stderr.decode("utf-8", errors="strict") is not None
+    assert not any(c < 0x20 and c != 0x0a for c in r.stderr), (path, r.stderr)
     assert "Sanitizer" not in err and "runtime error" not in err, (path, err)
     assert r.returncode in (0, 1, 2, 3), (path, r.returncode, err)
     lines = [l for l in err.splitlines() if l.strip()]
