@@ -177,7 +177,12 @@ static int off_cmp(const void *a, const void *b)
 static int read_phdrs(struct cs *s, const Elf64_Ehdr *eh)
 {
     struct core *c = s->c;
-    if (eh->e_phoff < sizeof *eh || eh->e_phoff > PHOFF_MAX) {
+    if (eh->e_phoff < sizeof *eh || eh->e_phoff >= (1ull << 40)) {
+        snprintf(s->err, s->errlen, "corrupt ELF header: program headers at offset %llu",
+                 (unsigned long long)eh->e_phoff);
+        return -1;
+    }
+    if (eh->e_phoff > PHOFF_MAX) {
         snprintf(s->err, s->errlen, "program headers at offset %llu: not a core that can be read in one pass "
                  "(save it to a file and run coreextract on the file)", (unsigned long long)eh->e_phoff);
         return -1;

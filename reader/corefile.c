@@ -206,8 +206,8 @@ static void file_phnum(struct core *c, const Elf64_Ehdr *eh)
     c->phnum = eh->e_phnum;
     if (eh->e_phnum != PN_XNUM) return;
     uint64_t end = UINT64_MAX, n = 0; /* the table ends where the data begins */
-    while (n < CORE_MAX_SEGS && eh->e_phoff + (n + 1) * sizeof(Elf64_Phdr) <= end &&
-           eh->e_phoff + (n + 1) * sizeof(Elf64_Phdr) <= c->size) {
+    uint64_t room = eh->e_phoff <= c->size ? (c->size - eh->e_phoff) / sizeof(Elf64_Phdr) : 0;
+    while (n < CORE_MAX_SEGS && n < room && eh->e_phoff + (n + 1) * sizeof(Elf64_Phdr) <= end) {
         Elf64_Phdr ph;
         memcpy(&ph, c->map + eh->e_phoff + n * sizeof ph, sizeof ph);
         end = core_phdr_table_end(end, &ph);
