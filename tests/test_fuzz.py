@@ -109,7 +109,8 @@ def test_gdb_extension_on_fuzzed_cores(tree, tmp_path):
         else:
             assert rawfile.parse(out.read_bytes()).ended, path
         results[path.name] = r.returncode
-    assert results
+    # some of them gdb loads as cores (gdb-*): the extension really reads those
+    assert sum(1 for rc in results.values() if rc == 0) >= 4, results
 
 
 @pytest.mark.clang
