@@ -3,8 +3,9 @@
  * ELF core with the original notes (threads, auxv, NT_FILE, signal) and one
  * PT_LOAD per piece of memory, with bytes for what was kept (zero pages as
  * holes of a sparse file) and none (p_filesz 0) for what was dropped.  Read
- * in one pass, a core of gigabytes becomes one of a few megabytes that still
- * gives the same trace and the same stacks (coreextract, gdb's bt).
+ * in one pass, a core of gigabytes becomes one about the size of its rings
+ * and stacks that still gives the same trace and the same stacks
+ * (coreextract, gdb's bt).
  * More than 65,534 program headers are written the kernel's way: e_phnum =
  * PN_XNUM, the count in section header 0's sh_info, that header last.
  */
