@@ -120,6 +120,18 @@ struct plan {
 /* walk the circular range starting at slot `start`, `n` slots */
 #define SLOT_AT(v, start, i) ((((start) + (i)) & (v)->nmask) * (v)->esz)
 
+/* slots from ring offset off to the end of its page (or of the ring): one
+ * missing page is skipped at once (a ring a core lost may claim 1 GiB) */
+static uint64_t rv_page_rest(const struct rview *v, uint64_t off)
+{
+    uint64_t end = ((v->ring + off) / RW_PAGE + 1) * RW_PAGE - v->ring;
+    if (end > v->size) end = v->size;
+    uint64_t k = end > off ? (end - off) / v->esz : 1;
+    return k ? k : 1;
+}
+/* in a walk over [.., lim) with index x at ring offset off, on a missing slot */
+#define MISS_SKIP(x, off, lim) do { (x) += rv_page_rest(v, (off)) - 1; if ((x) >= (lim)) (x) = (lim) - 1; } while (0)
+
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
 /* Geometry of a thread's ring; returns 1 if the ring can be read. */
@@ -295,7 +307,8 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         uint64_t i = p + 1 + (live_k ? live_k : 0) + ((exact || e8 || s4) ? 0 : 1);
         for (; i < n && !F; i++) {
             const uint8_t *s = rv_slot(v, i * v->esz, &miss);
-            if (!miss && slotw(v, s) != 0) F = 1;
+            if (miss) MISS_SKIP(i, i * v->esz, n);
+            else if (slotw(v, s) != 0) F = 1;
         }
     }
     int wrapped, e8_unc = 0;
@@ -360,7 +373,8 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
     uint64_t i = 0;
     for (; i < len; i++) {
         const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
-        if (!miss && slotw(v, s) != 0) break;
+        if (miss) MISS_SKIP(i, SLOT_AT(v, start, i), len);
+        else if (slotw(v, s) != 0) break;
     }
     /* time filter: leading entries older than min_tsc */
     if (min_tsc && s4) {
@@ -372,7 +386,7 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         int have_last = 0;
         for (uint64_t j = i; j < len && !R; j++) {
             const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
-            if (miss) continue;
+            if (miss) { MISS_SKIP(j, SLOT_AT(v, start, j), len); continue; }
             uint64_t w = slotw(v, s);
             if (s4_tsc_hi(w)) {
                 for (uint64_t m = j + 1; m < len && m < j + 8 && !R; m++) {
@@ -389,7 +403,7 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         uint64_t j = i, skipped = 0;
         for (; j < len; j++) {
             const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
-            if (miss) continue;
+            if (miss) { MISS_SKIP(j, SLOT_AT(v, start, j), len); continue; }
             uint64_t w = slotw(v, s);
             if (s4_tsc_hi(w)) hi = (uint32_t)(w >> 5) & FT_S4_HI_MASK;
             if (FT_S4_IS_STAMP(w) && s4_time(R, hi, w) >= min_tsc) break;
@@ -406,7 +420,7 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
             int have_last = 0;
             for (uint64_t j = i; j < len && !R; j++) {
                 const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
-                if (miss) continue;
+                if (miss) { MISS_SKIP(j, SLOT_AT(v, start, j), len); continue; }
                 uint64_t w = u64at(s);
                 if (e8_tsc_hi(w)) {
                     for (uint64_t m = j + 1; m < len && m < j + 8 && !R; m++) {
@@ -422,7 +436,7 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
             if (have_last && (((uint64_t)k.hi << 32) | lo_last) > R) k.hi--;
             for (; i < len; i++) {
                 const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
-                if (miss) continue;
+                if (miss) { MISS_SKIP(i, SLOT_AT(v, start, i), len); continue; }
                 int ev;
                 uint64_t t = e8_clock_step(&k, u64at(s), &ev);
                 if (ev && t >= min_tsc) break;
@@ -440,7 +454,7 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         } else if (exact) {
             for (; i < len; i++) {
                 const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
-                if (miss) continue;
+                if (miss) { MISS_SKIP(i, SLOT_AT(v, start, i), len); continue; }
                 if (u64at(s + 8) >= min_tsc) break;
                 pl->n_dropped++;
             }
@@ -448,7 +462,7 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
             uint64_t j = i, skipped = 0;
             for (; j < len; j++) {
                 const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
-                if (miss) continue;
+                if (miss) { MISS_SKIP(j, SLOT_AT(v, start, j), len); continue; }
                 uint64_t w = u64at(s);
                 if (FT_IS_TIME_WORD(w) && (w & FT_TIME_WORD_TSC_MASK) >= (min_tsc & FT_TIME_WORD_TSC_MASK))
                     break;
@@ -472,7 +486,7 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         uint32_t s4_hi = 0;
         for (uint64_t j = i; j < len; j++) {
             const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
-            if (miss) continue;
+            if (miss) { MISS_SKIP(j, SLOT_AT(v, start, j), len); continue; }
             uint64_t w = slotw(v, s), t;
             if (s4) {
                 if (s4_tsc_hi(w)) { s4_known = 1; s4_hi = (uint32_t)(w >> 5) & FT_S4_HI_MASK; }
@@ -513,7 +527,7 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         first = i;
     } else for (uint64_t j = i; j < len; j++) {
         const uint8_t *s = rv_slot(v, SLOT_AT(v, start, j), &miss);
-        if (miss) continue;
+        if (miss) { MISS_SKIP(j, SLOT_AT(v, start, j), len); continue; }
         if (exact && after_limit(pl, s)) {
             pl->n_dropped++;
             pl->tsf |= FT_TSF_COPY_RACED;
@@ -546,7 +560,8 @@ static int ring_stream(struct rview *v, const struct plan *pl)
     int miss;
     for (uint64_t i = 0; i < pl->n_range && written < limit; i++) {
         const uint8_t *s = rv_slot(v, SLOT_AT(v, start, i), &miss);
-        if (miss || (v->esz == 16 && after_limit(pl, s))) continue;
+        if (miss) { MISS_SKIP(i, SLOT_AT(v, start, i), pl->n_range); continue; }
+        if (v->esz == 16 && after_limit(pl, s)) continue;
         memcpy(out + o, s, v->esz);
         o += v->esz;
         written++;

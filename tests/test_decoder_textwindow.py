@@ -68,16 +68,20 @@ def test_text_reads_the_end_of_a_big_ring_and_agrees_with_the_whole_decode(tree,
 
 
 def test_filters_make_the_text_view_read_further_back(tree, big):
-    """--until 2us after the first call: the calls it asks for are at the very
+    """--until a little after the first calls: the calls it asks for are at the very
     beginning of the ring, far before the part read first"""
     raw, full, _, _ = big
     nodes = next(iter(trees(full).values()))
-    t0 = min(n.s.start for n in nodes)  # ns from the JSON's origin, the start of what is shown
-    r = run_tool([tree.tool("funtrace-decode"), raw, "--text", "-n", "4", "--until", f"+{t0 + 2000}ns"])
+    # the cut (ns from the JSON's origin, the start of what is shown) halfway into the first gap
+    # of at least 200 ns between call starts after the sixth call: whatever the machine's speed
+    starts = sorted(n.s.start for n in nodes)
+    k = next(i for i in range(5, len(starts) - 1) if starts[i + 1] - starts[i] >= 200)
+    until = (starts[k] + starts[k + 1]) // 2
+    r = run_tool([tree.tool("funtrace-decode"), raw, "--text", "-n", "4", "--until", f"+{until}ns"])
     assert r.returncode == 0, r.stderr
     got = calls(r.stdout, "[crashed]")
-    early = [n for n in nodes if n.s.start < t0 + 2000]
-    assert len(early) > 4
+    early = [n for n in nodes if n.s.start < until]
+    assert len(early) > 4 and starts[-1] > until
     assert [(dp, nm) for dp, nm, _, _ in got][-4:] == [(n.depth, bare(n.name)) for n in early[-4:]], r.stdout
     # it read back to the start of the ring
     assert "read from the end of its ring" not in r.stdout, r.stdout

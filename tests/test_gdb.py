@@ -392,18 +392,30 @@ def test_missing_ring_memory(ext, crash_core, crash_saved, tmp_path):
     hasher = by_name["hasher"]
     assert hasher.pos_off >= 2 * 4096 or hasher.flags & rawfile.TSF["WRAPPED"]
     keep = max(4096, (hasher.pos_off // 2) & ~0xFFF)  # cut the ring in the middle of its events
-    cut = {by_name["loader"].ring: 0, hasher.ring: keep}
-    patched = 0
+    loads = []  # (header offset, vaddr, memsz) of every PT_LOAD
     for i in range(phnum):
         o = phoff + 56 * i
-        p_type = int.from_bytes(data[o:o + 4], "little")
-        vaddr = int.from_bytes(data[o + 16:o + 24], "little")
-        memsz = int.from_bytes(data[o + 40:o + 48], "little")
-        for ring, keep in cut.items():
-            if p_type == 1 and vaddr <= ring < vaddr + memsz:
-                data[o + 32:o + 40] = (ring - vaddr + keep).to_bytes(8, "little")  # p_filesz
-                patched += 1
-    assert patched == 2
+        if int.from_bytes(data[o:o + 4], "little") == 1:
+            loads.append((o, int.from_bytes(data[o + 16:o + 24], "little"),
+                          int.from_bytes(data[o + 40:o + 48], "little")))
+
+    def load_of(addr):
+        [h] = [h for h in loads if h[1] <= addr < h[1] + h[2]]
+        return h
+
+    # the rings come from one pool: the thread made ring-less is one whose ring lies past the
+    # hasher's in the same mapping (the cut takes it too), else one in a mapping of its own
+    # (cut at its ring's start)
+    others = [t for t in raw.threads if t.tid != hasher.tid and t.ring and t.ring_size]
+    past = sorted((t for t in others if load_of(t.ring) == load_of(hasher.ring) and t.ring > hasher.ring),
+                  key=lambda t: t.ring)
+    apart = [t for t in others if load_of(t.ring) != load_of(hasher.ring)]
+    assert past or apart, "no ring the cut can take whole: the trace would not lose a ring"
+    gone = past[0] if past else apart[0]
+    cut = {hasher.ring: keep} if past else {hasher.ring: keep, gone.ring: 0}
+    for ring, k in cut.items():
+        o, vaddr, _ = load_of(ring)
+        data[o + 32:o + 40] = (ring - vaddr + k).to_bytes(8, "little")  # p_filesz
     core.write_bytes(data)
     out = tmp_path / "gdb.raw"
     g = run_gdb(f"funtrace save {out}", target=[crash_core.args[0], core])
@@ -412,10 +424,10 @@ def test_missing_ring_memory(ext, crash_core, crash_saved, tmp_path):
     assert warning.startswith("funtrace: warning: trace incomplete: ring memory of "), warning
     got = rawfile.parse(out)
     assert got.header["flags"] & RAWF_PARTIAL
-    loader, hasher = got.thread(by_name["loader"].tid), got.thread(by_name["hasher"].tid)
-    assert loader.flags & rawfile.TSF["RING_MISSING"] and loader.n_entries == 0
-    assert hasher.flags & rawfile.TSF["RING_PARTIAL"]
-    assert 0 < hasher.n_entries < by_name["hasher"].n_entries
+    lost, part = got.thread(gone.tid), got.thread(hasher.tid)
+    assert lost.flags & rawfile.TSF["RING_MISSING"] and lost.n_entries == 0
+    assert part.flags & rawfile.TSF["RING_PARTIAL"]
+    assert 0 < part.n_entries < hasher.n_entries
     threads = command_output("funtrace threads", [crash_core.args[0], core], tmp_path)
     # the decoder's warning (its stderr) comes first
     assert threads.startswith("funtrace-decode: (trace): the trace is incomplete")

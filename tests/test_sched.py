@@ -79,11 +79,16 @@ def check_waits(raw, elf, waiter, waker):
     s = raw.sched
     assert s is not None and s["status"] == 0, s
     ev = s["events"]
-    wakings = [e for e in ev if e["kind"] == "waking" and e["tid"] == waiter and e["other"] == waker]
-    sleeps = [e for e in ev if e["kind"] == "switch" and e["tid"] == waiter and e["state"] == "S"]
     hand = calls_of(raw, elf, waker, "hand_over")
     waits = calls_of(raw, elf, waiter, "wait_for_token")
     assert len(hand) == ROUNDS and len(waits) == ROUNDS, (hand, waits)
+    # from the waiter's first wait on (before it, the two threads' start-up may contend for a
+    # lock -- libc's, the kernel's mmap lock -- and the waker then wakes the waiter too)
+    t0 = waits[0][0]
+    wakings = [e for e in ev if e["kind"] == "waking" and e["tid"] == waiter and e["other"] == waker
+               and e["tsc"] >= t0]
+    sleeps = [e for e in ev if e["kind"] == "switch" and e["tid"] == waiter and e["state"] == "S"
+              and e["tsc"] >= t0]
     # every wakeup of the waiter by the waker happened inside one of its hand_over calls
     assert len(wakings) == ROUNDS, wakings
     for w in wakings:

@@ -141,7 +141,11 @@ __attribute__((section(".preinit_array"), used)) static void (*preinit)(int, cha
 /* no memory writes (the memory test would see them), but not a const
  * function the compiler could drop */
 NI int spin_step(int x) { __asm__ volatile("" : "+r"(x)); return x + 1; }
-static uintptr_t spin_sp; /* the spinner's stack pointer (the memtest leaves its stack alone) */
+/* the spinner's frame (the memtest leaves its stack alone: it is written on
+ * every call, by the call instruction itself).  volatile: the spinner never
+ * returns and spin_step reads no memory, so gcc drops a plain store to it
+ * as dead, and the memtest then overwrote the live stack */
+static volatile uintptr_t spin_sp;
 static volatile int spinning;
 
 static void *spinner(void *arg)
@@ -201,6 +205,10 @@ static void memtest_handler(int sig, siginfo_t *si, void *uc)
     uintptr_t skip_lo = spin_sp - 65536, skip_hi = spin_sp + 256;
     (void)si;
     (void)uc;
+    if (!spin_sp) {
+        fprintf(stderr, "memtest: the spinner's stack is unknown\n");
+        abort();
+    }
     fd = open("/proc/self/maps", O_RDONLY);
     while (fd >= 0 && (k = read(fd, maps + len, sizeof maps - 1 - len)) > 0)
         len += (size_t)k;
@@ -225,6 +233,8 @@ static void memtest_handler(int sig, siginfo_t *si, void *uc)
     }
     /* the test (no library calls from here on) */
     uint64_t mismatches = 0, first_bad = 0, bytes = 0;
+    struct { uintptr_t at; uint64_t got, want; int pat; } bad[16]; /* the first ones, for the report */
+    int nbad = 0;
     int s = 0;
     for (int r = 0; r < nreg; r++) {
         for (uintptr_t c = lo[r]; c < hi[r]; c += CHUNK) {
@@ -240,9 +250,17 @@ static void memtest_handler(int sig, siginfo_t *si, void *uc)
                     s += h_format(j);
                 for (size_t i = 0; i < n; i++) {
                     uint64_t want = pat == 0 ? 0 : pat == 1 ? ~0ull : pat == 2 ? 0xaaaa5555aaaa5555ull : (uint64_t)(c + 8 * i);
-                    if (m[i] != want) {
+                    uint64_t got = m[i];
+                    if (got != want) {
                         if (!mismatches)
                             first_bad = c + 8 * i;
+                        if (nbad < 16) {
+                            bad[nbad].at = c + 8 * i;
+                            bad[nbad].got = got;
+                            bad[nbad].want = want;
+                            bad[nbad].pat = pat;
+                            nbad++;
+                        }
                         mismatches++;
                     }
                 }
@@ -254,6 +272,26 @@ static void memtest_handler(int sig, siginfo_t *si, void *uc)
     /* everything is back: library calls are fine again */
     fprintf(stderr, "memtest: %llu mismatches (first at %#llx) in %llu bytes of %d regions (%d)\n",
             (unsigned long long)mismatches, (unsigned long long)first_bad, (unsigned long long)bytes, nreg, s & 1);
+    if (nbad)
+        fprintf(stderr, "memtest: spinner's stack %#llx..%#llx left alone; maps:\n%s", (unsigned long long)skip_lo,
+                (unsigned long long)skip_hi, maps);
+    for (int i = 0; i < nbad; i++) { /* what changed, and in which mapping */
+        const char *line = maps, *p = maps;
+        while (*p) {
+            const char *q = p;
+            uintptr_t a = hex(&q), b = (q++, hex(&q));
+            const char *eol = strchr(p, '\n');
+            if (bad[i].at >= a && bad[i].at < b) {
+                line = p;
+                break;
+            }
+            p = eol ? eol + 1 : p + strlen(p);
+        }
+        const char *eol = strchr(line, '\n');
+        fprintf(stderr, "memtest: bad %#llx (pattern %d) got %#llx want %#llx in %.*s\n", (unsigned long long)bad[i].at,
+                bad[i].pat, (unsigned long long)bad[i].got, (unsigned long long)bad[i].want,
+                (int)(eol ? eol - line : (long)strlen(line)), line);
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }
