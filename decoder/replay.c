@@ -83,6 +83,17 @@ struct frame {
 
 #define NONE32 UINT32_MAX
 
+/* what the replay needs of an address's function, cached (a direct-mapped
+ * table: the hot addresses of a thread are few) */
+#define FC_SIZE 1024u
+struct fcache {
+    uint64_t addr;
+    int space;        /* -1: empty */
+    uint32_t f, match;
+    int32_t modfile;
+    uint8_t ignored;
+};
+
 struct replay {
     struct dec *d;
     struct dthread *th;
@@ -112,8 +123,7 @@ struct replay {
     int cur_exact, prev_q;   /* EV_EXACT / EV_DENSE / EV_LOOSE */
     int64_t cur_lo_m, cur_hi_m; /* the current event's bracket (measured) */
     struct ev_carry carry;
-    uint64_t memo_addr;
-    uint32_t memo_func;
+    struct fcache *fc; /* [FC_SIZE]: address -> function, per address space */
     uint32_t expect; /* bit-62 returns: the last function returned into */
     uint32_t *pre;   /* discovery: orphan-returned frames, innermost first */
     size_t npre, precap;
@@ -127,7 +137,9 @@ static struct replay *rnew(struct dec *d, struct dthread *th, int discovery)
     r->d = d;
     r->th = th;
     r->discovery = discovery;
-    r->memo_addr = NONE;
+    r->fc = xmalloc(FC_SIZE * sizeof *r->fc);
+    for (size_t i = 0; i < FC_SIZE; i++)
+        r->fc[i].space = -1;
     r->expect = HMAP_NONE;
     r->last_ns = INT64_MIN / 4;
     r->pair_nesting = d->o.sym.no_symbols;
@@ -139,6 +151,7 @@ void replay_free(struct replay *r)
     if (!r)
         return;
     free(r->cells);
+    free(r->fc);
     free(r->stk);
     free(r->pre);
     free(r->sl);
@@ -147,24 +160,35 @@ void replay_free(struct replay *r)
 
 /* ---- frames, slices and text records ------------------------------------ */
 
-static struct slice *new_slice(struct replay *r)
+static inline struct slice *new_slice(struct replay *r)
 {
-    if (r->nsl == r->slcap) {
+    if (__builtin_expect(r->nsl == r->slcap, 0)) {
         r->slcap = r->slcap ? r->slcap * 2 : 4096;
         r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
     }
     return &r->sl[r->nsl];
 }
 
+/* The per-event functions come in three kinds, so that the compiler drops
+ * what a replay does not do: K_DISC a discovery replay, K_PIECES an emitting
+ * replay into a VIEW_PIECES view, K_ANY any replay (decided at run time). */
+#define K_ANY 0
+#define K_DISC 1
+#define K_PIECES 2
+#define IS_DISC(r, k) ((k) == K_DISC || ((k) == K_ANY && (r)->discovery))
+#define IS_EMITTING(r, k) ((k) == K_PIECES || ((k) == K_ANY && (r)->emitting))
+#define IS_CALLS(r, k) ((k) == K_ANY && (r)->calls)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
 /* a frame enters the output: VIEW_PIECES opens a piece in every generation
  * shown (clipped to the generation's start), VIEW_CALLS one slice per call
  * in measured times */
-static void open_out(struct replay *r, struct frame *fr)
+static ALWAYS_INLINE void open_out_k(struct replay *r, struct frame *fr, int k)
 {
-    if (r->calls && fr->slice >= 0)
+    if (IS_CALLS(r, k) && fr->slice >= 0)
         return; /* already in this replay's batch */
     fr->slice = -1;
-    if (!r->emitting)
+    if (!IS_EMITTING(r, k))
         return;
     uint16_t depth = (uint16_t)(fr - r->stk > 65535 ? 65535 : fr - r->stk);
     struct slice *s = new_slice(r);
@@ -173,7 +197,7 @@ static void open_out(struct replay *r, struct frame *fr)
     s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
     s->ub = 0;
     s->cdur = -1;
-    if (r->calls) {
+    if (IS_CALLS(r, k)) {
         s->start = fr->mstart;
     } else {
         s->start = fr->start;
@@ -186,12 +210,17 @@ static void open_out(struct replay *r, struct frame *fr)
     fr->slice = (int64_t)r->nsl++;
 }
 
+static void open_out(struct replay *r, struct frame *fr)
+{
+    open_out_k(r, fr, K_ANY);
+}
+
 /* end_q: the end event's EV_* quality, mhi: the latest it can have been
  * (measured).  A call with an end in a loose bracket gets an upper bound
  * (SL_BOUND): from the earliest its start can have been to the latest its
  * end can have been. */
-static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t mend, unsigned flags,
-                      int end_q, int64_t mhi)
+static ALWAYS_INLINE void close_out_k(struct replay *r, struct frame *fr, int64_t end, int64_t mend,
+                                      unsigned flags, int end_q, int64_t mhi, int k)
 {
     struct dec *d = r->d;
     if (fr->slice < 0)
@@ -205,8 +234,8 @@ static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t m
     struct slice *s = &r->sl[fr->slice];
     if (r->measuring && fr->cell != NONE32)
         r->cells[fr->cell] = end;
-    s->cdur = r->calls ? (mend > fr->mstart ? mend - fr->mstart : 0) : end - fr->start;
-    if (r->calls)
+    s->cdur = IS_CALLS(r, k) ? (mend > fr->mstart ? mend - fr->mstart : 0) : end - fr->start;
+    if (IS_CALLS(r, k))
         end = mend;
     s->end = end < s->start ? s->start : end;
     s->flags = (uint16_t)((s->flags & ~SL_PENDING) | flags | unm);
@@ -214,33 +243,47 @@ static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t m
     fr->slice = -1;
 }
 
-static struct frame *push(struct replay *r, uint32_t func, uint64_t addr, uint32_t flags, int64_t start,
-                          int64_t mstart, uint64_t idx)
+static ALWAYS_INLINE struct frame *push_k(struct replay *r, uint32_t func, uint32_t match, uint64_t addr,
+                                           uint32_t flags, int64_t start, int64_t mstart, uint64_t idx, int k)
 {
-    if (r->n == r->cap) {
+    if (__builtin_expect(r->n == r->cap, 0)) {
         r->cap = r->cap ? r->cap * 2 : 256;
         r->stk = xrealloc(r->stk, r->cap * sizeof *r->stk);
     }
     struct frame *fr = &r->stk[r->n++];
     fr->func = func;
-    fr->match = sym_func(r->d->sym, func)->match;
+    fr->match = match;
     fr->flags = flags;
+    fr->addr = addr;
+    fr->call_idx = idx;
+    if (IS_DISC(r, k)) /* a discovery replay has no times nor output */
+        return fr;
     fr->start = start;
     fr->mstart = mstart;
     fr->mlo = mstart;
-    fr->addr = addr;
-    fr->call_idx = idx;
     fr->slice = -1;
     fr->cell = NONE32;
-    open_out(r, fr);
+    open_out_k(r, fr, k);
     return fr;
+}
+
+static struct frame *push(struct replay *r, uint32_t func, uint32_t match, uint64_t addr, uint32_t flags,
+                          int64_t start, int64_t mstart, uint64_t idx)
+{
+    return push_k(r, func, match, addr, flags, start, mstart, idx, K_ANY);
+}
+
+static ALWAYS_INLINE void pop_k(struct replay *r, int64_t end, int64_t mend, unsigned flags, int end_q, int64_t mhi,
+                                int k)
+{
+    struct frame *fr = &r->stk[--r->n];
+    if (!IS_DISC(r, k))
+        close_out_k(r, fr, end, mend, flags, end_q, mhi, k);
 }
 
 static void pop(struct replay *r, int64_t end, int64_t mend, unsigned flags, int end_q, int64_t mhi)
 {
-    struct frame *fr = &r->stk[--r->n];
-    if (!r->discovery)
-        close_out(r, fr, end, mend, flags, end_q, mhi);
+    pop_k(r, end, mend, flags, end_q, mhi, K_ANY);
 }
 
 /* pop the frames above frame k: they lost their returns and end at the
@@ -305,7 +348,7 @@ static void start(struct replay *r, int64_t t, int64_t tm)
         return;
     struct dthread *th = r->th;
     for (size_t i = 0; i < th->npre; i++)
-        push(r, th->pre[i], 0, FR_PRE, t, tm, NONE);
+        push(r, th->pre[i], sym_func(r->d->sym, th->pre[i])->match, 0, FR_PRE, t, tm, NONE);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -334,65 +377,55 @@ static int untraced(struct replay *r, struct func *fn, uint32_t f)
 
 /* ---- events ------------------------------------------------------------ */
 
-static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t idx, uint64_t lo, uint64_t hi)
+/* the cache entry of addr in the current generation's address space */
+static __attribute__((noinline)) const struct fcache *fc_fill(struct replay *r, struct fcache *c, uint64_t addr)
 {
-    struct replay *r = ctx;
+    struct dec *d = r->d;
+    uint32_t f = sym_lookup(d->sym, r->g->space, addr);
+    struct func *fn = sym_func(d->sym, f);
+    if (r->discovery)
+        fn->seen = 1; /* (a hit comes after a fill by this replay) */
+    c->addr = addr;
+    c->space = r->g->space;
+    c->f = f;
+    c->match = fn->match;
+    c->modfile = fn->modfile;
+    c->ignored = fn->ignored;
+    return c;
+}
+
+static inline const struct fcache *func_of(struct replay *r, uint64_t addr)
+{
+    struct fcache *c = &r->fc[((addr >> 2) ^ (addr >> 13)) & (FC_SIZE - 1)];
+    if (__builtin_expect(c->addr == addr && c->space == r->g->space, 1))
+        return c;
+    return fc_fill(r, c, addr);
+}
+
+/* the first event of the replay: the stack open at the ring start */
+static __attribute__((noinline)) void first_event(struct replay *r, int64_t t, int64_t tm)
+{
+    struct dthread *th = r->th;
+    r->prev_ns = t;
+    r->prev_m = tm;
+    if (r->discovery) {
+        th->first_ns = t;
+    } else if (th->lost_older && r->emitting && !r->calls && r->out->ops->instant) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "ring starts here (older events %s)", dec_lost_why(th));
+        r->out->ops->instant(r->out, r->d, th, t, msg, NULL, 0);
+    }
+    start(r, t, tm);
+}
+
+/* catches, returns that do not close the top frame, bit-62 returns */
+static __attribute__((noinline)) void event_rare(struct replay *r, uint64_t word, uint32_t f, int64_t t, int64_t tm,
+                                                 int exact)
+{
     struct dec *d = r->d;
     struct dthread *th = r->th;
-    const struct dgen *g = r->g;
-    uint64_t addr = word & FT_ADDR_MASK;
-    uint32_t f;
-    if (addr == r->memo_addr) {
-        f = r->memo_func;
-    } else {
-        f = sym_lookup(d->sym, g->space, addr);
-        r->memo_addr = addr;
-        r->memo_func = f;
-    }
-    int64_t t = ft_clock_ns(&g->clk, tsc);
-    if (t < r->gstart)
-        t = r->gstart;
-    const int64_t tm = t;
-    if (t <= r->last_ns) { /* each event of a thread at its own ns: no ambiguous nesting */
-        if (r->discovery && tsc + 1 < r->last_tsc)
-            th->out_of_order++;
-        t = r->last_ns + 1;
-    }
-    r->last_tsc = tsc;
-    r->prev_ns = r->last_ns;
-    r->last_ns = t;
-    r->prev_m = r->last_m;
-    r->last_m = tm;
-    r->prev_q = r->cur_exact;
-    r->cur_exact = exact;
-    r->cur_lo_m = tm;
-    r->cur_hi_m = tm;
-    if (exact == EV_LOOSE) {
-        int64_t l = ft_clock_ns(&g->clk, lo), h = ft_clock_ns(&g->clk, hi);
-        r->cur_lo_m = l < tm ? l : tm;
-        r->cur_hi_m = h > tm ? h : tm;
-    }
-    if (!r->started) {
-        r->prev_ns = t;
-        r->prev_m = tm;
-        if (r->discovery) {
-            th->first_ns = t;
-        } else if (th->lost_older && r->emitting && !r->calls && r->out->ops->instant) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "ring starts here (older events %s)", dec_lost_why(th));
-            r->out->ops->instant(r->out, d, th, t, msg, NULL, 0);
-        }
-        start(r, t, tm);
-    }
     struct func *fn = sym_func(d->sym, f);
-    if (r->discovery) {
-        th->nevents++;
-        th->last_ns = t;
-        th->last_mns = tm;
-        fn->seen = 1;
-    }
-    if (fn->ignored)
-        return;
+    uint64_t addr = word & FT_ADDR_MASK;
     int catch = (word & FT_F_CATCH) == FT_F_CATCH;
     if (catch) {
         if (r->discovery)
@@ -417,19 +450,7 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         }
         return;
     }
-    if (word & FT_F_RET) {
-        if (r->discovery)
-            th->nrets++;
-        /* Without symbols a -pg return (its address is the __return__ call's,
-         * near the end of the function) cannot be told apart from any other
-         * function's: it closes the innermost frame if that is a -pg call (an
-         * -finstrument-functions call, bit 61, logs its return with the
-         * function's address: those still pair by address). */
-        if (r->n && (r->stk[r->n - 1].match == fn->match ||
-                     (r->pair_nesting && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))))) {
-            pop(r, t, tm, 0, exact, r->cur_hi_m);
-            return;
-        }
+    if (word & FT_F_RET) { /* not the top frame's return (on_event) */
         long k = find(r, fn->match);
         if (k >= 0) {
             if (r->discovery)
@@ -449,44 +470,133 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         }
         return;
     }
-    if (word & FT_F_RET_WITH_CALLER) {
-        if (r->discovery)
-            th->nrets++;
-        if (r->n) {
-            pop(r, t, tm, 0, exact, r->cur_hi_m);
-            if (r->n && r->stk[r->n - 1].match != fn->match) {
-                long k = find(r, fn->match);
-                if (k >= 0)
-                    abandon_above(r, (size_t)k);
-            }
-        } else if (r->discovery) {
-            th->orphans++;
-            if (r->expect != HMAP_NONE)
-                pre_add(r, r->expect);
-            else
-                th->unnamed++;
+    /* FT_F_RET_WITH_CALLER */
+    if (r->discovery)
+        th->nrets++;
+    if (r->n) {
+        pop(r, t, tm, 0, exact, r->cur_hi_m);
+        if (r->n && r->stk[r->n - 1].match != fn->match) {
+            long k = find(r, fn->match);
+            if (k >= 0)
+                abandon_above(r, (size_t)k);
         }
-        r->expect = f;
+    } else if (r->discovery) {
+        th->orphans++;
+        if (r->expect != HMAP_NONE)
+            pre_add(r, r->expect);
+        else
+            th->unnamed++;
+    }
+    r->expect = f;
+}
+
+static __attribute__((noinline)) void note_modcall(struct dthread *th, int32_t modfile)
+{
+    size_t m = (size_t)modfile;
+    if (m >= th->nmodcalls) {
+        size_t n = m + 16;
+        th->modcalls = xrealloc(th->modcalls, n);
+        memset(th->modcalls + th->nmodcalls, 0, n - th->nmodcalls);
+        th->nmodcalls = n;
+    }
+    th->modcalls[m] = 1;
+}
+
+static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const int k)
+{
+    const int disc = IS_DISC(r, k);
+    struct dthread *th = r->th;
+    const struct dgen *g = r->g;
+    uint64_t word = e->word, tsc = e->tsc;
+    int exact = e->q;
+    uint64_t addr = word & FT_ADDR_MASK;
+    const struct fcache *c = func_of(r, addr);
+    uint32_t f = c->f;
+    int64_t t = ft_clock_ns(&g->clk, tsc);
+    if (t < r->gstart)
+        t = r->gstart;
+    const int64_t tm = t;
+    if (t <= r->last_ns) { /* each event of a thread at its own ns: no ambiguous nesting */
+        if (disc && tsc + 1 < r->last_tsc)
+            th->out_of_order++;
+        t = r->last_ns + 1;
+    }
+    r->last_tsc = tsc;
+    r->prev_ns = r->last_ns;
+    r->last_ns = t;
+    if (!disc) { /* (discovery pops write nothing) */
+        r->prev_m = r->last_m;
+        r->last_m = tm;
+        r->prev_q = r->cur_exact;
+        r->cur_exact = exact;
+        r->cur_lo_m = tm;
+        r->cur_hi_m = tm;
+    }
+    if (!disc && __builtin_expect(exact == EV_LOOSE, 0)) {
+        int64_t l = ft_clock_ns(&g->clk, e->lo), h = ft_clock_ns(&g->clk, e->hi);
+        r->cur_lo_m = l < tm ? l : tm;
+        r->cur_hi_m = h > tm ? h : tm;
+    }
+    if (__builtin_expect(!r->started, 0))
+        first_event(r, t, tm);
+    if (disc) {
+        th->nevents++;
+        th->last_ns = t;
+        th->last_mns = tm;
+    }
+    if (c->ignored)
+        return;
+    if (word & (FT_F_RET | FT_F_RET_WITH_CALLER)) {
+        /* Without symbols a -pg return (its address is the __return__ call's,
+         * near the end of the function) cannot be told apart from any other
+         * function's: it closes the innermost frame if that is a -pg call (an
+         * -finstrument-functions call, bit 61, logs its return with the
+         * function's address: those still pair by address). */
+        if ((word & FT_F_CATCH) == FT_F_RET) {
+            if (disc)
+                th->nrets++;
+            if (r->n && (r->stk[r->n - 1].match == c->match ||
+                         (r->pair_nesting && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))))) {
+                pop_k(r, t, tm, 0, exact, r->cur_hi_m, k);
+                return;
+            }
+        }
+        event_rare(r, word, f, t, tm, exact);
         return;
     }
-    if (r->discovery) {
+    if (disc) {
         th->ncalls++;
-        if (fn->modfile >= 0 && r->first_pass) {
-            size_t m = (size_t)fn->modfile;
-            if (m >= th->nmodcalls) {
-                size_t n = m + 16;
-                th->modcalls = xrealloc(th->modcalls, n);
-                memset(th->modcalls + th->nmodcalls, 0, n - th->nmodcalls);
-                th->nmodcalls = n;
-            }
-            th->modcalls[m] = 1;
-        }
+        if (c->modfile >= 0 && r->first_pass &&
+            ((size_t)c->modfile >= th->nmodcalls || !th->modcalls[c->modfile]))
+            note_modcall(th, c->modfile);
     }
-    struct frame *nf = push(r, f, addr,
+    struct frame *nf = push_k(r, f, c->match, addr,
                             ((word & FT_F_CALL_RET_ON_THROW) ? FR_ROT : 0) | (exact == EV_EXACT ? FR_EXACT : 0) |
-                                (exact == EV_LOOSE ? FR_LOOSE : 0) | (is_live(th, idx) ? FR_LIVE : 0),
-                            t, tm, idx);
-    nf->mlo = r->cur_lo_m;
+                                (exact == EV_LOOSE ? FR_LOOSE : 0) | (is_live(th, e->idx) ? FR_LIVE : 0),
+                            t, tm, e->idx, k);
+    if (!disc)
+        nf->mlo = r->cur_lo_m;
+}
+
+static void on_events_disc(void *ctx, const struct ev *e, size_t n)
+{
+    struct replay *r = ctx;
+    for (size_t i = 0; i < n; i++)
+        on_event(r, &e[i], K_DISC);
+}
+
+static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
+{
+    struct replay *r = ctx;
+    for (size_t i = 0; i < n; i++)
+        on_event(r, &e[i], K_PIECES);
+}
+
+static void on_events_any(void *ctx, const struct ev *e, size_t n)
+{
+    struct replay *r = ctx;
+    for (size_t i = 0; i < n; i++)
+        on_event(r, &e[i], K_ANY);
 }
 
 /* ---- generations ------------------------------------------------------- */
@@ -532,7 +642,6 @@ void replay_gen(struct replay *r, size_t gi)
     const struct dgen *g = &d->gens[gi];
     r->gi = gi;
     r->g = g;
-    r->memo_addr = NONE;
     if (r->finished)
         return;
     r->emitting = !r->discovery && g->emit;
@@ -556,11 +665,12 @@ void replay_gen(struct replay *r, size_t gi)
                              &arg, 1);
     }
     uint64_t lo = th->cut[gi] > th->lo ? th->cut[gi] : th->lo, hi = th->cut[gi + 1] > lo ? th->cut[gi + 1] : lo;
+    ev_fn fn = r->discovery ? on_events_disc : r->emitting && !r->calls ? on_events_pieces : on_events_any;
     /* in chunks, for the progress line (the sampled-mode carry makes a range
      * in pieces decode as it does whole) */
     for (uint64_t a = lo; a < hi;) {
         uint64_t b = hi - a > PROGRESS_CHUNK ? a + PROGRESS_CHUNK : hi;
-        ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, on_event, r);
+        ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, fn, r);
         progress_add(&d->prog, (b - a) * (th->rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16));
         a = b;
     }

@@ -359,6 +359,17 @@ int rx_run_hi(const struct ring8 *r, uint64_t idx, int tsc, uint32_t *hi)
     return 0;
 }
 
+/* the decoding state after the last ev_read_exact, so that a read that
+ * continues it (the replays read a ring front to back) starts there instead
+ * of at its checkpoint */
+static struct {
+    const struct ring8 *r;
+    uint64_t next;
+    struct ck s;
+} resume8;
+
+#define RB 4096u /* items per read of the raw */
+
 size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ft_entry *out)
 {
     const struct ftr_thread *rt = th->rt;
@@ -369,22 +380,37 @@ size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, 
     if (n > rt->n - i)
         n = rt->n - i;
     const struct ring8 *r = th->ring8;
-    uint64_t from = i / CK * CK;
-    struct ck s = r->ck[i / CK];
-    uint64_t buf[512];
+    uint64_t from;
+    struct ck s;
+    if (resume8.r == r && resume8.next == i) {
+        from = i;
+        s = resume8.s;
+    } else {
+        from = i / CK * CK;
+        s = r->ck[i / CK];
+    }
+    static uint64_t buf[RB];
+    /* flags of an event item by its tag (FT_E8_CALL: a catch after a CATCH escape) */
+    static const uint64_t tagf[4] = {0, FT_F_RET, FT_F_CALL_RET_ON_THROW, 0};
     size_t done = 0;
-    for (uint64_t j = from; j < i + n;) {
-        uint64_t want = i + n - j < 512 ? i + n - j : 512;
+    uint64_t j = from;
+    while (j < i + n) {
+        uint64_t want = i + n - j < RB ? i + n - j : RB;
         size_t got = ftr_read_entries(&d->src, rt, j, want, buf);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
-            uint64_t idx = j + k, w = buf[k];
+            uint64_t idx = j + k, w = buf[k], tag = w & FT_E8_TAG_MASK;
             struct ft_entry e = {0, s.last_tsc};
-            if (!w) {
+            if (__builtin_expect(tag != FT_E8_ESC && w && s.aknown && s.tknown && !s.catch_next, 1)) {
+                /* the common case: an event with both high halves known */
+                e.word = ((uint64_t)s.ahi << 32) | (w & FT_E8_ADDR_LO_MASK) | tagf[tag];
+                e.tsc = ((uint64_t)s.thi << 32) | (w >> 32);
+                s.last_tsc = e.tsc;
+            } else if (!w) {
                 s.aknown = s.tknown = 0;
                 s.catch_next = 0;
-            } else if ((w & FT_E8_TAG_MASK) == FT_E8_ESC) {
+            } else if (tag == FT_E8_ESC) {
                 unsigned ty = FT_E8_ESC_TYPE(w);
                 if (ty == FT_E8_ADDR_HI) {
                     s.ahi = (uint32_t)(w >> 32);
@@ -401,13 +427,8 @@ size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, 
                     rx_run_hi(r, idx, 0, &ahi);
                 if (!s.tknown)
                     rx_run_hi(r, idx, 1, &thi);
-                uint64_t tag = w & FT_E8_TAG_MASK;
-                e.word = ((uint64_t)ahi << 32) | (w & FT_E8_ADDR_LO_MASK);
-                if (tag == FT_E8_RET)
-                    e.word |= FT_F_RET;
-                else if (tag == FT_E8_CALL_ROT)
-                    e.word |= FT_F_CALL_RET_ON_THROW;
-                else if (s.catch_next)
+                e.word = ((uint64_t)ahi << 32) | (w & FT_E8_ADDR_LO_MASK) | tagf[tag];
+                if (tag == FT_E8_CALL && s.catch_next)
                     e.word |= FT_F_CATCH;
                 e.tsc = ((uint64_t)thi << 32) | (w >> 32);
                 s.last_tsc = e.tsc;
@@ -417,7 +438,12 @@ size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, 
                 out[done++] = e;
         }
         j += got;
+        if (got < want)
+            break;
     }
+    resume8.r = r;
+    resume8.next = j;
+    resume8.s = s;
     return done;
 }
 
@@ -477,6 +503,9 @@ void ev_release(struct dthread *th)
     struct ring8 *r = th->ring8;
     if (!r)
         return;
+    if (resume8.r == r)
+        resume8.r = NULL;
+    rx_forget4(r);
     free(r->ck);
     free(r->runs);
     free(r);
