@@ -35,18 +35,21 @@ static int core_is_exec(void *ctx, uint64_t addr)
 }
 
 static int write_stacks(struct core *c, struct ce_maps *maps, const struct ft_reader *rd,
-                        const struct ft_writer *w, struct ft_emit_stats *st, int signalled)
+                        const struct ft_writer *w, struct ft_emit_stats *st, int signalled, size_t max_frames)
 {
-    uint64_t *pcs = ce_xmalloc(sizeof(uint64_t) * CE_MAX_FRAMES);
+    uint64_t *pcs = ce_xmalloc(sizeof(uint64_t) * max_frames);
     struct ce_unwinder *u = ce_unwinder_new(rd, maps, core_is_exec, c);
     int rc = 0;
     for (size_t i = 0; i < c->nthreads && rc == 0; i++) {
-        int trunc;
-        size_t n = ce_unwind(u, c->threads[i].regs, pcs, CE_MAX_FRAMES, &trunc);
-        uint32_t flags = (trunc ? FT_STKF_TRUNCATED : 0) | (i == 0 && signalled ? FT_STKF_CRASHED : 0);
+        struct ce_unwind_info ui;
+        size_t n = ce_unwind(u, c->threads[i].regs, pcs, max_frames, &ui);
+        uint32_t flags = ce_unwind_flags(&ui) | (i == 0 && signalled ? FT_STKF_CRASHED : 0);
         rc = ce_emit_stack(w, st, c->threads[i].tid, FT_UNW_LIBUNWIND, flags, c->threads[i].regs, pcs,
-                           (uint32_t)n);
-        ce_note("thread %u: %zu frame(s)%s", c->threads[i].tid, n, trunc ? " (truncated)" : "");
+                           (uint32_t)n, &ui);
+        ce_note("thread %u: %zu frame(s)%s", c->threads[i].tid, n, ui.truncated ? " (truncated)" : "");
+        if (ui.ncut)
+            ce_note("thread %u: %u more frames between #%u and the outermost %zu not kept (--max-frames %zu)",
+                    c->threads[i].tid, ui.ncut, ui.cut_at, n - ui.cut_at, max_frames);
     }
     ce_unwinder_free(u);
     free(pcs);
@@ -193,7 +196,8 @@ static int core_extract(const struct ce_core_opts *o, struct ft_sched_pending *s
     int e = ft_raw_emit(&rd, rf.addr, &si, &w, &st);
     if (e == 0 && sched) e = sched_write(sched, &c, &stids, &w, &st);
     free(stids.t);
-    if (e == 0 && o->stacks) e = write_stacks(&c, &maps, &rd, &w, &st, signalled) ? -1 : 0;
+    if (e == 0 && o->stacks) e = write_stacks(&c, &maps, &rd, &w, &st, signalled,
+                                              o->max_frames ? o->max_frames : CE_MAX_FRAMES) ? -1 : 0;
     if (e == 0) e = ft_raw_end(&w, &st);
     progress_end(&cw.prog);
     ce_buf_free(&mp);

@@ -11,6 +11,7 @@ struct ce_core_opts {
     const char *exe;       /* NULL: from the core */
     const char *out;       /* NULL: stdout */
     int stacks;            /* FINSTACK chunks (default 1) */
+    size_t max_frames;     /* frames kept per stack (0: CE_MAX_FRAMES; unwind.h) */
 };
 
 /* returns the exit code (live.h FT_EXIT_*), having printed its one line */

@@ -72,9 +72,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t pcs[64];
     struct ce_unwinder *u = ce_unwinder_new(&rd, &maps, is_exec, &c);
     for (size_t i = 0; i < c.nthreads && i < 8; i++) {
-        int trunc;
-        size_t n = ce_unwind(u, c.threads[i].regs, pcs, 64, &trunc);
-        ce_emit_stack(&w, &st, c.threads[i].tid, FT_UNW_LIBUNWIND, 0, c.threads[i].regs, pcs, (uint32_t)n);
+        struct ce_unwind_info ui;
+        size_t n = ce_unwind(u, c.threads[i].regs, pcs, 64, &ui);
+        ce_emit_stack(&w, &st, c.threads[i].tid, FT_UNW_LIBUNWIND, ce_unwind_flags(&ui), c.threads[i].regs, pcs,
+                      (uint32_t)n, &ui);
     }
     ce_unwinder_free(u);
     free(wr);

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "extract_core.h"
 #include "live.h"
+#include "unwind.h"
 #include "output.h"
 #include "util.h"
 
@@ -35,6 +36,11 @@ static const char usage_text[] =
 "                  briefly with ptrace)\n"
 "  -S, --no-stacks\n"
 "                  core mode: do not unwind the threads (no FINSTACK chunks)\n"
+"      --max-frames N\n"
+"                  frames kept per stack (8..1048576, default 512): of a deeper\n"
+"                  stack the innermost N - N/8 and the outermost N/8 (at most 64)\n"
+"                  are kept and the frames between only counted (the decoder\n"
+"                  says how many); stacks deeper than 1048576 are truncated\n"
 "  -v, --verbose   say what was found and how (root by symbol or scan, counts)\n"
 "  -h, --help      this text\n"
 "  -V, --version   the version of funtrace and of its file formats\n"
@@ -68,10 +74,12 @@ int main(int argc, char **argv)
         { "output", required_argument, 0, 'o' }, { "pid", required_argument, 0, 'p' },
         { "stacks", no_argument, 0, 's' },       { "no-stacks", no_argument, 0, 'S' },
         { "verbose", no_argument, 0, 'v' },      { "help", no_argument, 0, 'h' },
-        { "version", no_argument, 0, 'V' },      { 0, 0, 0, 0 },
+        { "version", no_argument, 0, 'V' },      { "max-frames", required_argument, 0, 'F' },
+        { 0, 0, 0, 0 },
     };
     const char *out = NULL, *pid_s = NULL;
     int stacks = -1;
+    long max_frames = 0;
     int ch;
     cli_init(ce_prog);
     opterr = 0;
@@ -83,6 +91,16 @@ int main(int argc, char **argv)
         case 'S': stacks = 0; break;
         case 'v': ce_verbose = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
+        case 'F': {
+            char *end;
+            max_frames = strtol(optarg, &end, 10);
+            if (!*optarg || *end || max_frames < 8 || max_frames > (long)CE_MAX_FRAMES_LIMIT) {
+                fprintf(stderr, "%s: --max-frames wants a number of frames from 8 to %u, not '%s'\n", ce_prog,
+                        CE_MAX_FRAMES_LIMIT, optarg);
+                return FT_EXIT_BADINPUT;
+            }
+            break;
+        }
         case 'V': return cli_version();
         default:
             cli_bad_option(ch, argv);
@@ -109,7 +127,7 @@ int main(int argc, char **argv)
             ce_out_abort(&o);
             return orc;
         }
-        struct ft_live_opts lopts = { stacks == 1, ce_verbose, 0 };
+        struct ft_live_opts lopts = { stacks == 1, ce_verbose, 0, (uint32_t)max_frames };
         struct ft_emit_stats st;
         int rc = ft_live_extract((int)pid, &lopts, &o.w, &st);
         if (rc == FT_EXIT_OK || rc == FT_EXIT_PARTIAL) {
@@ -133,6 +151,7 @@ int main(int argc, char **argv)
         cli_usage_error("%s", nargs < 1 ? "no CORE given" : "too many arguments");
         return FT_EXIT_BADINPUT;
     }
-    struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0 };
+    struct ce_core_opts co = { argv[optind], nargs == 2 ? argv[optind + 1] : NULL, out, stacks != 0,
+                               (size_t)max_frames };
     return ce_core_extract(&co);
 }

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "decode.h"
+#include "faults.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -172,6 +173,8 @@ static int run(struct dec *d, struct outputs *out)
     d->nth = t->nthreads;
     d->th = xcalloc(d->nth, sizeof *d->th);
     d->crash_tid = t->has_crash ? t->crash.tid : 0;
+    if (dec_original_fault(t)) /* the thread of the original fault, not of a later signal */
+        d->crash_tid = dec_original_fault(t)->tid;
     for (size_t k = 0; !d->crash_tid && k < t->nstacks; k++)
         if (t->stacks[k].h.flags & FT_STKF_CRASHED)
             d->crash_tid = t->stacks[k].h.tid;
@@ -328,7 +331,6 @@ int decode_main(struct dec_opts *o)
         free(th->pre);
         free(th->abandoned);
         free(th->live);
-        free(th->modcalls);
         free(th->final_funcs);
     }
     free(d.th);

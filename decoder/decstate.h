@@ -59,8 +59,6 @@ struct dthread {
     uint64_t *live;      /* call item indices of frames the final stack proves live at the end
                             (only computed for threads with unmatched catches), sorted */
     size_t nlive;
-    uint8_t *modcalls;   /* [nmodcalls]: module files with call events in this thread */
-    size_t nmodcalls;
     uint32_t *final_funcs; /* final stack, outermost first (func ids) */
     size_t nfinal;
     /* counters */

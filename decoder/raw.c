@@ -219,7 +219,7 @@ static int known_magic(const char m[8])
     static const char *const known[] = {FT_CHUNK_FUNTRACE, FT_CHUNK_HEADER, FT_CHUNK_CMDLINE, FT_CHUNK_SIGINFO,
                                         FT_CHUNK_MAPPINGS, FT_CHUNK_MODULES, FT_CHUNK_GENS, FT_CHUNK_THREADID,
                                         FT_CHUNK_THREADSTAT, FT_CHUNK_TRACEBUF, FT_CHUNK_TRACEW08, FT_CHUNK_TRACEE08, FT_CHUNK_TRACES04, FT_CHUNK_STACK,
-                                        FT_CHUNK_END, FT_CHUNK_PROCMAPS, "FTRACETX", FT_CHUNK_SCHED};
+                                        FT_CHUNK_END, FT_CHUNK_PROCMAPS, "FTRACETX", FT_CHUNK_SCHED, FT_CHUNK_FAULTS};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!memcmp(m, known[i], 8))
             return 1;
@@ -471,6 +471,14 @@ static int chunk(struct parser *p, struct sstate *s, const char magic[8], uint64
         NEED(len >= sizeof(struct ft_raw_crash), "too short");
         memcpy(&s->t.crash, b, sizeof s->t.crash);
         s->t.has_crash = 1;
+    } else if (!memcmp(magic, FT_CHUNK_FAULTS, 8)) {
+        struct ft_raw_faults fh;
+        NEED(len >= sizeof fh, "too short");
+        memcpy(&fh, b, sizeof fh);
+        NEED(fh.n <= FT_FAULT_SLOTS && len >= sizeof fh + fh.n * sizeof(struct ft_fault), "bad record count");
+        s->t.faults_total = fh.total;
+        s->t.nfaults = fh.n;
+        memcpy(s->t.faults, b + sizeof fh, fh.n * sizeof(struct ft_fault));
     } else if (!memcmp(magic, FT_CHUNK_MAPPINGS, 8)) {
         parse_mappings(p, s, b, len);
     } else if (!memcmp(magic, FT_CHUNK_PROCMAPS, 8)) {

@@ -85,6 +85,9 @@ struct ftr_trace {
     char *cmdline;          /* "" if absent */
     int has_crash;
     struct ft_raw_crash crash;
+    uint64_t faults_total;  /* FAULTS chunk: fatal-signal episodes in all (0: none/absent) */
+    struct ft_fault faults[FT_FAULT_SLOTS]; /* the last ones, oldest first */
+    uint32_t nfaults;
     struct ftr_mapping *maps;
     size_t nmaps;
     int maps_from_procmaps; /* maps parsed from a PROCMAPS chunk */

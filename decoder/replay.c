@@ -10,21 +10,36 @@
  *                     code): they end at the previous event ("return
  *                     missing"), then f is popped.  f not on the stack: an
  *                     orphan return (its call was overwritten in the ring).
- *   catch in f        a C++ exception was caught in f: the frames above f
- *                     are popped, ending at the catch ("unwound"; frames that
- *                     log their returns on unwinding have already returned by
- *                     then).  f not on the stack (an uninstrumented catcher):
- *                     an "unmatched catch".  Frames are popped from the top
- *                     down to the first bit-61 frame, frame open since the
- *                     ring start, or frame the final stack proves live (those
- *                     are the catcher's callers and are still running).  A
- *                     frame is proven live when a replay in which unmatched
- *                     catches pop nothing leaves it open at the end, matched
- *                     with a final-stack frame (std::terminate's handler
- *                     catches the exception that killed the thread inside the
- *                     frames it escaped from).  Without a final stack, a
- *                     catcher with no instrumentation (libstdc++'s terminate
- *                     handler, any uninstrumented module) pops nothing.
+ *   catch in f        a C++ exception was caught in f.  The runtime logs a
+ *                     run of catch entries: the catcher f, then f's callers
+ *                     (innermost first, exc_events.c); the run is one catch.
+ *                     The first function of the run that is on the stack (the
+ *                     topmost frame of it) is where the exception stopped: the
+ *                     frames above it are popped, ending at the catch
+ *                     ("unwound"), down to the first bit-61 frame whose code
+ *                     logs its return on unwinding (gcc's C++ code: such a
+ *                     frame would have returned already if it had been
+ *                     unwound, so it is live; sym_exit_on_unwind: clang's and
+ *                     C code's bit-61 calls do not count).  No function of the
+ *                     run on the stack (an uninstrumented catcher far from any
+ *                     traced caller): an "unmatched catch".  Frames are popped
+ *                     from the top down to the first such bit-61 frame, frame
+ *                     open since the ring start, or frame the final stack
+ *                     proves live (those are the catcher's callers and are
+ *                     still running).  A frame is proven live when a replay in
+ *                     which unmatched catches pop nothing leaves it open at
+ *                     the end, matched with a final-stack frame.  An
+ *                     unmatched catch by the C++ runtime's terminate path
+ *                     (__cxa_throw's own catch when no handler was found, the
+ *                     terminate handlers: terminate_path) pops nothing: the
+ *                     exception escaped, its frames are still running.  No
+ *                     catch unwinds an earlier exception's open __cxa_throw
+ *                     (unwind_to).
+ *   throw             __cxa_throw / __cxa_rethrow (logged as calls) never
+ *                     return: when a frame below one returns (gcc logs the
+ *                     returns of the frames it unwinds), the frames above that
+ *                     frame were unwound and end there ("unwound"), not
+ *                     "return missing".
  *   return-with-caller (bit 62 only, original XRay mode) pops the top frame
  *                     and then returns into the logged caller.
  *   thunks            "virtual/non-virtual thunk to ..." events are ignored
@@ -56,6 +71,8 @@
 #include "replay.h"
 #include "ringevents.h"
 #include "xalloc.h"
+#include "faults.h"
+#include "finalstack.h"
 
 #define NONE UINT64_MAX
 #define PROGRESS_CHUNK (1u << 20) /* ring items */
@@ -64,6 +81,8 @@
 #define FR_EXACT 4u /* start time measured */
 #define FR_LIVE 8u  /* on the final stack and never returns: unmatched catches keep it */
 #define FR_LOOSE 16u /* sampled: started in a loose bracket (ringevents.c), at mlo or later */
+#define FR_THROW 32u /* __cxa_throw / __cxa_rethrow: never returns */
+#define FR_ROTK 64u  /* bit-61 call whose code is known to log its return on unwinding (sym_exit_on_unwind) */
 
 /* Times: every event of a thread gets its own nanosecond (ns: a later event
  * with the same or an earlier clock reading is moved to the previous event's
@@ -91,15 +110,17 @@ struct fcache {
     int space;        /* -1: empty */
     uint32_t f, match;
     int32_t modfile;
-    uint8_t ignored;
+    uint8_t ignored, throws;
+    uint8_t seen; /* discovery: this replay marked the function seen */
+    uint8_t rot;  /* FR_ROT / FR_ROTK of a bit-61 call (rot_flags), ROT_UNSET */
 };
+#define ROT_UNSET 0xFFu
 
 struct replay {
     struct dec *d;
     struct dthread *th;
     int discovery;
     int lazy; /* the liveness pass: unmatched catches pop nothing */
-    int first_pass; /* the first discovery pass: collects th->modcalls */
     struct view *out; /* emission: where the slices go (NULL: discovery) */
     int calls;        /* out is a VIEW_CALLS view: whole calls, measured times */
     /* the ends of the calls that span a generation boundary, in the order
@@ -111,6 +132,7 @@ struct replay {
     size_t ncells, cellcap, ncells_known;
     struct frame *stk;
     size_t n, cap;
+    size_t nrot; /* open FR_ROT frames */
     int64_t last_ns, prev_ns;
     int64_t last_m, prev_m; /* measured */
     int pair_nesting; /* returns close the innermost -pg frame (see on_event) */
@@ -125,6 +147,14 @@ struct replay {
     struct ev_carry carry;
     struct fcache *fc; /* [FC_SIZE]: address -> function, per address space */
     uint32_t expect; /* bit-62 returns: the last function returned into */
+    /* the catch run being read (consecutive catch entries: the catcher,
+     * then its callers): at the run's first entry */
+    int crun;              /* a run is open */
+    int crun_done;         /* a function of the run was found on the stack */
+    unsigned crun_callers; /* entries after the catcher */
+    uint32_t crun_f;       /* the catcher */
+    int crun_q;
+    int64_t crun_t, crun_tm, crun_hi;
     uint32_t *pre;   /* discovery: orphan-returned frames, innermost first */
     size_t npre, precap;
     struct slice *sl;
@@ -256,6 +286,7 @@ static ALWAYS_INLINE struct frame *push_k(struct replay *r, uint32_t func, uint3
     fr->flags = flags;
     fr->addr = addr;
     fr->call_idx = idx;
+    r->nrot += (flags & FR_ROT) != 0;
     if (IS_DISC(r, k)) /* a discovery replay has no times nor output */
         return fr;
     fr->start = start;
@@ -277,6 +308,7 @@ static ALWAYS_INLINE void pop_k(struct replay *r, int64_t end, int64_t mend, uns
                                 int k)
 {
     struct frame *fr = &r->stk[--r->n];
+    r->nrot -= (fr->flags & FR_ROT) != 0;
     if (!IS_DISC(r, k))
         close_out_k(r, fr, end, mend, flags, end_q, mhi, k);
 }
@@ -286,14 +318,38 @@ static void pop(struct replay *r, int64_t end, int64_t mend, unsigned flags, int
     pop_k(r, end, mend, flags, end_q, mhi, K_ANY);
 }
 
-/* pop the frames above frame k: they lost their returns and end at the
- * previous event */
-static void abandon_above(struct replay *r, size_t k)
+/* was frame k's return logged while an exception unwound the frames above
+ * it?  Yes if a throw is among them; without names (no symbols), if k logs
+ * its return on unwinding (bit 61) and none of them does (they are the
+ * runtime's throw, or frames that log no return when unwound). */
+static int unwound_above(const struct replay *r, size_t k)
 {
+    int nameless = (r->stk[k].flags & FR_ROT) != 0;
+    for (size_t i = k + 1; i < r->n; i++) {
+        if (r->stk[i].flags & FR_THROW)
+            return 1;
+        if ((r->stk[i].flags & FR_ROT) || !sym_func(r->d->sym, r->stk[i].func)->unknown)
+            nameless = 0;
+    }
+    return nameless;
+}
+
+/* pop the frames above frame k: they lost their returns and end at the
+ * previous event -- unless an exception unwound them (unwound_above): then
+ * they end at this event, a return logged during the unwinding.  Returns 1
+ * for an unwinding. */
+static int abandon_above(struct replay *r, size_t k)
+{
+    if (unwound_above(r, k)) {
+        while (r->n > k + 1)
+            pop(r, r->last_ns, r->last_m, SL_UNWOUND, r->cur_exact, r->cur_hi_m);
+        return 1;
+    }
     /* they ended between the previous event and this one */
     int q = r->prev_q == EV_LOOSE || r->cur_exact == EV_LOOSE ? EV_LOOSE : EV_DENSE;
     while (r->n > k + 1)
         pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, q, r->cur_hi_m);
+    return 0;
 }
 
 /* Without symbols: the topmost frame of addr's module whose call address is
@@ -362,39 +418,114 @@ static int is_live(const struct dthread *th, uint64_t call_idx)
     return th->nlive && bsearch(&call_idx, th->live, th->nlive, sizeof *th->live, cmp_u64);
 }
 
-/* Is a catcher outside the traced code?  A function with a symbol: when its
- * code has no instrumentation; one without (a stripped library's local
- * function): when its module has no call events in this thread (complete
- * after the first discovery pass, which is redone when this matters). */
-static int untraced(struct replay *r, struct func *fn, uint32_t f)
+/* Is a catcher the C++ runtime's, on the way to std::terminate (an
+ * exception nothing caught: the frames it escaped from are still running)?
+ * __cxa_throw calls __cxa_begin_catch itself when the search for a handler
+ * fails; the terminate handlers catch the exception again to show it. */
+static int terminate_path(const struct func *fn)
 {
-    if (!fn->unknown)
-        return !sym_instrumented(r->d->sym, f);
-    if (fn->modfile < 0)
+    static const char *const names[] = {"std::terminate", "std::__terminate", "__cxxabiv1::__terminate",
+                                        "__cxa_call_terminate", "__gnu_cxx::__verbose_terminate_handler"};
+    if (fn->unknown || !fn->name)
         return 0;
-    return (size_t)fn->modfile >= r->th->nmodcalls || !r->th->modcalls[fn->modfile];
+    if (fn->throws || strstr(fn->name, "demangling_terminate_handler"))
+        return 1;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strncmp(fn->name, names[i], strlen(names[i])))
+            return 1;
+    return 0;
+}
+
+/* ---- catches ------------------------------------------------------------ */
+
+/* the frames above frame keep-1 were unwound: they end at the catch, down
+ * to a frame with a stop flag (a live bit-61 frame, one that would have
+ * logged its return, ...) -- and never below the __cxa_throw of an earlier
+ * exception: that one is still in flight (a destructor run by its unwinding
+ * threw, or it escaped to std::terminate, whose handler threw it again),
+ * and no exception can unwind through it */
+static void unwind_to(struct replay *r, size_t keep, unsigned stop)
+{
+    int throws = 0;
+    while (r->n > keep) {
+        unsigned fl = r->stk[r->n - 1].flags;
+        if ((fl & stop) || ((fl & FR_THROW) && throws++))
+            break;
+        pop(r, r->crun_t, r->crun_tm, SL_UNWOUND, r->crun_q, r->crun_hi);
+    }
+}
+
+/* one catch entry: the first of a run names the catcher, the others its
+ * callers; the first of them found on the stack ends the unwinding */
+static void catch_entry(struct replay *r, struct func *fn, uint32_t f, uint64_t addr, int64_t t, int64_t tm,
+                        int exact)
+{
+    if (!r->crun) {
+        r->crun = 1;
+        r->crun_done = 0;
+        r->crun_callers = 0;
+        r->crun_f = f;
+        r->crun_t = t;
+        r->crun_tm = tm;
+        r->crun_q = exact;
+        r->crun_hi = r->cur_hi_m;
+        if (r->discovery)
+            r->th->ncatches++;
+    } else {
+        r->crun_callers++;
+    }
+    if (r->crun_done || fn->ignored)
+        return;
+    long k = find(r, fn->match);
+    if (k < 0 && r->pair_nesting)
+        k = find_by_addr(r, addr, fn->modfile);
+    if (k < 0)
+        return;
+    r->crun_done = 1;
+    unwind_to(r, (size_t)k + 1, FR_ROTK);
+}
+
+/* the run ended (the next event is not a catch, or the thread's events
+ * ended): nothing of it on the stack is an unmatched catch */
+static void catch_end(struct replay *r)
+{
+    struct dec *d = r->d;
+    struct dthread *th = r->th;
+    r->crun = 0;
+    if (r->crun_done)
+        return;
+    if (r->discovery)
+        th->unmatched_catches++;
+    if (r->lazy)
+        return;
+    /* an exception nothing caught (no callers were logged to tell, or they
+     * are all outside the traced code): its frames are still running */
+    if (terminate_path(sym_func(d->sym, r->crun_f)))
+        return;
+    unwind_to(r, 0, FR_ROT | FR_PRE | FR_LIVE);
 }
 
 /* ---- events ------------------------------------------------------------ */
 
 /* the cache entry of addr in the current generation's address space */
-static __attribute__((noinline)) const struct fcache *fc_fill(struct replay *r, struct fcache *c, uint64_t addr)
+static __attribute__((noinline)) struct fcache *fc_fill(struct replay *r, struct fcache *c, uint64_t addr)
 {
     struct dec *d = r->d;
     uint32_t f = sym_lookup(d->sym, r->g->space, addr);
     struct func *fn = sym_func(d->sym, f);
-    if (r->discovery)
-        fn->seen = 1; /* (a hit comes after a fill by this replay) */
     c->addr = addr;
     c->space = r->g->space;
     c->f = f;
     c->match = fn->match;
     c->modfile = fn->modfile;
     c->ignored = fn->ignored;
+    c->throws = fn->throws;
+    c->seen = 0;
+    c->rot = ROT_UNSET;
     return c;
 }
 
-static inline const struct fcache *func_of(struct replay *r, uint64_t addr)
+static inline struct fcache *func_of(struct replay *r, uint64_t addr)
 {
     struct fcache *c = &r->fc[((addr >> 2) ^ (addr >> 13)) & (FC_SIZE - 1)];
     if (__builtin_expect(c->addr == addr && c->space == r->g->space, 1))
@@ -425,37 +556,32 @@ static __attribute__((noinline)) void event_rare(struct replay *r, uint64_t word
     struct dec *d = r->d;
     struct dthread *th = r->th;
     struct func *fn = sym_func(d->sym, f);
-    uint64_t addr = word & FT_ADDR_MASK;
-    int catch = (word & FT_F_CATCH) == FT_F_CATCH;
-    if (catch) {
-        if (r->discovery)
-            th->ncatches++;
-        long k = find(r, fn->match);
-        if (k < 0 && r->pair_nesting)
-            k = find_by_addr(r, addr, fn->modfile);
-        if (k >= 0) {
-            while (r->n > (size_t)k + 1)
-                pop(r, t, tm, SL_UNWOUND, exact, r->cur_hi_m);
-        } else {
-            if (r->discovery)
-                th->unmatched_catches++;
-            if (r->lazy)
-                return;
-            /* no final stack to protect the frames the exception escaped
-             * from: a catcher outside the traced code pops nothing */
-            if (th->rt->stack < 0 && !d->o.sym.no_symbols && untraced(r, fn, f))
-                return;
-            while (r->n && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE | FR_LIVE)))
-                pop(r, t, tm, SL_UNWOUND, exact, r->cur_hi_m);
-        }
-        return;
-    }
     if (word & FT_F_RET) { /* not the top frame's return (on_event) */
-        long k = find(r, fn->match);
+        /* Without symbols a -pg return (its address is the __return__ call's,
+         * near the end of the function) cannot be told apart from any other
+         * function's: it closes the innermost frame if that is a -pg call (an
+         * -finstrument-functions call, bit 61, logs its return with the
+         * function's address: those still pair by address). */
+        long k = -2;
+        if (r->n && r->stk[r->n - 1].match != fn->match && r->pair_nesting &&
+            !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))) {
+            /* ... unless it is the return of an open bit-61 call (same
+             * address as its call: an exception unwound the frames above) */
+            k = r->nrot ? find(r, fn->match) : -1;
+            if (k < 0 || !(r->stk[k].flags & FR_ROT)) {
+                pop(r, t, tm, 0, exact, r->cur_hi_m);
+                return;
+            }
+        }
+        if (r->n && r->stk[r->n - 1].match == fn->match) {
+            pop(r, t, tm, 0, exact, r->cur_hi_m);
+            return;
+        }
+        if (k == -2)
+            k = find(r, fn->match);
         if (k >= 0) {
-            if (r->discovery)
+            if (!abandon_above(r, (size_t)k) && r->discovery)
                 th->mismatches++;
-            abandon_above(r, (size_t)k);
             pop(r, t, tm, 0, exact, r->cur_hi_m);
             return;
         }
@@ -490,16 +616,26 @@ static __attribute__((noinline)) void event_rare(struct replay *r, uint64_t word
     r->expect = f;
 }
 
-static __attribute__((noinline)) void note_modcall(struct dthread *th, int32_t modfile)
+/* the frame flags of a call of c's function from its bit 61 (cached) */
+static __attribute__((noinline)) unsigned rot_flags(struct replay *r, struct fcache *c)
 {
-    size_t m = (size_t)modfile;
-    if (m >= th->nmodcalls) {
-        size_t n = m + 16;
-        th->modcalls = xrealloc(th->modcalls, n);
-        memset(th->modcalls + th->nmodcalls, 0, n - th->nmodcalls);
-        th->nmodcalls = n;
-    }
-    th->modcalls[m] = 1;
+    struct func *fn = sym_func(r->d->sym, c->f);
+    /* bit 61: the -finstrument-functions hooks set it for every call; only
+     * gcc's C++ code really logs the return when an exception unwinds it */
+    unsigned rot = 0;
+    if (fn->unknown)
+        rot = FR_ROT; /* nothing to tell: trusted */
+    else if (fn->unwind_exit ? fn->unwind_exit == 1 : sym_exit_on_unwind(r->d->sym, c->f))
+        rot = FR_ROT | FR_ROTK;
+    c->rot = (uint8_t)rot;
+    return rot;
+}
+
+/* a catch entry (one of a run: catch_entry) */
+static __attribute__((noinline)) void event_catch(struct replay *r, uint64_t word, uint32_t f, int64_t t, int64_t tm,
+                                                  int exact)
+{
+    catch_entry(r, sym_func(r->d->sym, f), f, word & FT_ADDR_MASK, t, tm, exact);
 }
 
 static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const int k)
@@ -510,7 +646,7 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
     uint64_t word = e->word, tsc = e->tsc;
     int exact = e->q;
     uint64_t addr = word & FT_ADDR_MASK;
-    const struct fcache *c = func_of(r, addr);
+    struct fcache *c = func_of(r, addr);
     uint32_t f = c->f;
     int64_t t = ft_clock_ns(&g->clk, tsc);
     if (t < r->gstart)
@@ -544,19 +680,26 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
         th->last_ns = t;
         th->last_mns = tm;
     }
+    if (__builtin_expect((word & FT_F_CATCH) == FT_F_CATCH, 0)) {
+        event_catch(r, word, f, t, tm, exact);
+        return;
+    }
+    if (disc && !c->seen) { /* a catch names any function on the stack, traced or not: not seen */
+        sym_func(r->d->sym, f)->seen = 1;
+        c->seen = 1;
+    }
+    if (__builtin_expect(r->crun, 0))
+        catch_end(r);
     if (c->ignored)
         return;
     if (word & (FT_F_RET | FT_F_RET_WITH_CALLER)) {
-        /* Without symbols a -pg return (its address is the __return__ call's,
-         * near the end of the function) cannot be told apart from any other
-         * function's: it closes the innermost frame if that is a -pg call (an
-         * -finstrument-functions call, bit 61, logs its return with the
-         * function's address: those still pair by address). */
-        if ((word & FT_F_CATCH) == FT_F_RET) {
+        /* the top frame's return (the others: event_rare); without symbols
+         * a -pg return closes the innermost -pg frame (event_rare) */
+        if (word & FT_F_RET) {
             if (disc)
                 th->nrets++;
             if (r->n && (r->stk[r->n - 1].match == c->match ||
-                         (r->pair_nesting && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))))) {
+                         (r->pair_nesting && !r->nrot && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))))) {
                 pop_k(r, t, tm, 0, exact, r->cur_hi_m, k);
                 return;
             }
@@ -564,16 +707,15 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
         event_rare(r, word, f, t, tm, exact);
         return;
     }
-    if (disc) {
+    if (disc)
         th->ncalls++;
-        if (c->modfile >= 0 && r->first_pass &&
-            ((size_t)c->modfile >= th->nmodcalls || !th->modcalls[c->modfile]))
-            note_modcall(th, c->modfile);
-    }
+    unsigned rot = 0;
+    if (word & FT_F_CALL_RET_ON_THROW)
+        rot = __builtin_expect(c->rot != ROT_UNSET, 1) ? c->rot : rot_flags(r, c);
     struct frame *nf = push_k(r, f, c->match, addr,
-                            ((word & FT_F_CALL_RET_ON_THROW) ? FR_ROT : 0) | (exact == EV_EXACT ? FR_EXACT : 0) |
-                                (exact == EV_LOOSE ? FR_LOOSE : 0) | (is_live(th, e->idx) ? FR_LIVE : 0),
-                            t, tm, e->idx, k);
+                              rot | (c->throws ? FR_THROW : 0) | (exact == EV_EXACT ? FR_EXACT : 0) |
+                                  (exact == EV_LOOSE ? FR_LOOSE : 0) | (is_live(th, e->idx) ? FR_LIVE : 0),
+                              t, tm, e->idx, k);
     if (!disc)
         nf->mlo = r->cur_lo_m;
 }
@@ -664,6 +806,8 @@ void replay_gen(struct replay *r, size_t gi)
                                                : "no events: this generation was overwritten in the ring",
                              &arg, 1);
     }
+    if (r->emitting && !r->calls && !r->measuring) /* fatal-signal episodes (faults.c) */
+        faults_instants(d, th, r->out, g->start_ns, gi + 1 < d->ngens ? g->end_ns : INT64_MAX);
     uint64_t lo = th->cut[gi] > th->lo ? th->cut[gi] : th->lo, hi = th->cut[gi + 1] > lo ? th->cut[gi + 1] : lo;
     ev_fn fn = r->discovery ? on_events_disc : r->emitting && !r->calls ? on_events_pieces : on_events_any;
     /* in chunks, for the progress line (the sampled-mode carry makes a range
@@ -674,9 +818,14 @@ void replay_gen(struct replay *r, size_t gi)
         progress_add(&d->prog, (b - a) * (th->rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16));
         a = b;
     }
-    if (r->discovery)
+    if (r->discovery) {
+        if (r->crun && gi + 1 == d->ngens)
+            catch_end(r);
         return;
+    }
     int last = gi + 1 == d->ngens || (r->started && th->end_ns <= g->end_ns);
+    if (last && r->crun)
+        catch_end(r);
     if (last) {
         finish(r);
     } else if (r->emitting && !r->calls) {
@@ -759,6 +908,7 @@ void replay_measure(struct replay *r)
 /* ---- discovery --------------------------------------------------------- */
 
 #define LCS_MAX 4096
+#define LCS_WIN 1024 /* the outermost frames aligned when the stacks are longer */
 
 /* longest common subsequence of F and S (by match id); mf[i] = index in S
  * matched by F[i] or -1.  Ties favour the innermost frames.  Longer stacks
@@ -770,6 +920,8 @@ void replay_measure(struct replay *r)
  * hook wrote it) matches F's innermost frame when it is the same function
  * (a recursion), which shifts the alignment by one frame of that function
  * only, and stays unmatched otherwise. */
+static void lcs_outer(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long *mf);
+
 static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int truncated, long *mf)
 {
     for (size_t i = 0; i < nf; i++)
@@ -777,23 +929,32 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int 
     if (!nf || !ns)
         return;
     if (nf > LCS_MAX || ns > LCS_MAX) {
-        size_t q = 0, p = 0;
+        size_t q = 0, pf = 0, ps = 0;
         while (q < nf && q < ns && F[nf - 1 - q] == S[ns - 1 - q]) {
             mf[nf - 1 - q] = (long)(ns - 1 - q);
             q++;
         }
-        while (!truncated && p < nf - q && p < ns - q && F[p] == S[p]) {
-            mf[p] = (long)p;
-            p++;
+        if (!truncated) { /* the outermost frames: an LCS of bounded windows (S may
+                             have frames below F's outermost, e.g. _start) */
+            size_t wf = nf - q < LCS_WIN ? nf - q : LCS_WIN, ws = ns - q < LCS_WIN ? ns - q : LCS_WIN;
+            long *mm = xrealloc(NULL, (wf ? wf : 1) * sizeof *mm);
+            lcs_outer(F, wf, S, ws, mm);
+            for (size_t i = 0; i < wf; i++)
+                if (mm[i] >= 0) {
+                    mf[i] = mm[i];
+                    pf = i + 1;
+                    ps = (size_t)mm[i] + 1;
+                }
+            free(mm);
         }
-        nf -= p + q;
-        ns -= p + q;
+        nf -= pf + q;
+        ns -= ps + q;
         if (nf > LCS_MAX || ns > LCS_MAX || !nf || !ns)
             return;
         long *mm = xrealloc(NULL, nf * sizeof *mm);
-        lcs(F + p, nf, S + p, ns, truncated, mm);
+        lcs(F + pf, nf, S + ps, ns, truncated, mm);
         for (size_t i = 0; i < nf; i++)
-            mf[p + i] = mm[i] < 0 ? -1 : mm[i] + (long)p;
+            mf[pf + i] = mm[i] < 0 ? -1 : mm[i] + (long)ps;
         free(mm);
         return;
     }
@@ -820,6 +981,27 @@ static void lcs(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, int 
     }
 #undef AT
     free(L);
+}
+
+/* lcs() with ties favouring the outermost frames (both stacks anchored at
+ * their outermost frame: the part of a final stack outside the frames the
+ * unwinder left out) */
+static void lcs_outer(const uint32_t *F, size_t nf, const uint32_t *S, size_t ns, long *mf)
+{
+    if (!nf)
+        return;
+    uint32_t *rf = xrealloc(NULL, nf * sizeof *rf), *rs = xrealloc(NULL, (ns ? ns : 1) * sizeof *rs);
+    long *rm = xrealloc(NULL, nf * sizeof *rm);
+    for (size_t i = 0; i < nf; i++)
+        rf[i] = F[nf - 1 - i];
+    for (size_t i = 0; i < ns; i++)
+        rs[i] = S[ns - 1 - i];
+    lcs(rf, nf, rs, ns, 0, rm);
+    for (size_t i = 0; i < nf; i++)
+        mf[nf - 1 - i] = rm[i] < 0 ? -1 : (long)(ns - 1) - rm[i];
+    free(rf);
+    free(rs);
+    free(rm);
 }
 
 /* the runtime's entry hooks: a fault inside one (a stack overflow faults
@@ -859,24 +1041,52 @@ static size_t final_usable(struct dec *d, const struct dthread *th, long *unlogg
     return n;
 }
 
+/* where the unwinder left frames out of a final stack: S index of the
+ * marker (outermost first), and how many machine frames */
+struct gap {
+    size_t at;   /* nS if none */
+    uint32_t n;
+};
+
 /* lcs of the open frames with the usable final-stack frames; an open
  * innermost frame left unmatched is the unlogged frame when it is the same
- * function (the fault came after its hook logged the call after all) */
+ * function (the fault came after its hook logged the call after all).
+ * Across a gap (frames not kept by the unwinder) the open frames are first
+ * aligned with the part inside it; only open frames that lie further out
+ * than the gap's frames can reach are aligned with the part outside it. */
 static void align_final(struct dec *d, const struct dthread *th, const uint32_t *F, size_t nf,
-                        const uint32_t *S, int truncated, long *mf)
+                        const uint32_t *S, int truncated, struct gap g, long *mf)
 {
     long unlogged;
     size_t ns = final_usable(d, th, &unlogged);
-    lcs(F, nf, S, ns, truncated, mf);
+    if (g.at >= ns) {
+        lcs(F, nf, S, ns, truncated, mf);
+    } else {
+        size_t in0 = g.at + 1, o = nf;
+        lcs(F, nf, S + in0, ns - in0, truncated, mf);
+        for (size_t i = 0; i < nf; i++)
+            if (mf[i] >= 0) {
+                mf[i] += (long)in0;
+                if (o == nf)
+                    o = i;
+            }
+        if (o > g.n) { /* open frames beyond the gap */
+            size_t no = o - g.n;
+            long *mo = xrealloc(NULL, no * sizeof *mo);
+            lcs_outer(F, no, S, g.at, mo);
+            for (size_t i = 0; i < no; i++)
+                mf[i] = mo[i];
+            free(mo);
+        }
+    }
     if (unlogged >= 0 && nf && mf[nf - 1] < 0 && F[nf - 1] == S[unlogged])
         mf[nf - 1] = unlogged;
 }
 
-static struct replay *discovery_pass(struct dec *d, struct dthread *th, int lazy, int first)
+static struct replay *discovery_pass(struct dec *d, struct dthread *th, int lazy)
 {
     struct replay *r = rnew(d, th, 1);
     r->lazy = lazy;
-    r->first_pass = first;
     th->first_ns = th->last_ns = 0;
     for (size_t gi = 0; gi < d->ngens; gi++)
         replay_gen(r, gi);
@@ -889,44 +1099,51 @@ void replay_discover(struct dec *d, struct dthread *th)
      * addresses cannot be matched with the traced functions: not used. */
     const struct ftr_stack *fs =
         th->rt->stack >= 0 && !d->o.sym.no_symbols ? &d->t.stacks[th->rt->stack] : NULL;
-    size_t nS = fs ? fs->npcs : 0;
+    /* its frames as gdb shows them (inlined callers, signal frames, markers
+     * where frames were not unwound: finalstack.c), outermost first */
+    struct fs_frame *ff = NULL;
+    size_t nS = fs && fs->npcs ? fs_frames(d, fs, &ff) : 0;
     uint32_t *Sm = NULL;
-    int space = d->gens[d->ngens - 1].space;
+    size_t gap = nS; /* S index of the marker of frames the unwinder left out */
+    struct gap gp = {nS, 0};
     if (nS) {
-        th->final_funcs = xrealloc(NULL, nS * sizeof *th->final_funcs);
-        Sm = xrealloc(NULL, nS * sizeof *Sm);
+        size_t m = 0; /* tail-call frames are not open frames: they returned (-pg) or never
+                         logged a return; they are only printed (finalstack.c) */
+        for (size_t k = 0; k < nS; k++)
+            if (!(ff[k].flags & FSF_TAILCALL))
+                ff[m++] = ff[k];
+        nS = m;
+        th->final_funcs = xrealloc(NULL, (nS ? nS : 1) * sizeof *th->final_funcs);
+        Sm = xrealloc(NULL, (nS ? nS : 1) * sizeof *Sm);
         for (size_t k = 0; k < nS; k++) {
-            size_t j = nS - 1 - k; /* pcs are innermost first */
-            uint64_t pc = fs->pcs[j];
-            uint32_t f = sym_lookup(d->sym, space, j && pc ? pc - 1 : pc);
-            th->final_funcs[k] = f;
-            Sm[k] = sym_func(d->sym, f)->match;
+            const struct fs_frame *f = &ff[nS - 1 - k]; /* innermost first there */
+            th->final_funcs[k] = f->func;
+            Sm[k] = sym_func(d->sym, f->func)->match;
+            if (f->flags & FSF_CUT) {
+                gap = k;
+                gp.at = k;
+                gp.n = f->ncut;
+            }
         }
         th->nfinal = nS;
     }
+    free(ff);
 
     struct dthread before = *th;
-    struct replay *r = discovery_pass(d, th, 0, 1);
-    before.modcalls = th->modcalls;
-    before.nmodcalls = th->nmodcalls;
-    if (th->unmatched_catches && !nS) {
-        /* judged with the modules called so far: again with all of them */
-        replay_free(r);
-        *th = before;
-        r = discovery_pass(d, th, 0, 0);
-    } else if (th->unmatched_catches) {
+    struct replay *r = discovery_pass(d, th, 0);
+    if (th->unmatched_catches && nS) {
         /* catches from outside the stack: the frames that are open at the
          * end when such catches pop nothing and that match the final stack
          * never returned; they must survive those catches */
         replay_free(r);
         *th = before;
-        r = discovery_pass(d, th, 1, 0);
+        r = discovery_pass(d, th, 1);
         if (r->n) {
             uint32_t *Lm = xrealloc(NULL, r->n * sizeof *Lm);
             long *ml = xrealloc(NULL, r->n * sizeof *ml);
             for (size_t i = 0; i < r->n; i++)
                 Lm[i] = r->stk[i].match;
-            align_final(d, th, Lm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, ml);
+            align_final(d, th, Lm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, gp, ml);
             uint64_t *live = xrealloc(NULL, r->n * sizeof *live);
             size_t nlive = 0;
             for (size_t i = 0; i < r->n; i++)
@@ -943,7 +1160,7 @@ void replay_discover(struct dec *d, struct dthread *th)
             replay_free(r);
             *th = before;
         }
-        r = discovery_pass(d, th, 0, 0);
+        r = discovery_pass(d, th, 0);
     }
     /* F: frames open at the end */
     uint32_t *Fm = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *Fm);
@@ -952,7 +1169,7 @@ void replay_discover(struct dec *d, struct dthread *th)
         Fm[i] = r->stk[i].match;
     size_t first_match = nS;
     if (nS) {
-        align_final(d, th, Fm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, mf);
+        align_final(d, th, Fm, r->n, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, gp, mf);
         /* a truncated final stack lacks the outer frames: open frames outside
          * its outermost matched one may well be running */
         size_t outer = 0;
@@ -960,21 +1177,31 @@ void replay_discover(struct dec *d, struct dthread *th)
             while (outer < r->n && mf[outer] < 0)
                 outer++;
         th->abandoned = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *th->abandoned);
+        long below = -1; /* S index matched by the nearest open frame further out */
         for (size_t i = 0; i < r->n; i++) {
-            if (mf[i] < 0 && i >= outer)
-                th->abandoned[th->nabandoned++] = r->stk[i].call_idx;
-            else if ((size_t)mf[i] < first_match)
-                first_match = (size_t)mf[i];
+            if (mf[i] >= 0) {
+                below = mf[i];
+                if ((size_t)mf[i] < first_match)
+                    first_match = (size_t)mf[i];
+                continue;
+            }
+            if (i < outer)
+                continue;
+            /* frames the unwinder did not keep (the gap) may be this one */
+            long above = -1;
+            for (size_t j = i + 1; j < r->n && above < 0; j++)
+                above = mf[j];
+            if (gap < nS && below < (long)gap && (above < 0 || above > (long)gap))
+                continue;
+            th->abandoned[th->nabandoned++] = r->stk[i].call_idx;
         }
         qsort(th->abandoned, th->nabandoned, sizeof *th->abandoned, cmp_u64);
     }
-    /* final-stack frames open during the whole ring (not the runtime's hook
-     * frames, nor the frame whose call the hook was logging at the end) */
-    long w = -1, unl;
-    size_t usable = nS ? final_usable(d, th, &unl) : 0;
-    if (first_match > usable)
-        first_match = usable;
-    for (size_t j = 0; j < first_match; j++) {
+    /* final-stack frames open during the whole ring: not the runtime's hook
+     * frames at the top, nor a frame whose call the hook had not logged yet */
+    long w = -1, unlogged;
+    size_t usable = nS ? final_usable(d, th, &unlogged) : 0;
+    for (size_t j = 0; j < first_match && j < usable; j++) {
         uint32_t f = th->final_funcs[j];
         struct func *fn = sym_func(d->sym, f);
         if (fn->unknown || fn->ignored)
@@ -982,12 +1209,19 @@ void replay_discover(struct dec *d, struct dthread *th)
         if (fn->seen || sym_instrumented(d->sym, f))
             w = (long)j;
     }
+    if (gap < nS && w >= 0 && (size_t)w < gap && first_match > gap)
+        w = (long)gap; /* the frames between those and the open ones were not unwound: say so */
+    if (nS && (fs->h.flags & FT_STKF_TRUNCATED) && w < 0 && th->lost_older)
+        w = 0; /* neither the ring nor the final stack reaches the outermost frames: its
+                  outermost entry is the marker "outer frames unknown" (finalstack.c) */
     size_t np = (size_t)(w + 1) + r->npre;
     th->pre = xrealloc(NULL, (np ? np : 1) * sizeof *th->pre);
     th->npre = 0;
-    for (long j = 0; j <= w; j++)
-        if (!sym_func(d->sym, th->final_funcs[j])->unknown)
+    for (long j = 0; j <= w; j++) { /* code without a symbol is a frame too (lib.so+0x...), not outside any module */
+        const struct func *fn = sym_func(d->sym, th->final_funcs[j]);
+        if (!fn->unknown || fn->modfile >= 0)
             th->pre[th->npre++] = th->final_funcs[j];
+    }
     th->npre_final = th->npre;
     for (size_t i = r->npre; i > 0; i--)
         th->pre[th->npre++] = r->pre[i - 1];
@@ -1003,14 +1237,12 @@ void replay_forget(struct dthread *th, int owned)
         free(th->pre);
         free(th->abandoned);
         free(th->live);
-        free(th->modcalls);
         free(th->final_funcs);
     }
     th->pre = NULL;
     th->abandoned = th->live = NULL;
-    th->modcalls = NULL;
     th->final_funcs = NULL;
-    th->npre = th->npre_final = th->nabandoned = th->nlive = th->nmodcalls = th->nfinal = 0;
+    th->npre = th->npre_final = th->nabandoned = th->nlive = th->nfinal = 0;
     th->nevents = th->ncalls = th->nrets = th->ncatches = 0;
     th->orphans = th->mismatches = th->unmatched_catches = th->out_of_order = th->unnamed = 0;
     th->first_ns = th->last_ns = th->last_mns = 0;

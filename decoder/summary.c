@@ -15,6 +15,7 @@
 #include "tracefacts.h"
 #include "views.h"
 #include "xalloc.h"
+#include "faults.h"
 
 static const char *state_name(uint32_t s)
 {
@@ -66,9 +67,12 @@ static void summary_print(struct dec *d, struct outbuf *o)
         if (t->crash.sender_pid)
             ob_printf(o, ", sent by pid %u", t->crash.sender_pid);
         ob_printf(o, ", thread %u\n", t->crash.tid);
-    } else if (t->has_crash && t->crash.signo) {
-        ob_printf(o, "signal:      %s, si_code %d, address 0x%llx, thread %u\n", sig_name(t->crash.signo),
-                  t->crash.si_code, (unsigned long long)t->crash.addr, t->crash.tid);
+    } else {
+        faults_print_header(d, o, "");
+        if (t->has_crash && t->crash.signo)
+            ob_printf(o, "signal:      %s, si_code %d, address 0x%llx, thread %u\n", sig_name(t->crash.signo),
+                      t->crash.si_code, (unsigned long long)t->crash.addr, t->crash.tid);
+        faults_print_after(d, o, "");
     }
     ob_printf(o, "modules:     %zu in the module table, %zu mappings%s\n", t->nmods, t->nmaps,
               t->maps_from_procmaps ? " (PROCMAPS)" : "");

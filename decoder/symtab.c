@@ -31,6 +31,8 @@ struct modfile {
     struct curange *cur;
     size_t ncur;
     int cur_built;
+    int comment_clang; /* 0 unknown, 1 .comment names clang, 2 not */
+    int syms_indexed; /* its function symbols are in symtab.symnames */
 };
 
 struct curange {
@@ -83,6 +85,14 @@ struct symtab {
     uint32_t nmatch;
     struct smap names;       /* display name -> first func with it */
     struct smap strings;     /* interned source paths */
+    struct smap symnames;    /* "file\1symbol" -> index in symaddrs (inlined callers, sym_frames) */
+    uint64_t *symaddrs;
+    size_t nsymaddrs, symaddrs_cap;
+    struct smap inlined;     /* "file\1name" -> func id of an inlined function without a symbol */
+    struct smap specials;    /* marker name -> func id (sym_special) */
+    struct hmap frames_cache; /* (space << 1 | exact, pc) -> index in fc (sym_frames) */
+    struct sym_frame *fc;     /* cached frames: fc[i] = count, then the frames */
+    size_t nfc, fc_cap;
     char **strs;
     size_t nstrs, strs_cap;
     char *debuginfo_path;
@@ -307,6 +317,12 @@ void sym_free(struct symtab *s)
     sm_free(&s->match_ids);
     sm_free(&s->names);
     sm_free(&s->strings);
+    sm_free(&s->symnames);
+    sm_free(&s->inlined);
+    sm_free(&s->specials);
+    hm_free(&s->frames_cache);
+    free(s->fc);
+    free(s->symaddrs);
     for (size_t i = 0; i < s->nstrs; i++)
         free(s->strs[i]);
     free(s->strs);
@@ -586,11 +602,18 @@ static const char *line_at(struct modfile *f, Dwarf_Die *cu, Dwarf_Addr bias, ui
     return dwarf_linesrc(dl, NULL, NULL);
 }
 
-static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct func *fn)
+static char *die_name(Dwarf_Die *die);
+
+/* the function's source location; *dname (may be NULL): its name in the
+ * debug info (malloc'd), which gdb shows rather than the ELF symbol's (an
+ * alias: glibc's __libc_start_main is __libc_start_main_impl) */
+static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct func *fn, char **dname)
 {
     Dwarf_Addr bias;
     Dwarf_Die cumem;
     Dwarf_Die *cu = cu_of(f, vaddr, &cumem, &bias);
+    if (dname)
+        *dname = NULL;
     if (cu) {
         Dwarf_Die *scopes = NULL;
         int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
@@ -599,10 +622,18 @@ static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct f
                 continue;
             const char *file = dwarf_decl_file(&scopes[i]);
             int line = 0;
+            Dwarf_Attribute at;
+            Dwarf_Word fi;
+            /* DWARF 5's file 0 (the compile unit's own file, clang's default)
+             * is not resolved by this libdw: the unit's name */
+            if (!file && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_decl_file, &at), &fi) == 0 && fi == 0)
+                file = dwarf_diename(cu);
             if (file && dwarf_decl_line(&scopes[i], &line) == 0) {
                 fn->file = intern(s, file);
                 fn->line = (uint32_t)line;
             }
+            if (dname && (dwarf_diename(&scopes[i]) || dwarf_hasattr_integrate(&scopes[i], DW_AT_linkage_name)))
+                *dname = die_name(&scopes[i]);
             break;
         }
         free(scopes);
@@ -617,7 +648,14 @@ static void src_of(struct symtab *s, struct modfile *f, uint64_t vaddr, struct f
     }
 }
 
+static uint32_t new_func_src(struct symtab *s, int32_t file, uint64_t vaddr, char *name, int unknown, int src);
+
 static uint32_t new_func(struct symtab *s, int32_t file, uint64_t vaddr, char *name, int unknown)
+{
+    return new_func_src(s, file, vaddr, name, unknown, 1);
+}
+
+static uint32_t new_func_src(struct symtab *s, int32_t file, uint64_t vaddr, char *name, int unknown, int src)
 {
     s->funcs = xgrow(s->funcs, &s->funcs_cap, s->nfuncs + 1, sizeof *s->funcs);
     uint32_t id = (uint32_t)s->nfuncs++;
@@ -628,8 +666,20 @@ static uint32_t new_func(struct symtab *s, int32_t file, uint64_t vaddr, char *n
     fn->vaddr = vaddr;
     fn->unknown = (uint8_t)unknown;
     fn->ignored = (uint8_t)ft_is_thunk(name);
-    if (!unknown && file >= 0 && s->files[file].mod)
-        src_of(s, &s->files[file], vaddr, fn);
+    if (src && !unknown && file >= 0 && s->files[file].mod) {
+        char *dname;
+        src_of(s, &s->files[file], vaddr, fn, &dname);
+        /* a C symbol that is an alias of the function (glibc's __libc_start_main
+         * is __libc_start_main_impl): the debug info's name, as gdb shows it
+         * (C++ names keep the demangled symbol, with its parameters) */
+        if (dname && !strchr(name, '(') && !strchr(dname, '(') && strcmp(dname, name) && strcmp(dname, "??")) {
+            free(name);
+            fn->name = name = dname;
+        } else {
+            free(dname);
+        }
+    }
+    fn->throws = (uint8_t)(!unknown && (!strcmp(name, "__cxa_throw") || !strcmp(name, "__cxa_rethrow")));
     fn->match = match_id(s, file, name);
     /* JSON name: unique per function (same name elsewhere gets its location) */
     uint32_t other = sm_get(&s->names, name);
@@ -805,6 +855,10 @@ int sym_instrumented(struct symtab *s, uint32_t id)
         fn->instr = 1;
         return 1;
     }
+    if (i + 1 < n && b[i] == 0xeb && b[i + 1] == 0x09) { /* clang -fxray-instrument: an entry sled */
+        fn->instr = 1;
+        return 1;
+    }
     /* -finstrument-functions: the function loads its own address into rdi */
     for (size_t j = i; j + 7 <= n; j++) {
         if (b[j] == 0x48 && b[j + 1] == 0x8d && b[j + 2] == 0x3d) {
@@ -827,16 +881,81 @@ int sym_instrumented(struct symtab *s, uint32_t id)
     return 0;
 }
 
+/* ---- exit hooks during unwinding ---------------------------------------- */
+
+/* does the module's .comment (one string per compiler that built a part of
+ * it) name clang? */
+static int comment_names_clang(struct modfile *f)
+{
+    if (f->comment_clang)
+        return f->comment_clang == 1;
+    f->comment_clang = 2;
+    Dwarf_Addr b;
+    Elf *e = dwfl_module_getelf(f->mod, &b);
+    size_t shstrndx;
+    if (!e || elf_getshdrstrndx(e, &shstrndx) != 0)
+        return 0;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e, scn)) != NULL) {
+        GElf_Shdr sh;
+        const char *nm;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+            !(nm = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(nm, ".comment"))
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        if (d && d->d_buf && memmem(d->d_buf, d->d_size, "clang", 5))
+            f->comment_clang = 1;
+        break;
+    }
+    return f->comment_clang == 1;
+}
+
+int sym_exit_on_unwind(struct symtab *s, uint32_t id)
+{
+    struct func *fn = &s->funcs[id];
+    if (fn->unwind_exit)
+        return fn->unwind_exit == 1;
+    fn->unwind_exit = 1; /* unknown: trust the event's flag */
+    if (fn->unknown || fn->modfile < 0 || !open_file(s, fn->modfile))
+        return 1;
+    struct modfile *f = &s->files[fn->modfile];
+    Dwarf_Addr bias;
+    Dwarf_Die cumem, *cu = cu_of(f, fn->vaddr, &cumem, &bias);
+    Dwarf_Attribute a;
+    const char *prod = cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_producer, &a)) : NULL;
+    int yes;
+    if (prod) {
+        Dwarf_Word lang = 0;
+        int cxx = dwarf_formudata(dwarf_attr(cu, DW_AT_language, &a), &lang) == 0 &&
+                  (lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+                   lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14);
+        yes = !strstr(prod, "clang") && !strstr(prod, "-fno-exceptions") && (cxx || strstr(prod, "-fexceptions"));
+    } else {
+        yes = !comment_names_clang(f);
+    }
+    fn->unwind_exit = yes ? 1 : 2;
+    return yes;
+}
+
 /* ---- final stack frames ----------------------------------------------- */
 
-static void put_loc(struct outbuf *o, const char *file, int line)
+int sym_pc_line(struct symtab *s, int space, uint64_t pc, const char **file, int *line)
 {
-    if (file) {
-        ob_str(o, " at ");
-        ob_text(o, file);
-        ob_char(o, ':');
-        ob_u64(o, (uint64_t)(line > 0 ? line : 0));
-    }
+    struct modinst *in = resolve(s, space, pc);
+    uint64_t vaddr;
+    *file = NULL;
+    *line = 0;
+    if (!in || s->opts.no_symbols)
+        return 0;
+    inst_vaddr(s, in, pc, &vaddr);
+    if (!open_file(s, in->file))
+        return 0;
+    struct modfile *f = &s->files[in->file];
+    Dwarf_Addr bias;
+    Dwarf_Die cumem;
+    Dwarf_Die *cu = cu_of(f, vaddr, &cumem, &bias);
+    *file = line_at(f, cu, bias, vaddr, line);
+    return *file != NULL;
 }
 
 static char *die_name(Dwarf_Die *die)
@@ -854,50 +973,261 @@ static char *die_name(Dwarf_Die *die)
     return xstrdup(n ? n : "??");
 }
 
-void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, struct outbuf *o,
-                     const char *indent)
+/* The line gdb shows for an address: the last line-table row at or before
+ * it (among rows at that same address the last one, or the last is_stmt
+ * one if any), not an end of sequence; libdw's own lookup may pick another
+ * row of the same address. */
+static const char *gdb_line(struct modfile *f, Dwarf_Die *cu, Dwarf_Addr bias, uint64_t vaddr, int *line)
 {
-    uint64_t q = ret_addr && pc ? pc - 1 : pc;
-    struct modinst *in = resolve(s, space, q);
-    if (!in) {
-        ob_str(o, "??\n");
-        return;
+    Dwarf_Lines *lines;
+    size_t nl;
+    *line = 0;
+    if (!cu || dwarf_getsrclines(cu, &lines, &nl) != 0 || !nl)
+        return line_at(f, cu, bias, vaddr, line);
+    Dwarf_Addr want = vaddr - bias, a;
+    size_t lo = 0, hi = nl; /* first row with address > want */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        Dwarf_Line *l = dwarf_onesrcline(lines, mid);
+        if (l && dwarf_lineaddr(l, &a) == 0 && a <= want)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    if (!lo)
+        return line_at(f, cu, bias, vaddr, line);
+    Dwarf_Addr at;
+    if (dwarf_lineaddr(dwarf_onesrcline(lines, lo - 1), &at) != 0)
+        return line_at(f, cu, bias, vaddr, line);
+    Dwarf_Line *best = NULL, *best_stmt = NULL;
+    for (size_t i = lo; i > 0; i--) { /* the rows at that address, last first */
+        Dwarf_Line *l = dwarf_onesrcline(lines, i - 1);
+        bool end = false, stmt = false;
+        if (!l || dwarf_lineaddr(l, &a) != 0 || a != at)
+            break;
+        if (dwarf_lineendsequence(l, &end) == 0 && end)
+            continue;
+        if (!best)
+            best = l;
+        if (!best_stmt && dwarf_linebeginstatement(l, &stmt) == 0 && stmt)
+            best_stmt = l;
+    }
+    if (best_stmt)
+        best = best_stmt;
+    if (!best || dwarf_lineno(best, line) != 0 || *line == 0)
+        return line_at(f, cu, bias, vaddr, line);
+    return dwarf_linesrc(best, NULL, NULL);
+}
+
+/* index the module's function symbols by name (for inlined callers that
+ * also exist out of line) */
+static void index_symbols(struct symtab *s, int32_t fi)
+{
+    struct modfile *f = &s->files[fi];
+    f->syms_indexed = 1;
+    int n = dwfl_module_getsymtab(f->mod);
+    for (int i = 1; i < n; i++) {
+        GElf_Sym es;
+        GElf_Addr addr;
+        const char *nm = dwfl_module_getsym_info(f->mod, i, &es, &addr, NULL, NULL, NULL);
+        if (!nm || !*nm || GELF_ST_TYPE(es.st_info) != STT_FUNC || es.st_shndx == SHN_UNDEF)
+            continue;
+        char *key;
+        if (asprintf(&key, "%d\1%s", fi, nm) < 0)
+            continue;
+        if (sm_get(&s->symnames, key) == HMAP_NONE) {
+            s->symaddrs = xgrow(s->symaddrs, &s->symaddrs_cap, s->nsymaddrs + 1, sizeof *s->symaddrs);
+            s->symaddrs[s->nsymaddrs] = addr;
+            sm_put(&s->symnames, key, (uint32_t)s->nsymaddrs++);
+        }
+        free(key);
+    }
+}
+
+/* the function of an inlined_subroutine DIE: the out-of-line copy's
+ * function when the module has a symbol of that (linkage) name, else a
+ * function of its own (no code, not instrumented), one per name */
+static uint32_t inline_func(struct symtab *s, int32_t fi, Dwarf_Die *die)
+{
+    Dwarf_Attribute a;
+    const char *ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+    if (!ln)
+        ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+    if (!ln)
+        ln = dwarf_diename(die);
+    if (ln) {
+        if (!s->files[fi].syms_indexed)
+            index_symbols(s, fi);
+        char *key;
+        if (asprintf(&key, "%d\1%s", fi, ln) >= 0) {
+            uint32_t k = sm_get(&s->symnames, key);
+            free(key);
+            if (k != HMAP_NONE)
+                return func_at(s, fi, s->symaddrs[k]);
+        }
+    }
+    char *name = die_name(die), *key;
+    if (asprintf(&key, "%d\1%s", fi, name) < 0)
+        xalloc_die();
+    uint32_t id = sm_get(&s->inlined, key);
+    if (id == HMAP_NONE) {
+        id = new_func_src(s, fi, 0, name, 0, 0);
+        struct func *fn = &s->funcs[id];
+        int line = 0;
+        const char *file = dwarf_decl_file(die);
+        if (file && dwarf_decl_line(die, &line) == 0) {
+            fn->file = intern(s, file);
+            fn->line = (uint32_t)line;
+        }
+        fn->instr = 2;
+        sm_put(&s->inlined, key, id);
+    } else {
+        free(name);
+    }
+    free(key);
+    return id;
+}
+
+uint32_t sym_special(struct symtab *s, const char *name)
+{
+    uint32_t id = sm_get(&s->specials, name);
+    if (id == HMAP_NONE) {
+        id = new_func_src(s, -1, 0, xstrdup(name), 0, 0);
+        s->funcs[id].instr = 2;
+        s->funcs[id].special = 1;
+        sm_put(&s->specials, name, id);
+    }
+    return id;
+}
+
+static size_t frames_uncached(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out,
+                              size_t max);
+
+#define MAX_NEST 64
+
+/* the DIEs of code that contain pc, outermost first, below parent: the
+ * subprogram, its lexical blocks and inlined subroutines (namespaces and
+ * types are searched for nested definitions); 1 if pc was found */
+static int concrete_scopes(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out, int *n, int depth)
+{
+    Dwarf_Die child;
+    if (depth > 32 || dwarf_child(parent, &child) != 0)
+        return 0;
+    do {
+        switch (dwarf_tag(&child)) {
+        case DW_TAG_subprogram:
+        case DW_TAG_inlined_subroutine:
+        case DW_TAG_lexical_block:
+        case DW_TAG_entry_point:
+        case DW_TAG_try_block:
+        case DW_TAG_catch_block:
+            if (dwarf_haspc(&child, pc) <= 0)
+                break;
+            if (*n < MAX_NEST)
+                out[(*n)++] = child;
+            concrete_scopes(&child, pc, out, n, depth + 1);
+            return 1;
+        case DW_TAG_namespace:
+        case DW_TAG_class_type:
+        case DW_TAG_structure_type:
+        case DW_TAG_union_type:
+        case DW_TAG_module:
+            if (concrete_scopes(&child, pc, out, n, depth + 1))
+                return 1;
+            break;
+        default:
+            break;
+        }
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return 0;
+}
+
+/* cached by (space, pc, exact): a deep recursion repeats the same frames */
+size_t sym_frames(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out, size_t max)
+{
+    uint64_t key = (uint64_t)space << 1 | (exact != 0);
+    uint32_t at = hm_get(&s->frames_cache, key, pc);
+    if (at == HMAP_NONE) {
+        struct sym_frame tmp[64];
+        size_t n = frames_uncached(s, space, pc, exact, tmp, 64);
+        s->fc = xgrow(s->fc, &s->fc_cap, s->nfc + n + 1, sizeof *s->fc);
+        at = (uint32_t)s->nfc;
+        s->fc[at].line = (int)n; /* the count, in the first entry */
+        memcpy(&s->fc[at + 1], tmp, n * sizeof *tmp);
+        s->nfc += n + 1;
+        hm_put(&s->frames_cache, key, pc, at);
+    }
+    size_t n = (size_t)s->fc[at].line;
+    if (n > max)
+        n = max;
+    memcpy(out, &s->fc[at + 1], n * sizeof *out);
+    return n;
+}
+
+static size_t frames_uncached(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out,
+                              size_t max)
+{
+    uint64_t q = !exact && pc ? pc - 1 : pc;
+    if (!max)
+        return 0;
+    out[0].func = sym_lookup(s, space, q);
+    out[0].file = NULL;
+    out[0].line = 0;
+    out[0].inlined = 0;
+    struct modinst *in = resolve(s, space, q);
+    if (!in || s->opts.no_symbols)
+        return 1;
     uint64_t vaddr;
     inst_vaddr(s, in, q, &vaddr);
-    uint32_t id = func_at(s, in->file, vaddr);
-    struct func *fn = &s->funcs[id];
+    struct func *fn = &s->funcs[out[0].func];
     struct modfile *f = &s->files[in->file];
-    if (fn->unknown || !f->mod) {
-        ob_text(o, fn->name);
-        ob_char(o, '\n');
-        return;
-    }
-    /* innermost location */
-    int line = 0;
+    if (fn->unknown || !f->mod)
+        return 1;
     Dwarf_Addr bias;
     Dwarf_Die cumem;
     Dwarf_Die *cu = cu_of(f, vaddr, &cumem, &bias);
-    const char *file = line_at(f, cu, bias, vaddr, &line);
+    int line = 0;
+    const char *file = gdb_line(f, cu, bias, vaddr, &line);
+    out[0].file = file;
+    out[0].line = line;
+    if (!cu)
+        return 1;
     Dwarf_Die *scopes = NULL;
-    int n = cu ? dwarf_getscopes(cu, vaddr - bias, &scopes) : 0;
-    int first = 1;
-    for (int i = 0; i < n; i++) {
+    int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
+    if (n > 0) { /* the concrete nesting of the innermost scope: its inlined callers */
+        Dwarf_Die inner = scopes[0];
+        free(scopes);
+        scopes = NULL;
+        n = dwarf_getscopes_die(&inner, &scopes);
+    } else { /* libdw finds none when the function's abstract origin is in
+              * another CU (LTO): walk the concrete DIEs ourselves */
+        free(scopes);
+        scopes = xrealloc(NULL, MAX_NEST * sizeof *scopes);
+        n = 0;
+        if (!concrete_scopes(cu, vaddr - bias, scopes, &n, 0))
+            n = 0;
+        for (int i = 0; i < n / 2; i++) { /* innermost first */
+            Dwarf_Die t = scopes[i];
+            scopes[i] = scopes[n - 1 - i];
+            scopes[n - 1 - i] = t;
+        }
+    }
+    size_t k = 0;
+    for (int i = 0; i < n && k < max; i++) {
         int tag = dwarf_tag(&scopes[i]);
         if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
             continue;
-        char *nm = tag == DW_TAG_subprogram ? xstrdup(fn->name) : die_name(&scopes[i]);
-        if (!first) {
-            ob_str(o, indent);
-            ob_str(o, "inlined into ");
-        }
-        ob_text(o, nm);
-        put_loc(o, file, line);
-        ob_char(o, '\n');
-        free(nm);
-        first = 0;
-        if (tag == DW_TAG_subprogram)
+        out[k].file = file;
+        out[k].line = line;
+        if (tag == DW_TAG_subprogram) { /* the function holding the code */
+            out[k].func = sym_lookup(s, space, q);
+            out[k].inlined = 0;
+            k++;
             break;
+        }
+        out[k].func = inline_func(s, in->file, &scopes[i]);
+        out[k].inlined = 1;
+        k++;
         /* the call site of this inlined instance, in the next scope out */
         Dwarf_Attribute a;
         Dwarf_Word fidx = 0, cl = 0;
@@ -913,9 +1243,243 @@ void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, str
             line = (int)cl;
     }
     free(scopes);
-    if (first) {
-        ob_text(o, fn->name);
-        put_loc(o, file, line);
-        ob_char(o, '\n');
+    if (!k) { /* no DWARF scope: the symbol's function */
+        out[0].func = sym_lookup(s, space, q);
+        out[0].inlined = 0;
+        k = 1;
+    } else if (out[k - 1].inlined && k < max) { /* no subprogram scope found: end with the symbol */
+        out[k].func = sym_lookup(s, space, q);
+        out[k].file = file;
+        out[k].line = line;
+        out[k].inlined = 0;
+        k++;
     }
+    return k;
+}
+
+/* x86-64 Linux rt_sigreturn trampoline (glibc's __restore_rt):
+ * mov $15, %rax; syscall */
+int sym_is_sigtramp(struct symtab *s, int space, uint64_t pc)
+{
+    static const uint8_t code[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    struct modinst *in = resolve(s, space, pc);
+    uint64_t vaddr;
+    if (!in || s->opts.no_symbols || !open_file(s, in->file))
+        return 0;
+    inst_vaddr(s, in, pc, &vaddr);
+    Dwarf_Addr a = vaddr, bias;
+    Elf_Scn *scn = dwfl_module_address_section(s->files[in->file].mod, &a, &bias);
+    if (!scn)
+        return 0;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d || !d->d_buf || a + sizeof code > d->d_size)
+        return 0;
+    return memcmp((const uint8_t *)d->d_buf + a, code, sizeof code) == 0;
+}
+
+/* ---- tail calls: the frames gdb shows that are not on the machine stack -- */
+
+#define TC_DEPTH 6  /* tail calls followed from a call site */
+#define TC_PATHS 4  /* more distinct chains than this: ambiguous anyway */
+
+/* the subprogram DIE of the code at vaddr (outermost concrete scope) */
+static int subprogram_at(struct modfile *f, uint64_t vaddr, Dwarf_Die *out)
+{
+    Dwarf_Addr bias;
+    Dwarf_Die cumem, sc[MAX_NEST];
+    Dwarf_Die *cu = cu_of(f, vaddr, &cumem, &bias);
+    int n = 0;
+    if (!cu || !concrete_scopes(cu, vaddr - bias, sc, &n, 0) || !n)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (dwarf_tag(&sc[i]) == DW_TAG_subprogram) {
+            *out = sc[i];
+            return 1;
+        }
+    return 0;
+}
+
+static int is_call_site(Dwarf_Die *d)
+{
+    int t = dwarf_tag(d);
+    return t == DW_TAG_call_site || t == DW_TAG_GNU_call_site;
+}
+
+static int call_site_return_pc(Dwarf_Die *d, Dwarf_Addr *pc)
+{
+    Dwarf_Attribute a;
+    if (dwarf_attr(d, DW_AT_call_return_pc, &a))
+        return dwarf_formaddr(&a, pc) == 0;
+    return dwarf_attr(d, DW_AT_low_pc, &a) && dwarf_formaddr(&a, pc) == 0; /* DW_TAG_GNU_call_site */
+}
+
+static int call_site_is_tail(Dwarf_Die *d)
+{
+    return dwarf_hasattr(d, DW_AT_call_tail_call) || dwarf_hasattr(d, DW_AT_GNU_tail_call);
+}
+
+/* the entry address (file vaddr) of the function a call site calls; 0 if
+ * unknown (an indirect call) */
+static uint64_t call_site_target(struct symtab *s, int32_t fi, Dwarf_Die *site)
+{
+    Dwarf_Attribute a;
+    Dwarf_Die t;
+    if (!dwarf_attr(site, DW_AT_call_origin, &a) && !dwarf_attr(site, DW_AT_abstract_origin, &a))
+        return 0;
+    if (!dwarf_formref_die(&a, &t))
+        return 0;
+    Dwarf_Addr lo;
+    if (dwarf_lowpc(&t, &lo) == 0)
+        return lo;
+    const char *ln = dwarf_formstring(dwarf_attr_integrate(&t, DW_AT_linkage_name, &a));
+    if (!ln)
+        ln = dwarf_diename(&t);
+    if (!ln)
+        return 0;
+    if (!s->files[fi].syms_indexed)
+        index_symbols(s, fi);
+    char *key;
+    if (asprintf(&key, "%d\1%s", fi, ln) < 0)
+        return 0;
+    uint32_t k = sm_get(&s->symnames, key);
+    free(key);
+    return k == HMAP_NONE ? 0 : s->symaddrs[k];
+}
+
+/* depth-first over the call sites below d (not into nested subprograms) */
+typedef int (*site_fn)(struct symtab *s, int32_t fi, Dwarf_Die *site, void *ctx);
+static int each_call_site(struct symtab *s, int32_t fi, Dwarf_Die *d, site_fn fn, void *ctx, int depth)
+{
+    Dwarf_Die c;
+    if (depth > 32 || dwarf_child(d, &c) != 0)
+        return 0;
+    do {
+        if (is_call_site(&c)) {
+            if (fn(s, fi, &c, ctx))
+                return 1;
+        } else if (dwarf_tag(&c) != DW_TAG_subprogram && dwarf_haschildren(&c)) {
+            if (each_call_site(s, fi, &c, fn, ctx, depth + 1))
+                return 1;
+        }
+    } while (dwarf_siblingof(&c, &c) == 0);
+    return 0;
+}
+
+struct tc_find {
+    uint64_t ret;  /* the call site returning here */
+    Dwarf_Die site;
+    int found;
+};
+
+static int find_site(struct symtab *s, int32_t fi, Dwarf_Die *site, void *ctx)
+{
+    struct tc_find *t = ctx;
+    Dwarf_Addr pc;
+    (void)s;
+    (void)fi;
+    if (call_site_return_pc(site, &pc) && pc == t->ret) {
+        t->site = *site;
+        t->found = 1;
+        return 1;
+    }
+    return 0;
+}
+
+struct tc_search {
+    uint64_t callee;             /* entry of the function to reach */
+    uint64_t fn[TC_DEPTH];       /* the chain being explored: entries ... */
+    uint64_t ret[TC_DEPTH];      /* ... and the return pc of their tail call */
+    int depth;
+    int npaths;
+    uint64_t pfn[TC_DEPTH], pret[TC_DEPTH];
+    int plen;
+    int ambiguous;
+};
+
+static void tc_from(struct symtab *s, int32_t fi, uint64_t entry, struct tc_search *t);
+
+static int tail_site(struct symtab *s, int32_t fi, Dwarf_Die *site, void *ctx)
+{
+    struct tc_search *t = ctx;
+    Dwarf_Addr pc;
+    if (!call_site_is_tail(site) || !call_site_return_pc(site, &pc))
+        return 0;
+    uint64_t target = call_site_target(s, fi, site);
+    if (!target)
+        return 0;
+    t->ret[t->depth - 1] = pc;
+    if (target == t->callee) {
+        if (t->npaths++ == 0) {
+            t->plen = t->depth;
+            memcpy(t->pfn, t->fn, sizeof t->fn);
+            memcpy(t->pret, t->ret, sizeof t->ret);
+        } else if (t->plen != t->depth || memcmp(t->pfn, t->fn, (size_t)t->depth * sizeof *t->fn)) {
+            t->ambiguous = 1;
+        }
+        return t->npaths > TC_PATHS;
+    }
+    for (int i = 0; i < t->depth; i++)
+        if (t->fn[i] == target)
+            return 0; /* a cycle */
+    tc_from(s, fi, target, t);
+    return t->npaths > TC_PATHS;
+}
+
+/* the chains of tail calls from the function at entry to t->callee */
+static void tc_from(struct symtab *s, int32_t fi, uint64_t entry, struct tc_search *t)
+{
+    Dwarf_Die sp;
+    if (t->depth == TC_DEPTH || !subprogram_at(&s->files[fi], entry, &sp))
+        return;
+    t->fn[t->depth++] = entry;
+    each_call_site(s, fi, &sp, tail_site, t, 0);
+    t->depth--;
+}
+
+size_t sym_tailcalls(struct symtab *s, int space, uint64_t ret, uint64_t callee_pc, int callee_exact,
+                     struct sym_tailcall *out, size_t max)
+{
+    if (s->opts.no_symbols || !ret || !callee_pc)
+        return 0;
+    struct modinst *in = resolve(s, space, ret - 1);
+    uint64_t q = callee_exact ? callee_pc : callee_pc - 1;
+    if (!in || resolve(s, space, q) != in || !open_file(s, in->file))
+        return 0; /* a call into another module: through its PLT, never a tail-call chain we can see */
+    struct modfile *f = &s->files[in->file];
+    uint64_t rv, cv;
+    if (!inst_vaddr(s, in, ret, &rv) || !inst_vaddr(s, in, q, &cv))
+        return 0;
+    uint32_t cf = func_at(s, in->file, cv);
+    if (s->funcs[cf].unknown)
+        return 0;
+    uint64_t callee = s->funcs[cf].vaddr;
+    /* the caller's call site returning at ret, and what it calls */
+    Dwarf_Die sp;
+    if (!subprogram_at(f, rv - 1, &sp))
+        return 0;
+    struct tc_find fd = {rv, {0}, 0};
+    each_call_site(s, in->file, &sp, find_site, &fd, 0);
+    if (!fd.found || call_site_is_tail(&fd.site))
+        return 0;
+    uint64_t target = call_site_target(s, in->file, &fd.site);
+    if (!target || target == callee)
+        return 0;
+    struct tc_search t;
+    memset(&t, 0, sizeof t);
+    t.callee = callee;
+    tc_from(s, in->file, target, &t);
+    if (t.npaths != 1 || t.ambiguous) /* gdb shows no tail-call frames it cannot be sure of either */
+        return 0;
+    size_t n = 0;
+    uint64_t bias = ret - rv; /* absolute = file vaddr + bias */
+    for (int i = t.plen; i > 0 && n < max; i--, n++) { /* innermost first */
+        uint64_t r = t.pret[i - 1];
+        out[n].func = func_at(s, in->file, t.pfn[i - 1]);
+        out[n].pc = r + bias;
+        Dwarf_Addr cb;
+        Dwarf_Die cumem;
+        Dwarf_Die *cu = cu_of(f, r - 1, &cumem, &cb);
+        out[n].file = gdb_line(f, cu, cb, r - 1, &out[n].line);
+    }
+    return n;
 }

@@ -32,6 +32,9 @@ struct func {
     uint8_t seen;    /* appears in a trace event */
     uint8_t used;    /* appears in the output */
     uint8_t unknown; /* no symbol: name is module+0xoff or 0xaddr */
+    uint8_t throws;  /* __cxa_throw, __cxa_rethrow: never return (exc_events.c) */
+    uint8_t unwind_exit; /* 0 unknown, 1 / 2: see sym_exit_on_unwind */
+    uint8_t special; /* a marker, not a function (sym_special) */
 };
 
 struct sym_opts {
@@ -66,16 +69,54 @@ static inline uint32_t sym_lookup(struct symtab *s, int space, uint64_t addr)
 
 struct func *sym_func(struct symtab *s, uint32_t id);
 uint32_t sym_nfuncs(const struct symtab *s);
-/* 1 if the function's code carries entry instrumentation (-pg fentry call
- * or the -finstrument-functions "load own address" sequence), 0 if not or
- * unknown */
+/* 1 if the function's code carries entry instrumentation (-pg fentry call,
+ * XRay entry sled or the -finstrument-functions "load own address"
+ * sequence), 0 if not or unknown */
 int sym_instrumented(struct symtab *s, uint32_t id);
+/* 1 if the function's -finstrument-functions exit hook also runs when a C++
+ * exception unwinds it (gcc's C++ code, or -fexceptions: the hook is called
+ * from a cleanup landing pad), 0 if not (clang; gcc's C code; -fno-exceptions).
+ * From its compile unit's DW_AT_producer and DW_AT_language; without debug
+ * info, 0 for a module whose .comment names clang, else 1. */
+int sym_exit_on_unwind(struct symtab *s, uint32_t id);
 
-/* one frame of a final stack, with inlined callers, written to o as lines
- * prefixed by indent: "fn at file:line" (+ "inlined into ..." lines).
- * ret_addr: pc is a return address (look up pc-1). */
-void sym_describe_pc(struct symtab *s, int space, uint64_t pc, int ret_addr, struct outbuf *o,
-                     const char *indent);
+/* The frames gdb's `bt` shows for one machine frame at pc: the function
+ * holding the code at pc and, first, the functions inlined into it there,
+ * innermost first, each with the source line it is at (the innermost: the
+ * line of pc; an inlined function's caller: the line of the call).  Inlined
+ * functions get the function id of their out-of-line copy when the module
+ * has one (its symbol), else one of their own (not instrumented).  exact:
+ * pc itself (frame 0, a frame a signal interrupted), else pc - 1 (a return
+ * address).  Returns the number of frames written (>= 1 when max > 0). */
+struct sym_frame {
+    uint32_t func;
+    const char *file;   /* NULL: no line information */
+    int line;
+    int inlined;        /* 1: inlined into the next frame out */
+};
+size_t sym_frames(struct symtab *s, int space, uint64_t pc, int exact, struct sym_frame *out, size_t max);
+/* The functions gdb shows between a frame and its caller that are not on
+ * the machine stack: the caller's call (returning at ret) went to h, which
+ * tail-called ... the function holding callee_pc (exact: callee_pc itself,
+ * else callee_pc - 1).  From the DWARF call sites (DW_TAG_call_site with
+ * DW_AT_call_tail_call), followed while the chain is unique, as gdb does.
+ * Innermost first; each at the return address of its tail call. */
+struct sym_tailcall {
+    uint32_t func;
+    uint64_t pc;
+    const char *file;
+    int line;
+};
+size_t sym_tailcalls(struct symtab *s, int space, uint64_t ret, uint64_t callee_pc, int callee_exact,
+                     struct sym_tailcall *out, size_t max);
+/* pc is the rt_sigreturn trampoline a signal handler returns to */
+int sym_is_sigtramp(struct symtab *s, int space, uint64_t pc);
+/* a function id that is only a name, for markers in stacks ("<signal
+ * handler called>"); one per name */
+uint32_t sym_special(struct symtab *s, const char *name);
+
+/* source file and line of the instruction at pc (not pc - 1); 0 if unknown */
+int sym_pc_line(struct symtab *s, int space, uint64_t pc, const char **file, int *line);
 
 /* path after --substitute-path rewriting (malloc'd) */
 char *sym_subst(const struct symtab *s, const char *path);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "decstate.h"
+#include "faults.h"
 #include "finalstack.h"
 #include "gencuts.h"
 #include "outbuf.h"
@@ -78,19 +79,21 @@ static void header(const struct text_view *T, struct dec *d, struct outbuf *o)
     const char *kind = src_kind(d);
     ob_printf(o, "` (pid %llu), from %s %s\n", (unsigned long long)d->pid, strchr("aeiou", kind[0]) ? "an" : "a",
               kind);
+    /* the original fault, when the signal below is not it (faults.c) */
+    int orig_is_other = dec_original_fault(&d->t) && !faults_print_header(d, o, "  ");
     if (d->t.has_crash && d->t.crash.signo) {
         const struct ft_raw_crash *c = &d->t.crash;
         const char *tn = "";
         for (size_t i = 0; i < d->nth; i++)
             if (d->th[i].rt->tid == c->tid)
                 tn = d->th[i].rt->name;
+        char code[64];
+        fmt_si_code(code, sizeof code, c->signo, c->si_code);
         if (dec_signal_snapshot(&d->t))
-            ob_printf(o, "  snapshot:   on %s (%s), si_code %d", sig_name(c->signo), strsignal(c->signo),
-                      c->si_code);
+            ob_printf(o, "  snapshot:   on %s (%s), %s", sig_name(c->signo), strsignal(c->signo), code);
         else
-            ob_printf(o, "  signal:     %s (%s), si_code %d", sig_name(c->signo), strsignal(c->signo),
-                      c->si_code);
-        if (c->signo == SIGSEGV || c->signo == SIGBUS || c->signo == SIGFPE || c->signo == SIGILL)
+            ob_printf(o, "  signal:     %s (%s), %s", sig_name(c->signo), strsignal(c->signo), code);
+        if (c->si_code > 0 && (c->signo == SIGSEGV || c->signo == SIGBUS || c->signo == SIGFPE || c->signo == SIGILL))
             ob_printf(o, ", fault address 0x%llx", (unsigned long long)c->addr);
         if (c->sender_pid)
             ob_printf(o, ", sent by pid %u", c->sender_pid);
@@ -99,10 +102,16 @@ static void header(const struct text_view *T, struct dec *d, struct outbuf *o)
             ob_text(o, tn);
             ob_char(o, '"');
         }
+        if (orig_is_other) /* the runtime recorded an earlier fault (faults.c) */
+            ob_str(o, c->si_code > 0 ? " -- a second fault, not the original one"
+                      : c->signo == dec_original_fault(&d->t)->signo && c->sender_pid == d->pid
+                          ? " -- raised again by the program, not the original fault"
+                          : " -- not the original fault");
         ob_char(o, '\n');
-    } else {
+    } else if (!dec_original_fault(&d->t)) {
         ob_str(o, "  signal:     none recorded\n");
     }
+    faults_print_after(d, o, "  ");
     int64_t last = INT64_MIN, last_own = INT64_MIN; /* measured; own ns (see replay.c) */
     for (size_t i = 0; i < d->nth; i++)
         if (d->th[i].nevents) {
@@ -220,6 +229,11 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, int part
         call_line(d, &anc[i], 1, partial, o);
     size_t runs = 0;
     for (size_t i = lo; i < hi;) {
+        if (sym_func(d->sym, anc[i].func)->special) { /* "[frames not unwound]": never folded away */
+            call_line(d, &anc[i], 1, partial, o);
+            i++;
+            continue;
+        }
         size_t j = i + 1;
         while (j < hi && anc[j].func == anc[i].func)
             j++;
@@ -227,15 +241,19 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, int part
         int ind = anc[i].depth > MAX_INDENT ? 0 : anc[i].depth;
         memset(pad, ' ', (size_t)ind * 2);
         pad[ind * 2] = 0;
-        if (runs++ == ANC_RUNS) {
-            size_t nr = 0;
-            for (size_t k = i; k < hi; k++) /* the runs left */
+        if (runs >= ANC_RUNS) {
+            size_t nr = 0, e = i;
+            while (e < hi && !sym_func(d->sym, anc[e].func)->special) /* up to a marker */
+                e++;
+            for (size_t k = i; k < e; k++) /* the runs left */
                 if (k == i || anc[k].func != anc[k - 1].func)
                     nr++;
             ob_printf(o, "  %18s  %12s  %s... %zu more open frames in %zu runs of functions ...\n", "", "", pad,
-                      hi - i, nr);
-            break;
+                      e - i, nr);
+            i = e;
+            continue;
         }
+        runs++;
         ob_printf(o, "  %18s  %12s  %s... %zu more open frame%s of ", "", "", pad, j - i, j - i == 1 ? "" : "s");
         ob_text(o, sym_func(d->sym, anc[i].func)->name);
         ob_str(o, " ...\n");
@@ -266,13 +284,17 @@ static void one_thread(struct dec *d, struct dthread *th, const struct tthread *
         ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
         enclosing(d, tt->anc, tt->nanc, tt->lo > 0, o);
-        /* the calls, and between them the long waits (sched_views.c) */
+        /* the calls, and between them the long waits (sched_views.c) and the
+         * fatal-signal episodes (faults.c) */
         for (size_t k = 0; k < tt->ncalls; k++) {
-            if (k)
+            if (k) {
                 sched_text_waits(d, th, tt->calls[k - 1].start, tt->calls[k].start, tt->calls, k, o);
+                faults_print_thread(d, th, tt->calls[k - 1].start, tt->calls[k].start, o);
+            }
             call_line(d, &tt->calls[k], 0, tt->lo > 0, o);
         }
         sched_text_waits(d, th, tt->calls[tt->ncalls - 1].start, INT64_MAX, tt->calls, tt->ncalls, o);
+        faults_print_thread(d, th, tt->calls[tt->ncalls - 1].start, INT64_MAX, o);
         if (tt->no_outer)
             ob_str(o, "  (calls made before the part read that were still running are not shown: "
                       "no whole final stack for this thread)\n");

@@ -7,7 +7,10 @@
 # them; ft_count_hit is built with -mgeneral-regs-only), never instrumented.
 
 FC_LIB := $(LIB)/libfuntrace_count.a
-FC_OBJS := $(OBJ)/funcount/count.o $(OBJ)/funcount/api_stubs.o $(OBJ)/funcount/count_pg.S.o
+# (+ the runtime's XRay sled patcher, the same object: FUNTRACE_INSTR=xray
+# sleds call __fentry__/__return__, which here count)
+FC_OBJS := $(OBJ)/funcount/count.o $(OBJ)/funcount/api_stubs.o $(OBJ)/funcount/count_pg.S.o \
+           $(OBJ)/runtime/xray.o
 FC_CFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fno-instrument-functions -fno-stack-protector \
              -mgeneral-regs-only -Iruntime/include -MMD -MP
 

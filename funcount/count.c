@@ -163,6 +163,8 @@ static void write_counts(void)
     fprintf(stderr, "funtrace: call counts written to %s (report: funtrace-count %s)\n", path, path);
 }
 
+void ft_xray_scan(void) __attribute__((visibility("hidden")));
+
 /* before every constructor: the executable's .preinit_array */
 static void fc_init(void)
 {
@@ -180,8 +182,10 @@ FC_API void *dlopen(const char *file, int mode)
     if (!real)
         real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
     void *h = real ? real(file, mode) : NULL;
-    if (h)
+    if (h) {
         scan();
+        ft_xray_scan(); /* runtime/xray.c: an XRay object's sleds */
+    }
     return h;
 }
 

@@ -105,7 +105,8 @@ FTR_API const char *ftr_root_symbol(void);
 /* A final stack (FINSTACK): thread tid's registers (ftr_stack_regs() names
  * them, in order) and its pcs, innermost first, as `unwinder` ("gdb",
  * "libunwind" or "ptrace") found them; truncated: unwinding stopped early.
- * More than ftr_stack_max() frames are cut (and flagged truncated).  Stacks
+ * Of more than ftr_stack_max() frames the innermost and outermost ones are
+ * kept and the count of the ones between is recorded (FT_STKF_CUT).  Stacks
  * are written in the core's thread order (else in the order they were added);
  * the thread that got the signal is flagged crashed.  FTR_OK, FTR_BADINPUT. */
 FTR_API int ftr_add_stack(struct ftr *h, const char *unwinder, uint32_t tid, int truncated,

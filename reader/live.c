@@ -33,6 +33,7 @@ struct live {
     size_t nwr;
     uint8_t *scratch;
     size_t scratch_len;
+    uint32_t max_frames;    /* ft_live_opts.max_frames */
 };
 
 static size_t live_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -197,7 +198,8 @@ static int live_stacks(struct live *l, const struct ft_reader *rd, const struct 
         struct timespec ms = { 0, 2000000 };
         nanosleep(&ms, NULL);
     }
-    uint64_t *pcs = ce_xmalloc(sizeof(uint64_t) * CE_MAX_FRAMES);
+    size_t max_frames = l->max_frames ? l->max_frames : CE_MAX_FRAMES;
+    uint64_t *pcs = ce_xmalloc(sizeof(uint64_t) * max_frames);
     struct ce_unwinder *u = ce_unwinder_new(rd, &l->maps, live_is_exec, l);
     int rc = 0;
     for (int i = 0; i < n; i++) {
@@ -208,11 +210,11 @@ static int live_stacks(struct live *l, const struct ft_reader *rd, const struct 
         struct user_regs_struct ur;
         if (ptrace(PTRACE_GETREGS, t[i].tid, 0, &ur) == 0) {
             memcpy(t[i].regs, &ur, sizeof t[i].regs);
-            int trunc;
-            size_t nf = ce_unwind(u, t[i].regs, pcs, CE_MAX_FRAMES, &trunc);
+            struct ce_unwind_info ui;
+            size_t nf = ce_unwind(u, t[i].regs, pcs, max_frames, &ui);
             if (rc == 0)
-                rc = ce_emit_stack(w, st, (uint32_t)t[i].tid, FT_UNW_PTRACE, trunc ? FT_STKF_TRUNCATED : 0,
-                                   t[i].regs, pcs, (uint32_t)nf);
+                rc = ce_emit_stack(w, st, (uint32_t)t[i].tid, FT_UNW_PTRACE, ce_unwind_flags(&ui), t[i].regs, pcs,
+                                   (uint32_t)nf, &ui);
         }
         ptrace(PTRACE_DETACH, t[i].tid, 0, 0);
     }
@@ -330,7 +332,10 @@ int ft_live_extract(int pid, const struct ft_live_opts *opts, const struct ft_wr
         rc = FT_EXIT_NOTRACE;
         goto out;
     }
-    if (e == 0 && opts && opts->stacks) e = live_stacks(&l, &rd, w, st);
+    if (e == 0 && opts && opts->stacks) {
+        l.max_frames = opts->max_frames;
+        e = live_stacks(&l, &rd, w, st);
+    }
     if (e == 0) e = ft_raw_end(w, st);
     if (e != 0) {
         set_problem(st, "cannot write the output: %s", strerror(errno));

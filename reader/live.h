@@ -47,6 +47,7 @@ struct ft_live_opts {
     int stacks;           /* also write FINSTACK per thread (stops each thread briefly) */
     int verbose;          /* progress to stderr */
     uint32_t extra_flags; /* OR'ed into ft_raw_header.flags */
+    uint32_t max_frames;  /* appended: frames kept per stack (0: the default, unwind.h) */
 };
 
 int ft_live_extract(int pid, const struct ft_live_opts *opts, const struct ft_writer *w,

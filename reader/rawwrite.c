@@ -356,6 +356,48 @@ static uint64_t rootf_or_unknown(const struct rw *c, int id)
     return c->offs[id] == FT_OFF_ABSENT ? FT_RAW_UNKNOWN : rootf(c, id);
 }
 
+/* ---- fatal-signal episodes -------------------------------------------------- */
+
+/* FAULTS: the valid records of root->faults (seq in (total - SLOTS, total],
+ * at slot (seq - 1) % SLOTS), oldest first; none when the root has no such
+ * fields or recorded no episode.  Returns the number of records (<= SLOTS)
+ * into out. */
+static uint32_t faults_collect(const struct rw *c, uint64_t *total, struct ft_fault *out)
+{
+    uint32_t n = 0;
+    *total = 0;
+    if (c->offs[FT_F_ROOT_FAULTS_TOTAL] == FT_OFF_ABSENT || c->offs[FT_F_ROOT_FAULTS] == FT_OFF_ABSENT)
+        return 0;
+    uint64_t t = rootf(c, FT_F_ROOT_FAULTS_TOTAL);
+    struct ft_fault slots[FT_FAULT_SLOTS];
+    ft_rw_fbytes(c, c->root, c->root_size, FT_F_ROOT_FAULTS, slots);
+    *total = t;
+    uint64_t first = t > FT_FAULT_SLOTS ? t - FT_FAULT_SLOTS + 1 : 1;
+    for (uint64_t q = first; t && q <= t; q++) {
+        const struct ft_fault *f = &slots[(q - 1) % FT_FAULT_SLOTS];
+        if (f->seq != q || f->state == FT_FAULT_FREE || f->state > FT_FAULT_CAUGHT)
+            continue; /* being rewritten, or garbage */
+        out[n++] = *f;
+    }
+    return n;
+}
+
+static int emit_faults(struct rw *c)
+{
+    struct ft_fault f[FT_FAULT_SLOTS];
+    struct ft_raw_faults h;
+    uint64_t total;
+    uint32_t n = faults_collect(c, &total, f);
+    if (!total)
+        return 0;
+    memset(&h, 0, sizeof h);
+    h.total = total;
+    h.n = n;
+    if (ft_rw_chunk_hdr(c, FT_CHUNK_FAULTS, sizeof h + (uint64_t)n * sizeof f[0])) return -1;
+    if (ft_rw_wr(c, &h, sizeof h)) return -1;
+    return ft_rw_wr(c, f, (size_t)n * sizeof f[0]);
+}
+
 /* ---- modules, generations, command line ----------------------------------- */
 
 static uint32_t clamp_count(struct rw *c, uint64_t used, uint64_t cap, uint32_t max, const char *what)
@@ -645,6 +687,7 @@ int ft_raw_emit(const struct ft_reader *rdr, uint64_t root_addr, const struct ft
     if (ft_raw_chunk(w, FT_CHUNK_HEADER, &h, sizeof h, stats)) return -1;
     if (emit_cmdline(c, cmd_addr, cmd_keep)) return -1;
     if (si->crash && ft_raw_chunk(w, FT_CHUNK_SIGINFO, si->crash, sizeof *si->crash, stats)) return -1;
+    if (emit_faults(c)) return -1;
     if (ft_raw_chunk(w, FT_CHUNK_MAPPINGS, si->mappings, si->mappings ? si->mappings_len : 0, stats))
         return -1;
     if (emit_procmaps(c, si->mappings, si->mappings_len)) return -1;

@@ -36,6 +36,7 @@ struct stack {
     uint64_t regs[FT_NREGS];
     uint64_t *pcs;
     size_t added;                 /* insertion order */
+    struct ce_unwind_info cut;    /* more than CE_MAX_FRAMES: the frames left out */
 };
 
 struct cached { uint64_t addr; size_t len; uint8_t *buf; };
@@ -331,9 +332,10 @@ int ftr_add_stack(struct ftr *h, const char *unwinder, uint32_t tid, int truncat
         set_msg(h, "ftr_add_stack: %s", !unw ? "unknown unwinder" : "no pcs");
         return FTR_BADINPUT;
     }
-    if (n > CE_MAX_FRAMES) {
-        n = CE_MAX_FRAMES;
-        truncated = 1;
+    uint32_t cut_at = 0, ncut = 0;
+    if (n > CE_MAX_FRAMES) { /* keep the innermost and the outermost frames (unwind.h) */
+        cut_at = CE_MAX_FRAMES - CE_KEEP_OUTER(CE_MAX_FRAMES);
+        ncut = n - CE_MAX_FRAMES;
     }
     if (ce_grow((void **)&h->stacks, h->nstacks, &h->capstacks, sizeof *h->stacks, 16) != 0) {
         set_msg(h, "out of memory");
@@ -341,7 +343,7 @@ int ftr_add_stack(struct ftr *h, const char *unwinder, uint32_t tid, int truncat
     }
     struct stack *s = &h->stacks[h->nstacks];
     memset(s, 0, sizeof *s);
-    s->pcs = malloc((n ? n : 1) * sizeof *s->pcs);
+    s->pcs = malloc((n ? (ncut ? CE_MAX_FRAMES : n) : 1) * sizeof *s->pcs);
     if (!s->pcs) {
         set_msg(h, "out of memory");
         return FTR_BADINPUT;
@@ -349,9 +351,16 @@ int ftr_add_stack(struct ftr *h, const char *unwinder, uint32_t tid, int truncat
     s->tid = tid;
     s->unwinder = unw;
     s->flags = truncated ? FT_STKF_TRUNCATED : 0;
-    s->n = n;
+    s->n = ncut ? CE_MAX_FRAMES : n;
+    s->cut.cut_at = cut_at;
+    s->cut.ncut = ncut;
     if (regs) memcpy(s->regs, regs, sizeof s->regs);
-    if (n) memcpy(s->pcs, pcs, n * sizeof *pcs);
+    if (ncut) {
+        memcpy(s->pcs, pcs, cut_at * sizeof *pcs);
+        memcpy(s->pcs + cut_at, pcs + cut_at + ncut, (CE_MAX_FRAMES - cut_at) * sizeof *pcs);
+    } else if (n) {
+        memcpy(s->pcs, pcs, n * sizeof *pcs);
+    }
     s->added = h->nstacks++;
     return FTR_OK;
 }
@@ -425,7 +434,7 @@ static int emit(struct ftr *h, struct ce_fdout *o)
     for (size_t i = 0; i < h->nstacks && e == 0; i++) {
         struct stack *s = &h->stacks[i];
         uint32_t flags = s->flags | (h->have_crash && s->tid == h->crash.tid ? FT_STKF_CRASHED : 0);
-        e = ce_emit_stack(&w, &h->st, s->tid, s->unwinder, flags, s->regs, s->pcs, s->n);
+        e = ce_emit_stack(&w, &h->st, s->tid, s->unwinder, flags, s->regs, s->pcs, s->n, &s->cut);
     }
     if (e == 0) e = ft_raw_end(&w, &h->st);
     if (e == 0) e = ce_fdout_flush(o);

@@ -149,18 +149,33 @@ void ce_unwinder_free(struct ce_unwinder *u)
     free(u);
 }
 
-size_t ce_unwind(struct ce_unwinder *u, const uint64_t regs[FT_NREGS], uint64_t *pcs, size_t max,
-                 int *truncated)
+/* keep frame number k (0-based, innermost first) of the walk: the first
+ * `inner` frames in place, the others in a ring of `outer` slots after them */
+static void keep(uint64_t *pcs, size_t inner, size_t outer, uint64_t k, uint64_t pc)
 {
-    size_t n = 0;
-    *truncated = 0;
+    if (k < inner)
+        pcs[k] = pc;
+    else
+        pcs[inner + (k - inner) % outer] = pc;
+}
+
+size_t ce_unwind(struct ce_unwinder *u, const uint64_t regs[FT_NREGS], uint64_t *pcs, size_t max,
+                 struct ce_unwind_info *info)
+{
+    memset(info, 0, sizeof *info);
     if (max == 0) return 0;
-    pcs[n++] = regs[16];
+    if (max < 2) max = 2;
+    size_t outer = CE_KEEP_OUTER(max), inner;
+    if (outer < 1) outer = 1;
+    inner = max - outer;
+    uint64_t n = 0; /* frames walked */
+    keep(pcs, inner, outer, n++, regs[16]);
     unw_cursor_t cur;
     u->regs = regs;
     if (!u->as || unw_init_remote(&cur, u->as, u) < 0) {
-        *truncated = 1;
-        return n;
+        info->truncated = 1;
+        u->regs = NULL;
+        return 1;
     }
     unw_word_t pip = regs[16], psp = regs[19];
     for (;;) {
@@ -171,7 +186,7 @@ size_t ce_unwind(struct ce_unwinder *u, const uint64_t regs[FT_NREGS], uint64_t 
          * for the frame at the cursor: both are asked.) */
         int from_signal = unw_is_signal_frame(&cur) > 0;
         int r = unw_step(&cur);
-        if (r < 0) { *truncated = 1; break; }
+        if (r < 0) { info->truncated = 1; break; }
         if (r == 0) break;
         from_signal |= unw_is_signal_frame(&cur) > 0;
         unw_word_t ip = 0, sp = 0;
@@ -181,19 +196,34 @@ size_t ce_unwind(struct ce_unwinder *u, const uint64_t regs[FT_NREGS], uint64_t 
         if (u->is_exec && !u->is_exec(u->exec_ctx, ip)) break; /* garbage: end of the stack */
         /* a caller's frame is always above its callee's: a frame whose sp
          * did not move up repeats or precedes one already seen */
-        if ((ip == pip && sp == psp) || (!from_signal && sp <= psp)) { *truncated = 1; break; }
-        if (n == max) { *truncated = 1; break; }
-        pcs[n++] = ip;
+        if ((ip == pip && sp == psp) || (!from_signal && sp <= psp)) { info->truncated = 1; break; }
+        if (n == CE_WALK_LIMIT) { info->truncated = 1; break; }
+        keep(pcs, inner, outer, n++, ip);
         pip = ip;
         psp = sp;
     }
     u->regs = NULL;
-    return n;
+    if (n <= max) { /* the ring never wrapped: frames inner.. are in order */
+        return (size_t)n;
+    }
+    /* rotate the ring of the outermost frames into order */
+    uint64_t tmp[64];
+    size_t first = (size_t)((n - inner) % outer); /* oldest slot = the outermost-but-outer-1 frame */
+    for (size_t i = 0; i < outer; i++) tmp[i] = pcs[inner + (first + i) % outer];
+    memcpy(pcs + inner, tmp, outer * sizeof *tmp);
+    info->cut_at = (uint32_t)inner;
+    info->ncut = (uint32_t)(n - max);
+    return max;
+}
+
+uint32_t ce_unwind_flags(const struct ce_unwind_info *info)
+{
+    return (info->truncated ? FT_STKF_TRUNCATED : 0) | (info->ncut ? FT_STKF_CUT : 0);
 }
 
 int ce_emit_stack(const struct ft_writer *w, struct ft_emit_stats *st, uint32_t tid,
                   uint32_t unwinder, uint32_t flags, const uint64_t regs[FT_NREGS],
-                  const uint64_t *pcs, uint32_t n)
+                  const uint64_t *pcs, uint32_t n, const struct ce_unwind_info *info)
 {
     struct ft_raw_stack h;
     memset(&h, 0, sizeof h);
@@ -201,6 +231,11 @@ int ce_emit_stack(const struct ft_writer *w, struct ft_emit_stats *st, uint32_t 
     h.unwinder = unwinder;
     h.nframes = n;
     h.flags = flags;
+    if (info && info->ncut && info->cut_at < n) {
+        h.flags |= FT_STKF_CUT;
+        h.cut_at = info->cut_at;
+        h.ncut = info->ncut;
+    }
     memcpy(h.regs, regs, sizeof h.regs);
     if (ft_raw_chunk_header(w, FT_CHUNK_STACK, sizeof h + 8ull * n, st)) return -1;
     if (w->write(w->ctx, &h, sizeof h)) return -1;

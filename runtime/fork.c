@@ -13,15 +13,18 @@ void ft_tsc_after_fork_child(void) FT_HIDDEN;
 void ft_snapshot_after_fork_child(void) FT_HIDDEN;
 void ft_fork_init(void) FT_HIDDEN;
 
+static int locked; /* prepare took the registry lock (not while frozen) */
+
 static void prepare(void)
 {
     ft_hk_lock();
-    ft_lock();
+    locked = ft_lock();
 }
 
 static void parent(void)
 {
-    ft_unlock();
+    if (locked)
+        ft_unlock();
     ft_hk_unlock();
 }
 
@@ -29,6 +32,7 @@ static void child(void)
 {
     struct ft_root *r = &funtrace_root;
     pthread_mutex_init(&ft_rt.lock, NULL);
+    ft_freeze_after_fork_child(); /* a fork from a fatal-signal handler: thawed */
     /* ft_in_runtime stays raised (prepare) while we rebuild */
     r->pid = (uint64_t)getpid();
     ft_tsc_after_fork_child();
@@ -36,7 +40,10 @@ static void child(void)
     ft_registry_after_fork_child();
     ft_modules_after_fork_child();
     ft_snapshot_after_fork_child();
-    ft_in_runtime--;
+    if (locked) {
+        ft_in_runtime--;
+        ft_writer_leave(); /* the ft_lock() of prepare */
+    }
     ft_housekeeper_start();
 }
 

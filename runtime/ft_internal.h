@@ -6,6 +6,7 @@
 #define FT_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -44,7 +45,12 @@ extern struct ft_thread ft_thread_dummy_init FT_HIDDEN; /* mask 0: "create my re
 extern struct ft_thread ft_thread_dummy_dead FT_HIDDEN; /* mask 0: "record nothing" */
 /* the hooks' read-mostly settings, written once at start-up, alone in their
  * cache line (a line shared with written data - ft_rt.lock, the root -
- * would cost every hook of every thread a miss after each such write) */
+ * would cost every hook of every thread a miss after each such write) and
+ * alone in their page: the page is made read-only at the end of start-up, so
+ * a program's crash handler that rewrites all writable memory (a memory
+ * test) never changes what the hooks see; runtime/freeze.c switches it with
+ * mprotect (async-signal-safe) to freeze and thaw tracing. */
+#define FT_FREEZE_LEVELS 16 /* fatal-signal handlers running at once (freeze.c) */
 #define FT_MODE_EXACT 0   /* FUNTRACE_TIME=exact (the default) */
 #define FT_MODE_SAMPLED 1 /* FUNTRACE_TIME=sampled */
 #define FT_MODE_OFF 0x80  /* or'ed in: tracing frozen, hooks return at once */
@@ -55,8 +61,13 @@ struct ft_hot_settings {
     uint64_t reg_base;    /* the registry mapping: a record pointer p is valid for */
     uint64_t reg_span;    /* the hooks iff p - reg_base < reg_span (0 until it exists) */
     uint8_t pad1[32];
+    /* the freeze (freeze.c); never read by the hooks */
+    uint32_t freeze_seq;  /* futex word: bumped at every thaw */
+    uint32_t freeze_tid;  /* thread whose fatal signal froze tracing (0: not frozen) */
+    uint32_t level_tid[FT_FREEZE_LEVELS]; /* threads in a fatal-signal handler meanwhile */
+    uint8_t pad2[4096 - 72 - 4 * FT_FREEZE_LEVELS];
 };
-_Static_assert(sizeof(struct ft_hot_settings) == 64, "one cache line");
+_Static_assert(sizeof(struct ft_hot_settings) == 4096, "one page");
 extern struct ft_hot_settings ft_hot FT_HIDDEN;
 #define ft_hook_mode (ft_hot.mode)
 /* the time mode, whether or not tracing is frozen */
@@ -112,11 +123,14 @@ static inline struct ft_gen *ft_gens(void)
 
 /* root.c */
 void ft_init(void) FT_HIDDEN;
-void ft_lock(void) FT_HIDDEN;
+int ft_libc_ready(void) FT_HIDDEN;
+int ft_lock(void) FT_HIDDEN;                  /* 0: frozen, skipped (root.c) */
+void ft_lock_wait(void) FT_HIDDEN;
 void ft_unlock(void) FT_HIDDEN;
 uint64_t ft_mono_ns(void) FT_HIDDEN;
 uint64_t ft_real_ns(void) FT_HIDDEN;
 void ft_warn(const char *msg, const char *detail) FT_HIDDEN;
+int ft_env_u64(const char *name, uint64_t *out) FT_HIDDEN; /* 0 unset, -1 invalid (warned), 1 set */
 
 /* tsc.c */
 void ft_tsc_init(void) FT_HIDDEN;
@@ -152,6 +166,10 @@ int ft_modules_scan(uint64_t gen_for_new) FT_HIDDEN; /* under lock */
 int ft_modules_changed(void) FT_HIDDEN;       /* dlpi_adds/subs moved */
 void ft_modules_after_fork_child(void) FT_HIDDEN;
 
+/* xray.c (FUNTRACE_INSTR=xray; no-ops in other programs) */
+void ft_xray_scan(void) FT_HIDDEN;            /* after dlopen/dlclose: patch new objects' sleds */
+void ft_xray_set(int on) FT_HIDDEN;           /* patch (1) / unpatch (0) every sled */
+
 /* gens.c */
 void ft_gens_init(void) FT_HIDDEN;
 void ft_new_generation(void) FT_HIDDEN;       /* under lock */
@@ -161,8 +179,49 @@ void ft_gens_after_fork_child(void) FT_HIDDEN;
 void ft_hk_lock(void) FT_HIDDEN;              /* atfork */
 void ft_hk_unlock(void) FT_HIDDEN;
 
+/* freeze.c: tracing frozen while a fatal signal is handled (FORMAT.md 1.9) */
+struct ft_freeze_how {
+    int freeze;                /* freeze (FUNTRACE_CRASH_HANDLERS=freeze), else only record */
+    int dflt;                  /* no handler of the program's (FT_FAULTF_DEFAULT) */
+    uintptr_t frame;           /* the signal wrapper's frame */
+    uintptr_t alt_lo, alt_hi;  /* the alternate stack it runs on, or 0 */
+};
+extern int ft_busy FT_HIDDEN;                 /* threads inside runtime writers */
+void ft_freeze_protect(void) FT_HIDDEN;       /* end of start-up: ft_hot read-only */
+/* a fatal signal reached a handler: record it (a new episode, or a nested
+ * signal of the current one), freeze unless how->freeze is 0.  Returns the
+ * level to close with ft_freeze_leave, -1 if none; *first: a new episode */
+int ft_freeze_enter(int sig, const siginfo_t *si, const void *uc, const struct ft_freeze_how *how,
+                    int *first) FT_HIDDEN;
+void ft_freeze_leave(int level, uint32_t state) FT_HIDDEN;   /* the handler returned */
+/* this thread is about to continue at stack pointer target_sp (longjmp,
+ * exception caught): close the levels of its handlers that it leaves */
+void ft_freeze_unwinding(uintptr_t target_sp, uint32_t state) FT_HIDDEN;
+int ft_freeze_active(void) FT_HIDDEN;         /* a handler level is open */
+void ft_freeze_after_fork_child(void) FT_HIDDEN;
+/* writers of registry/modules/generations (ft_lock): count as busy
+ * meanwhile; while tracing is frozen by another thread's fatal signal,
+ * ft_writer_enter waits for the thaw, ft_writer_try returns 0 */
+void ft_writer_enter(void) FT_HIDDEN;
+int ft_writer_try(void) FT_HIDDEN;            /* the same without waiting: 0 if frozen */
+void ft_writer_leave(void) FT_HIDDEN;
+static inline int ft_frozen(void)
+{
+    return (__atomic_load_n(&ft_hot.mode, __ATOMIC_RELAXED) & FT_MODE_OFF) != 0;
+}
+/* park.S: a runtime thread's blocking syscall (nr, up to 6 args), not counted
+ * busy while blocked; when it returns while tracing is frozen, the thread
+ * waits for the thaw without touching its stack or any writable memory */
+long ft_park_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6) FT_HIDDEN;
+
 /* signals.c */
 void ft_signals_init(void) FT_HIDDEN;
+/* interposed sigaction() for signo: 1 if the runtime handles it (*rc is the
+ * result; the program's own dispositions of the fatal signals), 0: libc's */
+int ft_sig_sigaction(int sig, const struct sigaction *act, struct sigaction *old, int *rc) FT_HIDDEN;
+int ft_sig_is_ours(int sig) FT_HIDDEN;
+/* interpose.c */
+void ft_interpose_init(void) FT_HIDDEN;       /* resolves the real functions */
 void ft_thread_altstack(void) FT_HIDDEN;      /* new thread: alt stack if on-crash */
 void ft_thread_altstack_free(void) FT_HIDDEN;
 

@@ -12,6 +12,9 @@
 #                  + -finstrument-functions-exclude-file-list=.h,.hpp,/usr/include
 #                    (as the original funtrace; -funtrace-trace-headers keeps them)
 #   clang/++:    -finstrument-functions-after-inlining
+#                -fxray-instrument                         (FUNTRACE_INSTR=xray; the
+#                  runtime patches the sleds: -fnoxray-link-deps at link time;
+#                  the -funtrace-* filter flags become clang's XRay options)
 #   any:         nothing                                   (FUNTRACE_INSTR=none)
 # Linking (no -c/-S/-E/-M/-MM): the instrumentation flags again, so that the
 # code generated at link time (-flto) is instrumented too.  Linking an
@@ -86,7 +89,10 @@ Options of its own (everything else goes to the compiler):
 Environment:
   FUNTRACE_INSTR         pg (gcc default: -pg -mfentry -minstrument-return=call),
                          finstr (-finstrument-functions; clang's default:
-                         -finstrument-functions-after-inlining) or none
+                         -finstrument-functions-after-inlining), xray (clang:
+                         -fxray-instrument, sleds patched by the runtime; add
+                         -fxray-instruction-threshold=1 to trace every
+                         function) or none
   FUNTRACE_CC, FUNTRACE_CXX, FUNTRACE_CLANG, FUNTRACE_CLANGXX
                          the real compilers (default gcc, g++, clang, clang++)
 
@@ -111,8 +117,14 @@ case "$instr" in
             echo "$me: FUNTRACE_INSTR=pg needs gcc; clang uses -finstrument-functions-after-inlining" >&2
             instr=finstr
         fi ;;
+    xray)
+        # gcc has no XRay; its -pg code calls the same hooks, so both mix
+        if [ $kind = gcc ]; then
+            echo "$me: FUNTRACE_INSTR=xray needs clang; gcc uses -pg -mfentry -minstrument-return=call" >&2
+            instr=pg
+        fi ;;
     finstr|none) ;;
-    *) echo "$me: FUNTRACE_INSTR must be pg, finstr or none (got '$instr')" >&2; exit 2 ;;
+    *) echo "$me: FUNTRACE_INSTR must be pg, finstr, xray or none (got '$instr')" >&2; exit 2 ;;
 esac
 
 link=1
@@ -201,6 +213,11 @@ elif [ $instr = finstr ] && [ $kind = gcc ]; then
     [ $headers = 0 ] && cflags+=(-finstrument-functions-exclude-file-list=.h,.hpp,/usr/include)
 elif [ $instr = finstr ]; then
     cflags=(-finstrument-functions-after-inlining)
+elif [ $instr = xray ]; then
+    # clang's sleds; the runtime patches them (runtime/xray.c), so no
+    # compiler-rt XRay runtime at link time.  clang's threshold applies
+    # (-fxray-instruction-threshold=N, default 200 instructions).
+    cflags=(-fxray-instrument)
 else
     cflags=()
 fi
@@ -214,6 +231,36 @@ if [ -n "$exclude_list" ]; then
     fi
 fi
 [ $instr = none ] && filter=()
+# XRay: the filter flags are clang's own options (the sleds are not in the
+# assembly's hook calls): -fxray-instruction-threshold, -fxray-ignore-loops,
+# and an attribute list ([always]/[never] fun:NAME) for the name lists
+tmp=
+if [ $instr = xray ] && [ ${#filter[@]} != 0 ]; then
+    never=()
+    always=()
+    i=0
+    while [ $i -lt ${#filter[@]} ]; do
+        v=${filter[$((i + 1))]:-}
+        case "${filter[$i]}" in
+            --thresh) cflags+=("-fxray-instruction-threshold=$v"); i=$((i + 1)) ;;
+            --ignore-loops) cflags+=(-fxray-ignore-loops) ;;
+            --no-trace) never+=("$v"); i=$((i + 1)) ;;
+            --do-trace) always+=("$v"); i=$((i + 1)) ;;
+        esac
+        i=$((i + 1))
+    done
+    filter=()
+    if [ ${#never[@]} != 0 ] || [ ${#always[@]} != 0 ]; then
+        tmp=$(mktemp -d "${TMPDIR:-/tmp}/funtrace-cc.XXXXXX") || exit 2
+        trap 'rm -rf "$tmp"' EXIT
+        names_of() { grep -hv '^[[:space:]]*#' -- "$@" | tr -s ' \t\r' '\n' | sed '/^$/d; s/^/fun:/'; }
+        {
+            [ ${#always[@]} != 0 ] && { echo "[always]"; names_of "${always[@]}"; }
+            [ ${#never[@]} != 0 ] && { echo "[never]"; names_of "${never[@]}"; }
+        } > "$tmp/xray-attr-list.txt"
+        cflags+=("-fxray-attr-list=$tmp/xray-attr-list.txt")
+    fi
+fi
 
 extra=()
 if [ $link = 0 ] || [ $have_src = 1 ]; then
@@ -222,6 +269,7 @@ elif [ $link = 1 ]; then
     # a link: code generated here (LTO) must be instrumented as well
     extra+=("${cflags[@]}")
 fi
+[ $link = 1 ] && [ $instr = xray ] && extra+=(-fnoxray-link-deps)
 rtlib="$lib/libfuntrace.a"
 [ $count = 1 ] && rtlib="$lib/libfuntrace_count.a"
 exe=0
@@ -239,9 +287,17 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
             -Wl,--export-dynamic-symbol=__cyg_profile_func_enter
             -Wl,--export-dynamic-symbol=__cyg_profile_func_exit
             -Wl,--export-dynamic-symbol=__cxa_begin_catch
+            -Wl,--export-dynamic-symbol=__cxa_end_catch
+            -Wl,--export-dynamic-symbol=__cxa_throw
+            -Wl,--export-dynamic-symbol=__cxa_rethrow
             -Wl,--export-dynamic-symbol=dlopen
             -Wl,--export-dynamic-symbol=dlclose
             -Wl,--export-dynamic-symbol=pthread_setname_np
+            -Wl,--export-dynamic-symbol=sigaction -Wl,--export-dynamic-symbol=signal
+            -Wl,--export-dynamic-symbol=bsd_signal -Wl,--export-dynamic-symbol=sysv_signal
+            -Wl,--export-dynamic-symbol=__sysv_signal -Wl,--export-dynamic-symbol=longjmp
+            -Wl,--export-dynamic-symbol=_longjmp -Wl,--export-dynamic-symbol=siglongjmp
+            -Wl,--export-dynamic-symbol=__longjmp_chk
             '-Wl,--export-dynamic-symbol=funtrace_*')
 fi
 
@@ -250,7 +306,9 @@ check_exe() {
     [ $exe = 1 ] && [ $instr != none ] && [ "${FUNTRACE_CHECK:-1}" != 0 ] || return 0
     local x=${out:-a.out}
     [ -x "$bin/funtrace-instrcheck" ] && [ -f "$x" ] || return 0
-    "$bin/funtrace-instrcheck" --quiet --name "$me" --runtime "$rtlib" "$x" 2>&1 >/dev/null | head -1 >&2
+    local xr=()
+    [ $instr = xray ] && xr=(--xray)
+    "$bin/funtrace-instrcheck" --quiet "${xr[@]}" --name "$me" --runtime "$rtlib" "$x" 2>&1 >/dev/null | head -1 >&2
     return 0
 }
 
@@ -269,7 +327,7 @@ else
     done
 fi
 if [ $use_filter = 0 ]; then
-    if [ $exe = 0 ]; then
+    if [ $exe = 0 ] && [ -z "$tmp" ]; then
         exec "$cc" "${args[@]}" "${extra[@]}"
     fi
     "$cc" "${args[@]}" "${extra[@]}"

@@ -10,21 +10,24 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "funtrace.h"
 #include "ft_internal.h"
 
 static struct ft_gen gens[FT_GEN_SLOTS] __attribute__((aligned(64)));
 
-static pthread_mutex_t hk_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t hk_cond;
+static pthread_mutex_t hk_mutex = PTHREAD_MUTEX_INITIALIZER; /* start/stop (and fork) */
 static pthread_t hk_thread;
-static int hk_running, hk_stop;
+static int hk_running;
+static uint32_t hk_stop; /* futex word: the housekeeper waits on it */
 
 static void write_gen(uint64_t g)
 {
@@ -99,52 +102,50 @@ void ft_gens_init(void)
     write_gen(0);
 }
 
+/* The housekeeper sleeps in a futex wait on hk_stop with an absolute
+ * deadline (park.S: while tracing is frozen it stays parked after waking,
+ * touching nothing); ft_housekeeper_stop() wakes it. */
 static void *housekeeper(void *arg)
 {
     struct timespec deadline;
     (void)arg;
+    __atomic_add_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST); /* awake (park.S) */
     prctl(PR_SET_NAME, "funtrace", 0, 0, 0);
     funtrace_ignore_this_thread();
     ft_tsc_deferred_calibration(); /* no TSC frequency source at start-up */
-    pthread_mutex_lock(&hk_mutex);
     clock_gettime(CLOCK_MONOTONIC, &deadline);
-    while (!hk_stop) {
+    while (!__atomic_load_n(&hk_stop, __ATOMIC_ACQUIRE)) {
         uint64_t ns = (uint64_t)deadline.tv_nsec + funtrace_root.gen_ms * 1000000ull;
         deadline.tv_sec += (time_t)(ns / 1000000000ull);
         deadline.tv_nsec = (long)(ns % 1000000000ull);
-        while (!hk_stop) {
-            int rc = pthread_cond_timedwait(&hk_cond, &hk_mutex, &deadline);
-            if (rc == ETIMEDOUT)
+        for (;;) {
+            long rc = ft_park_syscall(SYS_futex, (long)&hk_stop, FUTEX_WAIT_BITSET_PRIVATE, 0, (long)&deadline, 0,
+                                      (long)FUTEX_BITSET_MATCH_ANY);
+            if (rc != -EINTR || __atomic_load_n(&hk_stop, __ATOMIC_ACQUIRE))
                 break;
         }
-        if (hk_stop)
+        if (__atomic_load_n(&hk_stop, __ATOMIC_ACQUIRE))
             break;
-        pthread_mutex_unlock(&hk_mutex);
-        ft_lock();
-        ft_new_generation();
-        ft_unlock();
-        pthread_mutex_lock(&hk_mutex);
+        if (ft_lock()) { /* not while a fatal signal froze tracing */
+            ft_new_generation();
+            ft_unlock();
+        }
         /* after a long stall (stopped process), do not catch up */
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec > deadline.tv_sec + 1)
             deadline = now;
     }
-    pthread_mutex_unlock(&hk_mutex);
+    __atomic_sub_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
 
 void ft_housekeeper_start(void)
 {
-    pthread_condattr_t ca;
     pthread_attr_t at;
     sigset_t all, old;
     if (!funtrace_root.gen_ms || hk_running)
         return;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&hk_cond, &ca);
-    pthread_condattr_destroy(&ca);
     hk_stop = 0;
     pthread_attr_init(&at);
     pthread_attr_setstacksize(&at, 256 * 1024);
@@ -167,9 +168,11 @@ void ft_housekeeper_stop(void)
     if (!hk_running)
         return;
     pthread_mutex_lock(&hk_mutex);
-    hk_stop = 1;
-    pthread_cond_signal(&hk_cond);
+    __atomic_store_n(&hk_stop, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &hk_stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     pthread_mutex_unlock(&hk_mutex);
+    if (ft_frozen())
+        return; /* exit() from a fatal-signal handler: the housekeeper is parked */
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 2;
     if (pthread_timedjoin_np(hk_thread, NULL, &ts) == 0) {

@@ -1,10 +1,21 @@
 /*
  * interpose.c -- libc/libstdc++ functions the runtime wraps (the real one is
  * found with dlsym(RTLD_NEXT)):
- *   __cxa_begin_catch   logs a catch entry (FT_F_CATCH) with the catching
- *                       function's address, so the decoder can close the
- *                       frames an exception unwound without returns (-pg);
+ *   __cxa_begin_catch   logs the catch entries (FT_F_CATCH: the catching
+ *                       function and its callers), so the decoder can close
+ *                       the frames an exception unwound without returns, and
+ *                       its own call and return (exc_events.c);
  *   pthread_setname_np  keeps the registry's thread names current;
+ *   sigaction, signal, bsd_signal, sysv_signal
+ *                       for SIGSEGV SIGBUS SIGFPE SIGILL SIGABRT: the
+ *                       program's handler is wrapped (signals.c) so that a
+ *                       fatal signal is recorded and freezes tracing before
+ *                       it runs; the program sees its own dispositions;
+ *   longjmp, _longjmp, siglongjmp, __longjmp_chk
+ *                       a jump out of such a handler ends the episode and
+ *                       tracing resumes (freeze.c); so does a C++ exception
+ *                       thrown in the handler and caught outside it
+ *                       (__cxa_begin_catch);
  * and gprof's start-up hooks, made no-ops: a one-step "compile and link"
  * with -pg makes gcc link gcrt1.o, which would otherwise write gmon.out.
  */
@@ -12,10 +23,16 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
 
 #include "ft_internal.h"
 
 void ft_log_event(uint64_t word) FT_HIDDEN;
+void ft_exc_catch(void *catcher) FT_HIDDEN;  /* exc_events.c */
+void *ft_exc_caught(void *ret) FT_HIDDEN;
 
 typedef void *(*begin_catch_fn)(void *);
 
@@ -23,10 +40,12 @@ typedef void *(*begin_catch_fn)(void *);
 FT_EXPORT __attribute__((weak)) void *__cxa_begin_catch(void *exc)
 {
     static begin_catch_fn real;
-    ft_log_event((uint64_t)(uintptr_t)__builtin_return_address(0) | FT_F_CATCH);
+    if (ft_freeze_active()) /* caught outside a fatal-signal handler it was thrown in? */
+        ft_freeze_unwinding((uintptr_t)__builtin_frame_address(0), FT_FAULT_CAUGHT);
+    ft_exc_catch(__builtin_return_address(0));
     if (!real)
         real = (begin_catch_fn)dlsym(RTLD_NEXT, "__cxa_begin_catch");
-    return real ? real(exc) : exc;
+    return ft_exc_caught(real ? real(exc) : exc);
 }
 
 typedef int (*setname_fn)(pthread_t, const char *);
@@ -43,6 +62,147 @@ FT_EXPORT __attribute__((weak)) int pthread_setname_np(pthread_t th, const char 
     if (rc == 0 && ft_rt.initialized)
         ft_thread_set_name_by_pthread(th, name);
     return rc;
+}
+
+/* ---- fatal-signal handlers --------------------------------------------- */
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef void (*sighandler_fn)(int);
+typedef sighandler_fn (*signal_fn)(int, sighandler_fn);
+typedef void (*jmp_fn)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
+
+static void *real_fn(void **cache, const char *name)
+{
+    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (!p) {
+        p = dlsym(RTLD_NEXT, name);
+        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    }
+    return p;
+}
+
+static void *real_sigaction, *real_longjmp, *real__longjmp, *real_siglongjmp, *real_longjmp_chk;
+
+FT_EXPORT __attribute__((weak)) int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    void **real = &real_sigaction;
+    int rc;
+    if (ft_sig_sigaction(sig, act, old, &rc))
+        return rc;
+    sigaction_fn f = (sigaction_fn)real_fn(real, "sigaction");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return f(sig, act, old);
+}
+
+/* signal() and friends for the fatal signals, as glibc defines them */
+static sighandler_fn set_handler(int sig, sighandler_fn h, int flags, int mask_self)
+{
+    struct sigaction a, o;
+    memset(&a, 0, sizeof a);
+    a.sa_handler = h;
+    sigemptyset(&a.sa_mask);
+    if (mask_self)
+        sigaddset(&a.sa_mask, sig);
+    a.sa_flags = flags;
+    if (sigaction(sig, &a, &o) < 0)
+        return SIG_ERR;
+    return o.sa_handler;
+}
+
+static sighandler_fn other_signal(void **cache, const char *name, int sig, sighandler_fn h)
+{
+    signal_fn f = (signal_fn)real_fn(cache, name);
+    if (!f) {
+        errno = ENOSYS;
+        return SIG_ERR;
+    }
+    return f(sig, h);
+}
+
+FT_EXPORT __attribute__((weak)) sighandler_fn signal(int sig, sighandler_fn h)
+{
+    static void *real;
+    if (!ft_sig_is_ours(sig))
+        return other_signal(&real, "signal", sig, h);
+    return set_handler(sig, h, SA_RESTART, 1); /* BSD semantics, glibc's default */
+}
+
+FT_EXPORT __attribute__((weak)) sighandler_fn bsd_signal(int sig, sighandler_fn h)
+{
+    static void *real;
+    if (!ft_sig_is_ours(sig))
+        return other_signal(&real, "bsd_signal", sig, h);
+    return set_handler(sig, h, SA_RESTART, 1);
+}
+
+FT_EXPORT __attribute__((weak)) sighandler_fn sysv_signal(int sig, sighandler_fn h)
+{
+    static void *real;
+    if (!ft_sig_is_ours(sig))
+        return other_signal(&real, "sysv_signal", sig, h);
+    return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, 0);
+}
+
+FT_EXPORT __attribute__((weak)) sighandler_fn __sysv_signal(int sig, sighandler_fn h)
+{
+    static void *real;
+    if (!ft_sig_is_ours(sig))
+        return other_signal(&real, "__sysv_signal", sig, h);
+    return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, 0);
+}
+
+/* the stack pointer a jmp_buf resumes at: glibc keeps it mangled (x86-64
+ * PTR_MANGLE: xor with the pointer guard at %fs:0x30, rotate left 17) */
+static uintptr_t jmp_target_sp(const struct __jmp_buf_tag *env)
+{
+    uintptr_t v = (uintptr_t)env->__jmpbuf[6], guard;
+    __asm__("movq %%fs:0x30, %0" : "=r"(guard));
+    v = (v >> 17) | (v << (64 - 17));
+    return v ^ guard;
+}
+
+static __attribute__((noreturn)) void do_jump(void **cache, const char *name, struct __jmp_buf_tag *env, int val)
+{
+    if (ft_freeze_active())
+        ft_freeze_unwinding(jmp_target_sp(env), FT_FAULT_LONGJMP);
+    jmp_fn f = (jmp_fn)real_fn(cache, name);
+    if (!f)
+        abort();
+    f(env, val);
+}
+
+FT_EXPORT __attribute__((weak, noreturn)) void longjmp(struct __jmp_buf_tag env[1], int val)
+{
+    do_jump(&real_longjmp, "longjmp", env, val);
+}
+
+FT_EXPORT __attribute__((weak, noreturn)) void _longjmp(struct __jmp_buf_tag env[1], int val)
+{
+    do_jump(&real__longjmp, "_longjmp", env, val);
+}
+
+FT_EXPORT __attribute__((weak, noreturn)) void siglongjmp(struct __jmp_buf_tag env[1], int val)
+{
+    do_jump(&real_siglongjmp, "siglongjmp", env, val);
+}
+
+void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
+FT_EXPORT __attribute__((weak, noreturn)) void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
+{
+    do_jump(&real_longjmp_chk, "__longjmp_chk", env, val);
+}
+
+/* resolve the real functions now (a signal handler must not call dlsym) */
+void ft_interpose_init(void)
+{
+    real_fn(&real_sigaction, "sigaction");
+    real_fn(&real_longjmp, "longjmp");
+    real_fn(&real__longjmp, "_longjmp");
+    real_fn(&real_siglongjmp, "siglongjmp");
+    real_fn(&real_longjmp_chk, "__longjmp_chk");
 }
 
 /* gcrt1.o (linked by "gcc -pg" when linking) calls these; no gmon.out */

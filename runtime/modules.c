@@ -207,7 +207,7 @@ void ft_modules_init(void)
     r->modules = (uint64_t)(uintptr_t)p;
     r->modules_cap = FT_MAX_MODULES;
     r->modules_used = 0;
-    ft_lock();
+    ft_lock_wait();
     ft_modules_scan(0);
     ft_unlock();
 }
@@ -240,11 +240,12 @@ FT_EXPORT __attribute__((weak)) void *dlopen(const char *file, int mode)
         return NULL;
     g0 = FT_LOAD(funtrace_root.gen_current);
     h = real(file, mode);
-    if (ft_rt.initialized && ft_modules_changed()) {
-        ft_lock();
+    if (ft_rt.initialized && ft_modules_changed() && ft_lock()) { /* frozen: the housekeeper rescans later */
         ft_modules_scan(g0);
         ft_unlock();
     }
+    if (h)
+        ft_xray_scan();
     return h;
 }
 
@@ -257,10 +258,10 @@ FT_EXPORT __attribute__((weak)) int dlclose(void *handle)
     if (!real)
         return -1;
     rc = real(handle);
-    if (ft_rt.initialized && ft_modules_changed()) {
-        ft_lock();
+    if (ft_rt.initialized && ft_modules_changed() && ft_lock()) {
         ft_modules_scan(FT_LOAD(funtrace_root.gen_current));
         ft_unlock();
     }
+    ft_xray_scan();
     return rc;
 }

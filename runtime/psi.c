@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -193,11 +194,13 @@ static void *psi_thread(void *arg)
     (void)arg;
     uint64_t written = 0;
     struct timespec last = {0, 0};
+    __atomic_add_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST); /* awake (park.S) */
     prctl(PR_SET_NAME, "funtrace-psi", 0, 0, 0);
     for (;;) {
         struct pollfd pfd = {.fd = psi_fd, .events = POLLPRI};
-        int r = poll(&pfd, 1, -1);
-        if (r < 0 && errno == EINTR)
+        /* poll; parked (touching nothing) while tracing is frozen (freeze.c) */
+        long r = ft_park_syscall(SYS_poll, (long)&pfd, 1, -1, 0, 0, 0);
+        if (r == -EINTR)
             continue;
         if (r < 0 || (pfd.revents & (POLLERR | POLLNVAL)))
             break; /* the group went away */
@@ -214,6 +217,7 @@ static void *psi_thread(void *arg)
             break;
         }
     }
+    __atomic_sub_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
 

@@ -248,15 +248,27 @@ void ft_slow_event(uint64_t word)
     if (ft_in_runtime)
         return; /* e.g. a signal handler interrupted this thread in the runtime */
     ft_in_runtime++;
-    if (!ft_rt.initialized)
+    if (!ft_rt.initialized) {
+        if (!ft_libc_ready() || ft_frozen()) { /* .preinit_array code: not yet (its getenv sees nothing) */
+            ft_in_runtime--;
+            return;
+        }
         ft_init();
+    }
+    if (ft_frozen()) { /* a fatal signal froze tracing since the hook looked */
+        ft_in_runtime--;
+        return;
+    }
     if (my_rec) { /* record exists but the hot pointer was reset: restore */
         set_hot_ptr(my_rec);
         ft_write_event(my_rec, word);
         ft_in_runtime--;
         return;
     }
-    ft_lock();
+    if (!ft_lock()) { /* frozen meanwhile (freeze.c): not now */
+        ft_in_runtime--;
+        return;
+    }
     t = record_create(funtrace_root.default_buf_size, FT_THR_ALIVE);
     ft_unlock();
     if (!t || t->state != FT_THR_ALIVE) {
@@ -281,7 +293,11 @@ static void thread_exit(void *arg)
         return;
     ft_self = &ft_thread_dummy_dead;
     ft_self_s = &ft_thread_dummy_dead;
-    ft_lock();
+    if (!ft_lock()) { /* tracing frozen (freeze.c): the record stays as it is */
+        my_rec = NULL;
+        ft_thread_altstack_free();
+        return;
+    }
     FT_STORE(t->mask, 0);
     t->exit_tsc = ft_rdtsc();
     FT_STORE(t->state, (uint32_t)FT_THR_EXITED);
@@ -399,9 +415,8 @@ void ft_thread_set_name_by_pthread(pthread_t th, const char *name)
 {
     struct ft_thread *t = ft_threads();
     uint32_t n;
-    if (!t)
+    if (!t || !ft_lock())
         return;
-    ft_lock();
     n = funtrace_root.threads_used;
     for (uint32_t i = 0; i < n; i++) {
         if (t[i].state == FT_THR_ALIVE && pthread_equal(ft_rt.pthreads[i], th)) {
@@ -509,14 +524,16 @@ FT_EXPORT void funtrace_ignore_this_thread(void)
         /* no record yet: create an IGNORED one so readers see the thread */
         if (!ft_rt.initialized)
             ft_init();
-        ft_lock();
+        if (!ft_lock())
+            return;
         t = record_create(0, FT_THR_IGNORED);
         ft_unlock();
         if (t)
             pthread_setspecific(ft_rt.exit_key, NULL);
         return;
     }
-    ft_lock();
+    if (!ft_lock())
+        return;
     FT_STORE(t->mask, 0);
     FT_STORE(t->state, (uint32_t)FT_THR_IGNORED);
     ring_put(t);
@@ -544,7 +561,8 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
     if (!t) {
         if (ft_self == &ft_thread_dummy_dead || ft_self_s == &ft_thread_dummy_dead)
             ft_self = ft_self_s = &ft_thread_dummy_init; /* un-ignore */
-        ft_lock();
+        if (!ft_lock())
+            return;
         t = record_create(size, FT_THR_ALIVE);
         ft_unlock();
         if (!t || t->state != FT_THR_ALIVE)
@@ -559,8 +577,9 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
     /* The thread gets a NEW record (created first, so it cannot take the old
      * slot) and the old one is retired: EVICTED, ring freed. */
     struct ft_thread *old = t;
+    if (!ft_lock())
+        return;
     ft_self = ft_self_s = &ft_thread_dummy_dead;
-    ft_lock();
     FT_STORE(old->mask, 0);
     t = record_create(size, FT_THR_ALIVE);
     old->exit_tsc = ft_rdtsc();
@@ -584,15 +603,17 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
 
 FT_EXPORT void funtrace_disable_tracing(void)
 {
-    ft_lock();
+    ft_lock_wait();
     FT_STORE(funtrace_root.enabled, 0u);
     ft_apply_masks();
     ft_unlock();
+    ft_xray_set(0); /* XRay: unpatch the sleds */
 }
 
 FT_EXPORT void funtrace_enable_tracing(void)
 {
-    ft_lock();
+    ft_xray_set(1);
+    ft_lock_wait();
     FT_STORE(funtrace_root.enabled, 1u);
     ft_apply_masks();
     ft_unlock();

@@ -13,6 +13,7 @@
 
 #include "ft_internal.h"
 
+extern char **environ;
 
 /* The root.  The magic is NOT initialised here (the binary only holds its
  * complement, ft_magic_c below); ft_init() writes it. */
@@ -45,10 +46,26 @@ static const volatile uint8_t ft_magic_c[FT_ROOT_MAGIC_LEN] = {
 
 struct ft_rt ft_rt = { .lock = PTHREAD_MUTEX_INITIALIZER };
 __thread int ft_in_runtime __attribute__((tls_model("initial-exec")));
-struct ft_hot_settings ft_hot __attribute__((aligned(64))) = { .sample_k = FT_DEFAULT_SAMPLE_K };
+struct ft_hot_settings ft_hot __attribute__((aligned(4096))) = { .sample_k = FT_DEFAULT_SAMPLE_K };
 
-void ft_lock(void)
+/* The registry lock.  While tracing is frozen by another thread's fatal
+ * signal (freeze.c) the caller's bookkeeping is skipped, not delayed: the
+ * program's handler may wait for this thread (e.g. join it), so nothing may
+ * block here; returns 0 then (the lock is not taken), else 1. */
+int ft_lock(void)
 {
+    if (!ft_writer_try())
+        return 0;
+    ft_in_runtime++;
+    pthread_mutex_lock(&ft_rt.lock);
+    return 1;
+}
+
+/* the registry lock, waiting for the thaw if tracing is frozen (for
+ * requests that must not be lost: funtrace_enable/disable_tracing) */
+void ft_lock_wait(void)
+{
+    ft_writer_enter();
     ft_in_runtime++;
     pthread_mutex_lock(&ft_rt.lock);
 }
@@ -57,6 +74,7 @@ void ft_unlock(void)
 {
     pthread_mutex_unlock(&ft_rt.lock);
     ft_in_runtime--;
+    ft_writer_leave();
 }
 
 uint64_t ft_mono_ns(void)
@@ -133,6 +151,11 @@ static int env_u64(const char *name, uint64_t *out)
     }
     *out = v;
     return 1;
+}
+
+int ft_env_u64(const char *name, uint64_t *out)
+{
+    return env_u64(name, out);
 }
 
 static void read_settings(void)
@@ -240,7 +263,17 @@ static void do_init(void)
     ft_housekeeper_start();
     if (getenv("FUNTRACE_PSI") && ft_psi_start)
         ft_psi_start();
+    ft_freeze_protect(); /* ft_hot is read-only from now on */
     ft_in_runtime--;
+}
+
+/* libc has initialised itself (environ, program_invocation_name = argv[0]):
+ * code called from .preinit_array runs before that, and getenv() sees
+ * nothing there; the first traced call after it initialises the runtime.
+ * (environ may be NULL later again after clearenv().) */
+int ft_libc_ready(void)
+{
+    return environ != NULL || (program_invocation_name && *program_invocation_name);
 }
 
 void ft_init(void)

@@ -282,7 +282,9 @@ static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uin
     si.extra_flags = min_tsc ? FT_RAWF_TIME_FILTERED : 0;
     struct ft_sched_rt sched; /* SCHEDEVT (snapshot_sched.c) */
     ft_sched_rt_begin(&sched, &si);
-    paused = ft_pause_all(may_block);
+    /* while a fatal signal froze tracing (freeze.c) nothing writes a ring:
+     * no pausing (it would write every thread's record) */
+    paused = ft_frozen() ? 0 : ft_pause_all(may_block);
     si.taken_tsc = ft_rdtsc();
     rc = ft_raw_emit(&rd, (uint64_t)(uintptr_t)&funtrace_root, &si, w, &st);
     if (paused)

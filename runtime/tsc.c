@@ -303,7 +303,8 @@ void ft_tsc_deferred_calibration(void)
         return;
     if (!FT_LOAD(r->tsc_hz) && !(hz = calibrate_sleeping()))
         hz = calibrate();
-    ft_lock();
+    if (!ft_lock())
+        return; /* frozen by a fatal signal: funtrace_ticks_per_second() calibrates itself */
     if (!FT_LOAD(r->tsc_hz))
         FT_STORE(r->tsc_hz, hz);
     hz = FT_LOAD(r->tsc_hz); /* funtrace_ticks_per_second() may have set it */

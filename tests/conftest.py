@@ -192,7 +192,8 @@ def tool(tree):
 # compiling small test programs with the compiler wrappers
 # --------------------------------------------------------------------------
 
-INSTR_MODES = ["pg", "finstr", "clang"]
+INSTR_MODES = ["pg", "finstr", "clang", "xray"]
+CLANG_MODES = ("clang", "xray")
 
 
 def compile_prog(tree: Tree, src, out: Path, mode: str = "pg", extra=None, cxx=None) -> Path:
@@ -201,6 +202,8 @@ def compile_prog(tree: Tree, src, out: Path, mode: str = "pg", extra=None, cxx=N
     mode: 'pg' (funtrace-gcc, -pg -mfentry -minstrument-return=call),
           'finstr' (funtrace-gcc with FUNTRACE_INSTR=finstr),
           'clang' (funtrace-clang, -finstrument-functions-after-inlining),
+          'xray' (funtrace-clang with FUNTRACE_INSTR=xray, every function:
+          -fxray-instruction-threshold=1),
           'none' (plain gcc, no runtime at all)."""
     src = Path(src)
     if not src.is_absolute():
@@ -215,6 +218,10 @@ def compile_prog(tree: Tree, src, out: Path, mode: str = "pg", extra=None, cxx=N
         env["FUNTRACE_INSTR"] = "finstr"
     elif mode == "clang":
         cc = tree.tool("funtrace-clang++" if cxx else "funtrace-clang")
+    elif mode == "xray":
+        cc = tree.tool("funtrace-clang++" if cxx else "funtrace-clang")
+        env["FUNTRACE_INSTR"] = "xray"
+        extra = ["-fxray-instruction-threshold=1", *(extra or [])]
     elif mode == "none":
         cc = "g++" if cxx else "gcc"
     else:

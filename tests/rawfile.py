@@ -259,6 +259,8 @@ class Raw:
     mappings: list = field(default_factory=list)
     procmaps: list = field(default_factory=list)  # PROCMAPS lines parsed like /proc/PID/maps
     procmaps_text: Optional[bytes] = None
+    faults_total: int = 0
+    faults: list = field(default_factory=list)  # FAULTS: [dict], oldest first
     ended: bool = False
     sched: Optional[dict] = None  # SCHEDEVT: header fields + "events" (FORMAT.md 2.6)
 
@@ -270,6 +272,12 @@ class Raw:
 
 
 HDR_FMT = "<IIIIQQIIQQQQQQII4Q"
+# struct ft_fault (FAULTS chunk records, FORMAT.md 1.9)
+FAULT_FMT = "<iiiIQQQQIIIIiIQ"
+FAULT_KEYS = ["signo", "code", "errno", "tid", "addr", "pc", "tsc", "end_tsc", "sender_pid", "state", "flags",
+              "nested", "nested_signo", "nested_tid", "seq"]
+FAULT_ACTIVE, FAULT_RETURNED, FAULT_LONGJMP, FAULT_CAUGHT = 1, 2, 3, 4
+FAULTF_FROZEN, FAULTF_DEFAULT, FAULTF_PARTIAL = 0x1, 0x2, 0x4
 
 
 def parse(data) -> Raw:
@@ -292,6 +300,11 @@ def parse(data) -> Raw:
         elif magic == "SIGINFO ":
             signo, code, errno_, tid, addr, sender, _ = struct.unpack("<iiiIQII", p)
             raw.siginfo = dict(signo=signo, code=code, errno=errno_, tid=tid, addr=addr, sender_pid=sender)
+        elif magic == "FAULTS  ":
+            raw.faults_total, n = struct.unpack_from("<QI", p)
+            for i in range(n):
+                v = struct.unpack_from(FAULT_FMT, p, 16 + 80 * i)
+                raw.faults.append(dict(zip(FAULT_KEYS, v)))
         elif magic == "MAPPINGS":
             off = 0
             while len(p) - off >= 80:

@@ -5,13 +5,13 @@ import re
 
 import pytest
 
-from conftest import INSTR_MODES
+from conftest import CLANG_MODES, INSTR_MODES
 from dec_util import (check_nesting, crash_raw, decode, forest, load, merge_gens, modules, objdump_has_jmp,
                       render)
 
 
 def modes():
-    return [pytest.param(m, marks=pytest.mark.clang) if m == "clang" else m for m in INSTR_MODES]
+    return [pytest.param(m, marks=pytest.mark.clang) if m in CLANG_MODES else m for m in INSTR_MODES]
 
 
 PATTERN = ["main", "  run"] + ["    leaf", "    leaf", "    leaf", "    mid", "      leaf"] * 3 + \
@@ -205,7 +205,8 @@ def test_last_k_generations(tree, compiled, run_crash, tmp_path):
 # ---- exceptions, longjmp, tail calls, dlclose -------------------------------
 
 EXC_ITER = ["  caller", "    catcher", "      before_try", "      wrapper_outer", "        wrapper_call",
-            "          thrower", "      after_catch"]
+            "          thrower", "            __cxa_throw", "      __cxa_begin_catch", "      after_catch",
+            "      __cxa_end_catch"]
 
 
 @pytest.mark.parametrize("mode", modes())
@@ -222,6 +223,10 @@ def test_exceptions(tree, compiled, run_crash, mode, tmp_path):
         assert not any(s.args for s in unwound)
     else:  # closed by the catch event
         assert all(s.args.get("unwound_by_exception") for s in unwound)
+    # __cxa_throw never returns: unwound, at the thrower's logged return (gcc
+    # -finstrument-functions) or at the catch
+    throws = [s for s in tr.slices[tr.pid] if s.n == "__cxa_throw"]
+    assert len(throws) == 3 and all(s.args.get("unwound_by_exception") for s in throws)
 
 
 @pytest.mark.parametrize("mode", modes())

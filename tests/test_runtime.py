@@ -14,7 +14,7 @@ import rawfile
 from conftest import run_program, run_tool
 from test_runtime_helpers import Syms, main_thread, only_snapshot, sequence, snapshots
 
-MODES = ["pg", "finstr", pytest.param("clang", marks=pytest.mark.clang)]
+MODES = ["pg", "finstr", pytest.param("clang", marks=pytest.mark.clang), pytest.param("xray", marks=pytest.mark.clang)]
 
 PATTERN_FUNCS = {"pat_a", "pat_b", "pat_c", "pat_d", "pat_hidden"}
 PATTERN = ([("pat_a", "call"), ("pat_b", "call"),
@@ -47,7 +47,7 @@ def test_pattern_sequence(compiled, tmp_path, mode):
     # call entries of -finstrument-functions carry the "return logged on throw" flag
     b = raw.header["root_addr"] - syms.addr["funtrace_root"]
     calls = [w for w, _ in t.entries if syms.name((w & rawfile.ADDR_MASK) - b) == "pat_a" and not w >> 62]
-    assert calls and all(bool(w & rawfile.F_CALL_RET_ON_THROW) == (mode != "pg") for w in calls)
+    assert calls and all(bool(w & rawfile.F_CALL_RET_ON_THROW) == (mode in ("finstr", "clang")) for w in calls)
     # timestamps are non-decreasing
     tscs = [e.tsc for e in t.events()]
     assert tscs == sorted(tscs) and tscs[0] > 0

@@ -52,7 +52,8 @@ def test_signal_snapshot_says_who_sent_it(compiled, spawn, tool):
     t = tool("funtrace-decode", "--text", out)
     assert t.returncode == 0, t.stderr
     head = t.stdout.split("\nthread ")[0]
-    assert f"snapshot:   on SIGTRAP (Trace/breakpoint trap), si_code 0, sent by pid {os.getpid()}, thread {p.pid}" \
+    assert f"snapshot:   on SIGTRAP (Trace/breakpoint trap), si_code 0 (SI_USER), sent by pid {os.getpid()}, " \
+        f"thread {p.pid}" \
         in head, head
     assert "signal:" not in head and "none recorded" not in head
     assert t.stdout.split("\nthread ")[1].startswith(f'{p.pid} "') and "[signaled]" in t.stdout and \
@@ -75,7 +76,8 @@ def test_on_crash_snapshot_keeps_the_signal_wording(compiled, run_crash, tool, t
     f = d / f"funtrace-{r.pid}-{r.pid}.raw"
     t = tool("funtrace-decode", "--text", f)
     assert t.returncode == 0, t.stderr
-    assert "  signal:     SIGSEGV (Segmentation fault), si_code 1, fault address 0x10" in t.stdout, t.stdout
+    assert "  signal:     SIGSEGV (Segmentation fault), si_code 1 (SEGV_MAPERR), fault address 0x10" in t.stdout, \
+        t.stdout
     assert "snapshot:   on" not in t.stdout and "[crashed]" in t.stdout
     s = tool("funtrace-decode", "--summary", f)
     assert s.returncode == 0 and f"\nsignal:      SIGSEGV, si_code 1, address 0x10, thread {r.pid}\n" in s.stdout

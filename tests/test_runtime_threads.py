@@ -23,7 +23,7 @@ def by_name(raw):
     return {t.name: t for t in raw.threads}
 
 
-MODES = ["pg", "finstr", pytest.param("clang", marks=pytest.mark.clang)]
+MODES = ["pg", "finstr", pytest.param("clang", marks=pytest.mark.clang), pytest.param("xray", marks=pytest.mark.clang)]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -6,11 +6,13 @@
  * objects from a plain-gcc static library) is reported in one line instead of
  * producing a program with an empty trace.
  *
- *   funtrace-instrcheck [--runtime LIB.a]... [--quiet] [-v] [--name WRAPPER] EXE
+ *   funtrace-instrcheck [--runtime LIB.a]... [--quiet] [-v] [--xray] [--name WRAPPER] EXE
  *
  * Counts the defined functions of EXE (.symtab, else .dynsym) that contain a
  * direct call (E8 rel32, also the 67 E8 form of a relaxed GOT call) to one of
- * the hooks (__fentry__, __cyg_profile_func_enter), leaving out the functions
+ * the hooks (__fentry__, __cyg_profile_func_enter), or an XRay entry sled
+ * (listed in the xray_instr_map section: FUNTRACE_INSTR=xray, whose sleds the
+ * runtime patches into calls of __fentry__ at run time), leaving out the functions
  * defined by the runtime archives named with --runtime, reserved names (__*)
  * and what the C start files and libgcc add.
  * Prints "N of M functions instrumented" (without --quiet; -v also lists the
@@ -94,7 +96,7 @@ static int add_archive_names(const char *lib, struct strset *set)
 int main(int argc, char **argv)
 {
     const char *name = "funtrace-instrcheck", *exe = NULL;
-    int quiet = 0, verbose = 0;
+    int quiet = 0, verbose = 0, xray = 0;
     struct strset runtime;
     strset_init(&runtime);
     elf_version(EV_CURRENT);
@@ -110,14 +112,17 @@ int main(int argc, char **argv)
             verbose = 1;
         } else if (!strcmp(argv[i], "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(argv[i], "--xray")) {
+            xray = 1;
         } else if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
             cli_init("funtrace-instrcheck");
             return cli_version();
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("Usage: funtrace-instrcheck [--runtime LIB.a]... [--quiet] [-v] [--name WRAPPER] EXE\n"
-                   "Counts the functions of EXE that call the funtrace hooks; warns (one line on stderr)\n"
-                   "when none, or under 5%% of at least 20, do.  Exit 0 checked, 1 no hooks in EXE,\n"
-                   "2 unreadable input.\n"
+            printf("Usage: funtrace-instrcheck [--runtime LIB.a]... [--quiet] [-v] [--xray] [--name WRAPPER] EXE\n"
+                   "Counts the functions of EXE that call the funtrace hooks (or have an XRay entry sled);\n"
+                   "warns (one line on stderr) when none, or under 5%% of at least 20, do.  --xray: EXE\n"
+                   "was built with FUNTRACE_INSTR=xray (the warning names clang's threshold).\n"
+                   "Exit 0 checked, 1 no hooks in EXE, 2 unreadable input.\n"
                    "  -V, --version   the version of funtrace and of its file formats\n");
             return 0;
         } else if (argv[i][0] == '-' || exe) {
@@ -246,6 +251,36 @@ int main(int argc, char **argv)
             }
         }
     }
+    /* XRay: the entry sleds (kind 0, or 3 with argument logging) */
+    scn = NULL;
+    while ((scn = elf_nextscn(e, scn)) != NULL) {
+        GElf_Shdr sh;
+        const char *sn;
+        if (!gelf_getshdr(scn, &sh) || !(sn = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(sn, "xray_instr_map"))
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        xray = 1;
+        for (size_t off = 0; d && d->d_buf && off + 32 <= d->d_size; off += 32) {
+            const uint8_t *en = (const uint8_t *)d->d_buf + off;
+            uint64_t a;
+            memcpy(&a, en, 8);
+            if (en[18] >= 2) /* version 2: relative to the entry */
+                a += sh.sh_addr + off;
+            if (en[16] != 0 && en[16] != 3)
+                continue;
+            sites++;
+            size_t lo = 0, hi = nfns;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (fns[mid].hi <= a)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < nfns && fns[lo].lo <= a)
+                fns[lo].instrumented = 1;
+        }
+    }
     size_t ninstr = 0;
     for (size_t i = 0; i < nfns; i++)
         ninstr += fns[i].instrumented;
@@ -254,8 +289,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; verbose && i < nfns; i++)
         if (!fns[i].instrumented)
             printf("not instrumented: %s\n", fns[i].name);
-    const char *why = "were its objects compiled without the funtrace wrappers (e.g. LTO objects or a static "
-                      "library built with the plain compiler)?";
+    const char *why = xray ? "clang's XRay leaves out the functions of fewer than -fxray-instruction-threshold=N "
+                             "instructions (default 200; N=1 traces all), and objects compiled without the "
+                             "funtrace wrappers"
+                           : "were its objects compiled without the funtrace wrappers (e.g. LTO objects or a static "
+                             "library built with the plain compiler)?";
     if (sites == 0)
         fprintf(stderr, "%s: warning: %s: no function is instrumented (no calls to the funtrace hooks), so "
                 "nothing will be traced: %s\n", name, exe, why);

@@ -350,7 +350,10 @@ enum ft_struct_id {
     /* appended: the root's registry counters */ \
     X(ROOT_THREADS_CREATED, ROOT, threads_created) \
     X(ROOT_RINGS_EVICTED, ROOT, rings_evicted) \
-    X(ROOT_RECORDS_REUSED, ROOT, records_reused)
+    X(ROOT_RECORDS_REUSED, ROOT, records_reused) \
+    /* appended: fatal-signal episodes (1.9: u64, struct ft_fault[FT_FAULT_SLOTS]) */ \
+    X(ROOT_FAULTS_TOTAL, ROOT, faults_total) \
+    X(ROOT_FAULTS, ROOT, faults)
 
 /* field ids: index into root->offsets[] (offset of the field inside its
  * structure; FT_OFF_ABSENT if this writer does not have the field) */
@@ -374,6 +377,48 @@ enum ft_time_mode { FT_TIME_EXACT = 0, FT_TIME_SAMPLED = 1 };
 
 #define FT_ROOTF_INITIALIZED 0x1u
 #define FT_ROOTF_HOUSEKEEPER 0x2u /* the "funtrace" housekeeping thread runs */
+
+/* ---- fatal-signal episodes (root, appended) ------------------------------ */
+
+/* One per delivery of SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGABRT to a handler of
+ * the program's own (and, with FUNTRACE_ON_CRASH, to the runtime's), written
+ * by the runtime BEFORE the program's handler runs: the original fault, even
+ * when the core shows a later re-raise or a second fault.  Kept in
+ * root->faults[(seq - 1) % FT_FAULT_SLOTS]; root->faults_total = the last seq.
+ * FORMAT.md 1.9. */
+#define FT_FAULT_SLOTS 8u
+enum ft_fault_state {
+    FT_FAULT_FREE = 0,     /* slot never used */
+    FT_FAULT_ACTIVE = 1,   /* the handler is running, or the process is dying of it */
+    FT_FAULT_RETURNED = 2, /* the handler returned: the program recovered */
+    FT_FAULT_LONGJMP = 3,  /* the handler left with (sig)longjmp: recovered */
+    FT_FAULT_CAUGHT = 4,   /* a C++ exception thrown in the handler was caught outside it */
+};
+#define FT_FAULTF_FROZEN 0x1u     /* tracing was frozen process-wide meanwhile */
+#define FT_FAULTF_DEFAULT 0x2u    /* no handler of the program's: the runtime
+                                     (FUNTRACE_ON_CRASH) let the default action run */
+#define FT_FAULTF_PARTIAL 0x4u    /* the runtime could not wait for all its own
+                                     threads to stop writing before the handler ran */
+struct ft_fault {
+    int32_t signo;
+    int32_t si_code;
+    int32_t si_errno;
+    uint32_t tid;          /* thread that received the signal */
+    uint64_t addr;         /* si_addr for SIGSEGV/SIGBUS/SIGFPE/SIGILL with si_code > 0, else 0 */
+    uint64_t pc;           /* the interrupted instruction (ucontext rip) */
+    uint64_t tsc;          /* TSC when tracing was frozen (FT_FAULTF_FROZEN; no ring has a
+                              later event, but one being written at that instant per
+                              thread), else when the runtime took the signal */
+    uint64_t end_tsc;      /* TSC when the episode ended (tracing resumed); 0 while ACTIVE */
+    uint32_t sender_pid;   /* si_pid for sent signals (si_code <= 0), else 0 */
+    uint32_t state;        /* enum ft_fault_state */
+    uint32_t flags;        /* FT_FAULTF_* */
+    uint32_t nested;       /* further fatal signals taken while this episode was ACTIVE
+                              (re-raises, second faults, other threads) */
+    int32_t nested_signo;  /* the last of them */
+    uint32_t nested_tid;
+    uint64_t seq;          /* 1, 2, ...: the episode's number (0: slot FREE) */
+};
 
 /* The fixed header: this part never changes between ABI versions. */
 struct ft_root_header {
@@ -431,7 +476,9 @@ struct ft_root {
                                  or a full registry (record -> EVICTED) */
     uint64_t records_reused;  /* EVICTED records given to new threads (the
                                  evicted thread's record is gone for good) */
-    uint64_t reserved[5];
+    uint64_t faults_total;    /* fatal-signal episodes so far (appended, 1.9) */
+    uint64_t reserved[4];
+    struct ft_fault faults[FT_FAULT_SLOTS]; /* the last ones, [(seq-1) % SLOTS] */
 };
 
 /* The C type of each structure id, and a field's offset and width in it. */
@@ -474,6 +521,8 @@ struct ft_root {
  *   FTHEADER  struct ft_raw_header
  *   CMD LINE  command line, arguments separated by ' '   (original chunk)
  *   SIGINFO   struct ft_raw_crash            (only when the source has a signal)
+ *   FAULTS    struct ft_raw_faults + struct ft_fault[n] (only when the root
+ *             recorded fatal-signal episodes)
  *   MAPPINGS  ft_raw_mapping records (+ path)            (memory mappings)
  *   PROCMAPS  the same mappings as /proc/PID/maps text    (original chunk;
  *             generated from MAPPINGS; readers that know MAPPINGS ignore it)
@@ -514,6 +563,7 @@ struct ft_root {
 #define FT_CHUNK_STACK "FINSTACK"
 #define FT_CHUNK_END "ENDTRACE"
 #define FT_CHUNK_PROCMAPS "PROCMAPS" /* /proc/PID/maps text (FORMAT.md 2.2) */
+#define FT_CHUNK_FAULTS "FAULTS  "   /* fatal-signal episodes (FORMAT.md 2.2) */
 
 struct ft_chunk_header {
     char magic[FT_CHUNK_MAGIC_LEN];
@@ -566,6 +616,13 @@ struct ft_raw_crash {
     uint32_t tid;        /* thread that received the signal (0 if unknown) */
     uint64_t addr;       /* si_addr (faulting address) for SIGSEGV/SIGBUS/SIGFPE/SIGILL */
     uint32_t sender_pid; /* for kill()-sent signals, else 0 */
+    uint32_t reserved;
+};
+
+/* FAULTS: the root's fatal-signal episodes (1.9), oldest first */
+struct ft_raw_faults {
+    uint64_t total;      /* root->faults_total: episodes in all */
+    uint32_t n;          /* struct ft_fault records that follow (the last ones) */
     uint32_t reserved;
 };
 
@@ -624,7 +681,11 @@ struct ft_raw_thread {
  * eflags rsp ss fs_base gs_base ds es fs gs). */
 enum ft_unwinder { FT_UNW_LIBUNWIND = 1, FT_UNW_GDB = 2, FT_UNW_PTRACE = 3 };
 #define FT_STKF_CRASHED 0x1u   /* the thread that received the fatal signal */
-#define FT_STKF_TRUNCATED 0x2u /* unwinding stopped early (error or frame limit) */
+#define FT_STKF_TRUNCATED 0x2u /* unwinding stopped before the outermost frame
+                                  (an error, a corrupt stack, the walk limit) */
+#define FT_STKF_CUT 0x4u       /* frames were left out in the middle: pcs[cut_at..]
+                                  are the outermost frames, ncut frames before them
+                                  were walked but not kept (the frame limit) */
 #define FT_NREGS 27
 struct ft_raw_stack {
     uint32_t tid;
@@ -632,7 +693,8 @@ struct ft_raw_stack {
     uint32_t nframes;
     uint32_t flags;       /* FT_STKF_* */
     uint64_t regs[FT_NREGS];
-    uint64_t reserved;
+    uint32_t cut_at;      /* FT_STKF_CUT: index in pcs of the first outermost frame */
+    uint32_t ncut;        /* FT_STKF_CUT: frames left out before it (0 if not cut) */
 };
 
 /* the original funtrace's THREADID chunk */
@@ -655,10 +717,12 @@ FT_STATIC_ASSERT(sizeof(struct ft_thread) % 64 == 0, "ft_thread");
 FT_STATIC_ASSERT(sizeof(struct ft_gen) == 64, "ft_gen");
 FT_STATIC_ASSERT(sizeof(struct ft_module) % 8 == 0, "ft_module");
 FT_STATIC_ASSERT(sizeof(struct ft_root) % 8 == 0, "ft_root");
+FT_STATIC_ASSERT(sizeof(struct ft_fault) == 80, "ft_fault");
 FT_STATIC_ASSERT(offsetof(struct ft_root, offsets) % 8 == 0, "offsets aligned");
 FT_STATIC_ASSERT(offsetof(struct ft_root, pid) % 8 == 0, "payload aligned");
 FT_STATIC_ASSERT(sizeof(struct ft_raw_header) == 128, "ft_raw_header");
 FT_STATIC_ASSERT(sizeof(struct ft_raw_crash) == 32, "ft_raw_crash");
+FT_STATIC_ASSERT(sizeof(struct ft_raw_faults) == 16, "ft_raw_faults");
 FT_STATIC_ASSERT(sizeof(struct ft_raw_mapping) == 80, "ft_raw_mapping");
 FT_STATIC_ASSERT(sizeof(struct ft_raw_thread) == 96 + 16 * FT_GEN_SLOTS, "ft_raw_thread");
 FT_STATIC_ASSERT(sizeof(struct ft_raw_stack) == 16 + 8 * FT_NREGS + 8, "ft_raw_stack");

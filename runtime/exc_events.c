@@ -1,0 +1,160 @@
+/*
+ * exc_events.c -- C++ exceptions in the trace.
+ *
+ * As the original funtrace does, the C++ ABI's exception functions are
+ * logged as calls, so a timeline shows where an exception was thrown and
+ * where it was caught:
+ *   __cxa_throw, __cxa_rethrow   a call (no return: they never return; the
+ *                                decoder closes them when the frames they
+ *                                unwind end, "unwound by exception");
+ *   __cxa_begin_catch            (interposed in interpose.c, which calls
+ *                                ft_exc_catch / ft_exc_caught) the catch
+ *                                entries below, then a call and a return;
+ *   __cxa_end_catch              a call and a return.
+ * Their events carry the address of the interposer (the executable's
+ * function of that name), flags as for the other hooks (FT_F_RET).
+ *
+ * The catch entries (FT_F_CATCH): first the return address of the call to
+ * __cxa_begin_catch, inside the function whose handler caught the exception
+ * (the "catcher"); then, innermost first, up to FUNTRACE_CATCH_CALLERS
+ * (default 4) of the catcher's callers (return address - 1, inside the calling function), as
+ * _Unwind_Backtrace finds them.  The decoder takes the whole run of catch
+ * entries as one catch: the frames above the innermost traced function of
+ * the run were unwound.  So a catcher that is not traced itself (NOFUNTRACE,
+ * filtered out, in an uninstrumented library, libstdc++'s terminate path)
+ * still closes exactly the frames the exception unwound, in every
+ * instrumentation mode (FORMAT.md 1.4).
+ *
+ * The interposers are weak: with a static libstdc++ its own definitions win
+ * (then no exception events).  The real functions are found with
+ * dlsym(RTLD_NEXT) on first use.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include "ft_internal.h"
+
+void ft_log_event(uint64_t word) FT_HIDDEN;
+void ft_exc_catch(void *catcher) FT_HIDDEN;
+void *ft_exc_caught(void *ret) FT_HIDDEN;
+
+/* callers of the catcher logged after it: FUNTRACE_CATCH_CALLERS (the
+ * decoder does not depend on the number: a run ends at the next event that
+ * is not a catch).  Each costs about one frame of unwinding (~2000
+ * instructions with libgcc; a throw and catch unwinds each frame twice). */
+#define CATCH_CALLERS_DEFAULT 4
+#define CATCH_CALLERS_MAX 64
+static int catch_callers = CATCH_CALLERS_DEFAULT;
+
+__attribute__((constructor)) static void exc_settings(void)
+{
+    uint64_t v;
+    if (ft_env_u64("FUNTRACE_CATCH_CALLERS", &v) == 1)
+        catch_callers = v > CATCH_CALLERS_MAX ? CATCH_CALLERS_MAX : (int)v;
+}
+
+/* the interposers: declared here, their addresses are the events' */
+void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *));
+void __cxa_rethrow(void);
+void *__cxa_begin_catch(void *exc);
+void __cxa_end_catch(void);
+
+#define FN_WORD(f) ((uint64_t)(uintptr_t)(f))
+
+static void *real_fn(void **cache, const char *name, void *handle)
+{
+    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (!p) {
+        p = dlsym(handle, name);
+        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    }
+    return p;
+}
+
+static void *real_throw, *real_rethrow, *real_end_catch, *real_backtrace, *real_getip;
+
+typedef void (*throw_fn)(void *, void *, void (*)(void *)) __attribute__((noreturn));
+typedef void (*void_fn)(void);
+/* the unwinder's interface (Itanium C++ ABI, libgcc_s), found at run time:
+ * _Unwind_Backtrace and _Unwind_GetIP (reader/unwind.h, on the runtime's
+ * include path, shadows <unwind.h>) */
+struct _Unwind_Context;
+#define URC_NO_REASON 0
+#define URC_END_OF_STACK 5
+typedef int (*trace_fn)(struct _Unwind_Context *, void *);
+typedef int (*backtrace_fn)(trace_fn, void *);
+typedef uintptr_t (*getip_fn)(struct _Unwind_Context *);
+
+FT_EXPORT __attribute__((weak, noreturn)) void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
+{
+    throw_fn f = (throw_fn)real_fn(&real_throw, "__cxa_throw", RTLD_NEXT);
+    ft_log_event(FN_WORD(__cxa_throw)); /* (after the first lookup, which is not the throw's time) */
+    if (f)
+        f(obj, tinfo, dest);
+    abort();
+}
+
+FT_EXPORT __attribute__((weak, noreturn)) void __cxa_rethrow(void)
+{
+    void_fn f = (void_fn)real_fn(&real_rethrow, "__cxa_rethrow", RTLD_NEXT);
+    ft_log_event(FN_WORD(__cxa_rethrow));
+    if (f)
+        f();
+    abort();
+}
+
+FT_EXPORT __attribute__((weak)) void __cxa_end_catch(void)
+{
+    void_fn f = (void_fn)real_fn(&real_end_catch, "__cxa_end_catch", RTLD_NEXT);
+    ft_log_event(FN_WORD(__cxa_end_catch));
+    if (f)
+        f();
+    ft_log_event(FN_WORD(__cxa_end_catch) | FT_F_RET);
+}
+
+/* ---- the catch entries ---------------------------------------------------- */
+
+struct walk {
+    getip_fn getip;
+    int n, max;
+    uintptr_t pc[CATCH_CALLERS_MAX + 3]; /* this function, __cxa_begin_catch, the catcher, its callers */
+};
+
+static int walk_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    struct walk *w = arg;
+    if (w->n >= w->max)
+        return URC_END_OF_STACK; /* stops the walk */
+    w->pc[w->n++] = (uintptr_t)w->getip(ctx);
+    return URC_NO_REASON;
+}
+
+/* __cxa_begin_catch, before the real one: the catch entries (catcher =
+ * its return address), then its call */
+__attribute__((noinline)) void ft_exc_catch(void *catcher)
+{
+    uintptr_t c = (uintptr_t)catcher;
+    ft_log_event((uint64_t)c | FT_F_CATCH);
+    int callers = catch_callers;
+    backtrace_fn bt = callers ? (backtrace_fn)real_fn(&real_backtrace, "_Unwind_Backtrace", RTLD_DEFAULT) : NULL;
+    getip_fn ip = bt ? (getip_fn)real_fn(&real_getip, "_Unwind_GetIP", RTLD_DEFAULT) : NULL;
+    if (ip) {
+        struct walk w = {.getip = ip, .max = callers + 3};
+        bt(walk_frame, &w);
+        int i = 0;
+        while (i < w.n && w.pc[i] != c)
+            i++;
+        /* the catcher's callers: a return address - 1 lies in the call */
+        for (int j = i + 1; j < w.n && j <= i + callers && w.pc[j] > 1; j++)
+            ft_log_event((uint64_t)(w.pc[j] - 1) | FT_F_CATCH);
+    }
+    ft_log_event(FN_WORD(__cxa_begin_catch));
+}
+
+/* __cxa_begin_catch, after the real one: its return */
+void *ft_exc_caught(void *ret)
+{
+    ft_log_event(FN_WORD(__cxa_begin_catch) | FT_F_RET);
+    return ret;
+}
