@@ -209,6 +209,7 @@
     andq WRAP(%rcx), %r11
     movq %r11, POS(%rcx)
     jmp 15b
+  .if \isret /* (only returns are stamped) */
 16: /* a stamp is due: a stamped return (TSC bits 31..3 | 7, no address) if
      * the previous item is this function's call (a leaf return: the decoder
      * takes the address from there), else a plain return now and the stamp
@@ -260,6 +261,7 @@
     cmpl %eax, AHI(%rcx)
     jne 14b
     jmp 15b
+  .endif
 17: /* sampled, not a registry record: dummy_init (cold path), else nothing */
     .cfi_def_cfa_offset 32
     leaq ft_thread_dummy_init(%rip), %r11
