@@ -111,6 +111,17 @@ static void run_exact(struct dec *d, struct dthread *th, uint64_t lo, uint64_t h
 {
     static struct ft_entry buf[EVB];
     static struct ev out[EVB];
+    if (th->rt->fmt == FT_FMT_EXACT8) {
+        for (uint64_t i = lo; i < hi;) {
+            size_t m, got = ev_events_exact8(d, th, i, hi - i < EVB ? hi - i : EVB, out, &m);
+            if (!got)
+                break;
+            if (m)
+                fn(ctx, out, m);
+            i += got;
+        }
+        return;
+    }
     for (uint64_t i = lo; i < hi;) {
         uint64_t want = hi - i < EVB ? hi - i : EVB;
         size_t got = ev_read_exact(d, th, i, want, buf);

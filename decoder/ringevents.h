@@ -50,6 +50,9 @@ struct ring8;
 void ev_prepare(struct dec *d, struct dthread *th);
 size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ft_entry *out);
 void ev_release(struct dthread *th);
+/* FT_FMT_EXACT8 items [i, i+n): the events only (struct ev, below), *nev of
+ * them; returns the number of items read */
+size_t ev_events_exact8(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev *out, size_t *nev);
 static inline int ev_is_exact(uint32_t fmt) { return fmt == FT_FMT_EXACT16 || fmt == FT_FMT_EXACT8; }
 static inline size_t ev_item_size(uint32_t fmt) { return ftr_item_size(fmt); }
 
