@@ -32,6 +32,7 @@ PACKAGES=(
     help2man                                # the man pages, from each program's --help
     python3-pytest                          # the test suite
     dpkg-dev libevent-dev libssl-dev libexpat1-dev bison flex  # the real-programs tier: apt-get source, memcached, unbound
+    afl++                                   # make fuzz: the AFL++ build of the coreextract fuzz harness
 )
 
 BUILD_JOBS=${FUNTRACE_JOBS:-2}

@@ -1,4 +1,5 @@
-/* input.c -- plain, stdin and compressed cores (see input.h) */
+/* input.c -- plain, stdin and compressed cores as byte streams (see input.h) */
+#define _GNU_SOURCE
 #include "cli.h"
 #include "progress.h"
 #include "input.h"
@@ -18,6 +19,7 @@
 #include <zstd.h>
 
 #define IOBUF (1 << 17)
+#define PIPE_WANT (1 << 20) /* pipe buffer asked for (fs.pipe-max-size's default) */
 
 enum fmt { F_PLAIN, F_ZSTD, F_LZ4, F_XZ };
 
@@ -29,16 +31,28 @@ static enum fmt detect(const uint8_t *h, size_t n)
     return F_PLAIN;
 }
 
-/* input stream: head bytes already read, then the fd */
-struct src {
-    int fd;
-    const uint8_t *head;
+struct ce_src {
+    enum fmt f;
+    int fd;                       /* -1: memory */
+    const uint8_t *mem;
+    size_t mem_len, mem_pos;
+    uint8_t head[8];              /* read for detection, replayed first */
     size_t head_len, head_pos;
-    int eof;
-    struct progress prog; /* on a terminal, for a long copy */
+    uint8_t *ib;                  /* compressed input */
+    size_t ilen, ipos;
+    int in_eof, ended, truncated;
+    uint64_t consumed;            /* compressed bytes handed to the decoder */
+    ZSTD_DStream *z;
+    size_t zlast;
+    LZ4F_dctx *l;
+    size_t lhint;
+    lzma_stream x;
+    int x_init;
+    struct progress prog;         /* on a terminal, for a long read */
 };
 
-static ssize_t src_read(struct src *s, uint8_t *buf, size_t n)
+/* raw bytes of the input: the replayed head, then the fd or memory */
+static ssize_t raw_read(struct ce_src *s, uint8_t *buf, size_t n, char *err, size_t errlen)
 {
     if (s->head_pos < s->head_len) {
         size_t k = s->head_len - s->head_pos;
@@ -47,165 +61,184 @@ static ssize_t src_read(struct src *s, uint8_t *buf, size_t n)
         s->head_pos += k;
         return (ssize_t)k;
     }
+    if (s->fd < 0) {
+        size_t k = s->mem_len - s->mem_pos;
+        if (k > n) k = n;
+        memcpy(buf, s->mem + s->mem_pos, k);
+        s->mem_pos += k;
+        return (ssize_t)k;
+    }
     for (;;) {
         ssize_t r = read(s->fd, buf, n);
         if (r < 0 && errno == EINTR) continue;
-        if (r == 0) s->eof = 1;
+        if (r < 0) snprintf(err, errlen, "read error: %s", strerror(errno));
+        if (r > 0) progress_add(&s->prog, (uint64_t)r);
         return r;
     }
 }
 
-static int make_temp(char *err, size_t errlen)
+/* compressed input available in ib (refilled when used up); 0, or -1 */
+static int fill_in(struct ce_src *s, char *err, size_t errlen)
 {
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
-    char path[4096];
-    snprintf(path, sizeof path, "%s/coreextract-XXXXXX", dir);
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create a temporary file in %s: %s", dir, strerror(errno));
-        return -1;
-    }
-    unlink(path);
-    return fd;
+    if (s->ipos < s->ilen || s->in_eof) return 0;
+    ssize_t r = raw_read(s, s->ib, IOBUF, err, errlen);
+    if (r < 0) return -1;
+    s->ilen = (size_t)r;
+    s->ipos = 0;
+    if (r == 0) s->in_eof = 1;
+    return 0;
 }
 
-#define WERR() snprintf(err, errlen, "cannot write the temporary file: %s", strerror(errno))
-
-/* the next block of input; -1 with err on a read error */
-static ssize_t in_read(struct src *s, uint8_t *ib, char *err, size_t errlen)
-{
-    ssize_t r = src_read(s, ib, IOBUF);
-    if (r < 0) snprintf(err, errlen, "read error: %s", strerror(errno));
-    if (r > 0) progress_add(&s->prog, (uint64_t)r);
-    return r;
-}
-
-static int copy_plain(struct src *s, int out, uint8_t *ib, char *err, size_t errlen)
+static ssize_t zstd_read(struct ce_src *s, uint8_t *buf, size_t n, char *err, size_t errlen)
 {
     for (;;) {
-        ssize_t r = in_read(s, ib, err, errlen);
-        if (r < 0) return -1;
-        if (r == 0) return 0;
-        if (ce_write_all(out, ib, (size_t)r)) { WERR(); return -1; }
-    }
-}
-
-static int unzstd(struct src *s, int out, uint8_t *ib, uint8_t *ob, int *trunc, char *err, size_t errlen)
-{
-    ZSTD_DStream *z = ZSTD_createDStream();
-    if (!z) { snprintf(err, errlen, "zstd: out of memory"); return -1; }
-    ZSTD_initDStream(z);
-    size_t last = 0;
-    int rc = 0;
-    uint64_t inpos = 0;
-    for (;;) {
-        ssize_t r = in_read(s, ib, err, errlen);
-        if (r < 0) { rc = -1; break; }
-        if (r == 0) break;
-        ZSTD_inBuffer in = { ib, (size_t)r, 0 };
-        while (in.pos < in.size) {
-            ZSTD_outBuffer o = { ob, IOBUF, 0 };
-            last = ZSTD_decompressStream(z, &o, &in);
-            if (ZSTD_isError(last)) {
-                snprintf(err, errlen, "corrupt zstd data near compressed byte %llu: %s",
-                         (unsigned long long)(inpos + in.pos), ZSTD_getErrorName(last));
-                rc = -1;
-                goto done;
-            }
-            if (ce_write_all(out, ob, o.pos)) { WERR(); rc = -1; goto done; }
+        if (fill_in(s, err, errlen)) return -1;
+        /* at the end of the input after a complete frame: done (asking
+         * again would return the next frame's header size) */
+        if (s->in_eof && s->ipos == s->ilen && s->zlast == 0) return 0;
+        ZSTD_inBuffer in = { s->ib, s->ilen, s->ipos };
+        ZSTD_outBuffer o = { buf, n, 0 };
+        size_t k = ZSTD_decompressStream(s->z, &o, &in);
+        s->consumed += in.pos - s->ipos;
+        s->ipos = in.pos;
+        if (ZSTD_isError(k)) {
+            snprintf(err, errlen, "corrupt zstd data near compressed byte %llu: %s",
+                     (unsigned long long)s->consumed, ZSTD_getErrorName(k));
+            return -1;
         }
-        inpos += (uint64_t)r;
+        s->zlast = k;
+        if (o.pos) return (ssize_t)o.pos;
+        if (s->in_eof && s->ipos == s->ilen) {
+            if (s->zlast != 0) s->truncated = 1;
+            return 0;
+        }
     }
-    /* flush what is buffered */
-    for (;;) {
-        ZSTD_inBuffer in = { NULL, 0, 0 };
-        ZSTD_outBuffer o = { ob, IOBUF, 0 };
-        size_t k = ZSTD_decompressStream(z, &o, &in);
-        if (ZSTD_isError(k) || o.pos == 0) break;
-        if (ce_write_all(out, ob, o.pos)) { WERR(); rc = -1; goto done; }
-    }
-    if (last != 0) *trunc = 1;
-done:
-    ZSTD_freeDStream(z);
-    return rc;
 }
 
-static int unlz4(struct src *s, int out, uint8_t *ib, uint8_t *ob, int *trunc, char *err, size_t errlen)
+static ssize_t lz4_read(struct ce_src *s, uint8_t *buf, size_t n, char *err, size_t errlen)
 {
-    LZ4F_dctx *d;
-    if (LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION))) {
-        snprintf(err, errlen, "lz4: out of memory");
-        return -1;
-    }
-    size_t hint = 1;
-    int rc = 0;
-    uint64_t inpos = 0;
     for (;;) {
-        ssize_t r = in_read(s, ib, err, errlen);
-        if (r < 0) { rc = -1; break; }
-        if (r == 0) break;
-        size_t ipos = 0;
-        while (ipos < (size_t)r) {
-            size_t osz = IOBUF, isz = (size_t)r - ipos;
-            hint = LZ4F_decompress(d, ob, &osz, ib + ipos, &isz, NULL);
-            if (LZ4F_isError(hint)) {
-                snprintf(err, errlen, "corrupt lz4 data near compressed byte %llu: %s",
-                         (unsigned long long)(inpos + ipos), LZ4F_getErrorName(hint));
-                rc = -1;
-                goto done;
-            }
-            ipos += isz;
-            if (ce_write_all(out, ob, osz)) { WERR(); rc = -1; goto done; }
-            if (hint == 0 && ipos < (size_t)r) { /* next frame */
-                LZ4F_resetDecompressionContext(d);
-            }
+        if (fill_in(s, err, errlen)) return -1;
+        if (s->in_eof && s->ipos == s->ilen) {
+            if (s->lhint != 0) s->truncated = 1;
+            return 0;
         }
-        inpos += (uint64_t)r;
+        if (s->lhint == 0 && s->consumed) LZ4F_resetDecompressionContext(s->l); /* next frame */
+        size_t osz = n, isz = s->ilen - s->ipos;
+        size_t h = LZ4F_decompress(s->l, buf, &osz, s->ib + s->ipos, &isz, NULL);
+        if (LZ4F_isError(h)) {
+            snprintf(err, errlen, "corrupt lz4 data near compressed byte %llu: %s",
+                     (unsigned long long)s->consumed, LZ4F_getErrorName(h));
+            return -1;
+        }
+        s->ipos += isz;
+        s->consumed += isz;
+        s->lhint = h;
+        if (osz) return (ssize_t)osz;
     }
-    if (rc == 0 && hint != 0) *trunc = 1;
-done:
-    LZ4F_freeDecompressionContext(d);
-    return rc;
 }
 
-static int unxz(struct src *s, int out, uint8_t *ib, uint8_t *ob, int *trunc, char *err, size_t errlen)
+static ssize_t xz_read(struct ce_src *s, uint8_t *buf, size_t n, char *err, size_t errlen)
 {
-    lzma_stream z = LZMA_STREAM_INIT;
-    if (lzma_stream_decoder(&z, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK) {
-        snprintf(err, errlen, "xz: cannot initialise the decoder");
-        return -1;
-    }
-    int rc = 0;
-    lzma_action act = LZMA_RUN;
     for (;;) {
-        if (z.avail_in == 0 && act == LZMA_RUN) {
-            ssize_t r = in_read(s, ib, err, errlen);
-            if (r < 0) { rc = -1; break; }
-            if (r == 0) act = LZMA_FINISH;
-            z.next_in = ib;
-            z.avail_in = (size_t)r;
-        }
-        z.next_out = ob;
-        z.avail_out = IOBUF;
-        lzma_ret ret = lzma_code(&z, act);
-        size_t produced = IOBUF - z.avail_out;
-        if (produced && ce_write_all(out, ob, produced)) { WERR(); rc = -1; break; }
-        if (ret == LZMA_STREAM_END) break;
-        if (ret == LZMA_BUF_ERROR && act == LZMA_FINISH) { *trunc = 1; break; }
-        if (ret != LZMA_OK) {
-            if (act == LZMA_FINISH && ret == LZMA_DATA_ERROR) { *trunc = 1; break; }
+        if (s->ended) return 0;
+        if (fill_in(s, err, errlen)) return -1;
+        s->x.next_in = s->ib + s->ipos;
+        s->x.avail_in = s->ilen - s->ipos;
+        s->x.next_out = buf;
+        s->x.avail_out = n;
+        lzma_ret ret = lzma_code(&s->x, s->in_eof ? LZMA_FINISH : LZMA_RUN);
+        size_t used = (s->ilen - s->ipos) - s->x.avail_in;
+        s->ipos += used;
+        s->consumed += used;
+        size_t produced = n - s->x.avail_out;
+        if (ret == LZMA_STREAM_END) s->ended = 1;
+        else if (s->in_eof && (ret == LZMA_BUF_ERROR || ret == LZMA_DATA_ERROR)) {
+            s->ended = 1;
+            s->truncated = 1;
+        } else if (ret != LZMA_OK) {
             snprintf(err, errlen, "corrupt xz data near compressed byte %llu (lzma error %d)",
-                     (unsigned long long)z.total_in, (int)ret);
-            rc = -1;
+                     (unsigned long long)s->consumed, (int)ret);
+            return -1;
+        }
+        if (produced) return (ssize_t)produced;
+    }
+}
+
+ssize_t ce_src_read(struct ce_src *s, void *buf_, size_t n, char *err, size_t errlen)
+{
+    uint8_t *buf = buf_;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r;
+        switch (s->f) {
+        case F_ZSTD: r = zstd_read(s, buf + got, n - got, err, errlen); break;
+        case F_LZ4: r = lz4_read(s, buf + got, n - got, err, errlen); break;
+        case F_XZ: r = xz_read(s, buf + got, n - got, err, errlen); break;
+        default:
+            r = raw_read(s, buf + got, n - got, err, errlen);
+            if (r > 0) s->consumed += (uint64_t)r;
             break;
         }
+        if (r < 0) return -1;
+        if (r == 0) break;
+        got += (size_t)r;
     }
-    lzma_end(&z);
-    return rc;
+    return (ssize_t)got;
 }
 
-int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errlen)
+int ce_src_truncated(const struct ce_src *s) { return s->truncated; }
+uint64_t ce_src_consumed(const struct ce_src *s) { return s->consumed; }
+
+/* a source of format f over fd (or memory), with the head bytes to replay */
+static struct ce_src *src_new(enum fmt f, int fd, const uint8_t *head, size_t hn, char *err, size_t errlen)
+{
+    struct ce_src *s = ce_xcalloc(1, sizeof *s);
+    s->f = f;
+    s->fd = fd;
+    memcpy(s->head, head, hn);
+    s->head_len = hn;
+    if (f != F_PLAIN) s->ib = ce_xmalloc(IOBUF);
+    int ok = 1;
+    if (f == F_ZSTD) ok = (s->z = ZSTD_createDStream()) != NULL && !ZSTD_isError(ZSTD_initDStream(s->z));
+    if (f == F_LZ4) ok = !LZ4F_isError(LZ4F_createDecompressionContext(&s->l, LZ4F_VERSION));
+    if (f == F_XZ) {
+        lzma_stream init = LZMA_STREAM_INIT;
+        s->x = init;
+        ok = lzma_stream_decoder(&s->x, UINT64_MAX, LZMA_CONCATENATED) == LZMA_OK;
+        s->x_init = ok;
+    }
+    if (!ok) {
+        snprintf(err, errlen, "cannot initialise the decompressor");
+        ce_src_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void ce_src_free(struct ce_src *s)
+{
+    if (!s) return;
+    progress_end(&s->prog);
+    if (s->z) ZSTD_freeDStream(s->z);
+    if (s->l) LZ4F_freeDecompressionContext(s->l);
+    if (s->x_init) lzma_end(&s->x);
+    free(s->ib);
+    free(s);
+}
+
+struct ce_src *ce_src_mem(const uint8_t *p, size_t n)
+{
+    char err[128];
+    struct ce_src *s = src_new(detect(p, n), -1, NULL, 0, err, sizeof err);
+    if (s) {
+        s->mem = p;
+        s->mem_len = n;
+    }
+    return s;
+}
+
+int ce_input_open(const char *path, int one_pass, struct ce_input *in, char *err, size_t errlen)
 {
     memset(in, 0, sizeof *in);
     in->fd = -1;
@@ -228,7 +261,7 @@ int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errle
     }
     if (S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "is a directory");
-        close(fd);
+        if (!is_stdin) close(fd);
         return -1;
     }
     uint8_t head[8];
@@ -238,6 +271,7 @@ int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errle
         ssize_t r = pread(fd, head, sizeof head, 0);
         hn = r > 0 ? (size_t)r : 0;
     } else {
+        if (S_ISFIFO(st.st_mode)) (void)fcntl(fd, F_SETPIPE_SZ, PIPE_WANT); /* fewer, larger reads */
         while (hn < sizeof head) {
             ssize_t r = read(fd, head + hn, sizeof head - hn);
             if (r < 0 && errno == EINTR) continue;
@@ -245,56 +279,43 @@ int ce_input_open(const char *path, struct ce_input *in, char *err, size_t errle
             hn += (size_t)r;
         }
     }
+    in->fd = fd;
     enum fmt f = detect(head, hn);
     if (cli_input_kind(head, hn) == CLI_IS_RAW) {
         snprintf(err, errlen, "this is already a raw trace: decode it with funtrace-decode");
-        if (!is_stdin) close(fd);
+        ce_input_close(in);
         return -1;
     }
-    if (f == F_PLAIN && regular) {
-        in->fd = fd;
+    if (f == F_PLAIN && regular && !one_pass) {
+        in->is_file = 1;
         return 0;
     }
     if (f == F_PLAIN && (hn < SELFMAG || memcmp(head, ELFMAG, SELFMAG) != 0)) {
-        /* a pipe or device that is not a core: say so now instead of
-         * spooling it (an endless input like /dev/zero would never end) */
-        snprintf(err, errlen, "not an ELF file");
-        if (!is_stdin) close(fd);
+        /* a pipe or device that is not a core: say so now instead of reading
+         * it (an endless input like /dev/zero would never end) */
+        snprintf(err, errlen, hn ? "not an ELF file" : "empty input");
+        ce_input_close(in);
         return -1;
     }
     static const char *names[] = { "", "zstd", "lz4", "xz" };
-    snprintf(in->how, sizeof in->how, "%s%s%s", is_stdin ? "stdin" : "", is_stdin && f ? ", " : "", names[f]);
-    int out = make_temp(err, errlen);
-    if (out < 0) {
-        if (!is_stdin) close(fd);
+    snprintf(in->how, sizeof in->how, "%s%s%s", is_stdin ? "stdin" : f ? "" : "a file", is_stdin && f ? ", " : "",
+             names[f]);
+    /* a regular compressed file is read from its start; a pipe replays its head */
+    if (regular) hn = 0;
+    in->src = src_new(f, fd, head, hn, err, errlen);
+    if (!in->src) {
+        ce_input_close(in);
         return -1;
     }
-    struct src s = { fd, head, regular ? 0 : hn, 0, 0, { 0 } };
-    progress_begin(&s.prog, is_stdin ? "reading the core from stdin" : "decompressing the core",
+    progress_begin(&in->src->prog, is_stdin ? "reading the core from stdin" : f ? "decompressing the core" : "reading the core",
                    regular ? (uint64_t)st.st_size : 0);
-    uint8_t *ib = ce_xmalloc(IOBUF), *ob = ce_xmalloc(IOBUF);
-    int rc;
-    switch (f) {
-    case F_ZSTD: rc = unzstd(&s, out, ib, ob, &in->truncated, err, errlen); break;
-    case F_LZ4: rc = unlz4(&s, out, ib, ob, &in->truncated, err, errlen); break;
-    case F_XZ: rc = unxz(&s, out, ib, ob, &in->truncated, err, errlen); break;
-    default: rc = copy_plain(&s, out, ib, err, errlen); break;
-    }
-    progress_end(&s.prog);
-    free(ib);
-    free(ob);
-    if (!is_stdin) close(fd);
-    if (rc) {
-        close(out);
-        return -1;
-    }
-    in->fd = out;
-    in->is_temp = 1;
     return 0;
 }
 
 void ce_input_close(struct ce_input *in)
 {
+    ce_src_free(in->src);
+    in->src = NULL;
     if (in->fd > 0) close(in->fd);
     in->fd = -1;
 }

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,5 +293,30 @@ int oc_keyed(const char *text, const char *key, uint64_t *v)
             return 0;
         }
     }
+    return -1;
+}
+
+int oc_event_register(const char *dir, const char *file, const char *args, const char *what, int *efd,
+                      int *ctl, char *err, size_t errlen)
+{
+    char path[OC_PATH + 64], line[128];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    *efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    *ctl = open(path, O_RDONLY | O_CLOEXEC);
+    if (*efd < 0 || *ctl < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    snprintf(line, sizeof line, "%d %d%s%s", *efd, *ctl, args ? " " : "", args ? args : "");
+    if (oc_write(dir, "cgroup.event_control", line) != 0) {
+        snprintf(err, errlen, "cannot register %s eventfd in %s/cgroup.event_control: %s", what, dir,
+                 strerror(errno));
+        goto fail;
+    }
+    return 0;
+fail:
+    if (*efd >= 0) close(*efd);
+    if (*ctl >= 0) close(*ctl);
+    *efd = *ctl = -1;
     return -1;
 }

@@ -60,6 +60,12 @@ int oc_read_u64(const char *dir, const char *file, uint64_t *v);
 /* Value of "key value" line in text (memory.events, cgroup.events,
  * memory.oom_control). 0 / -1 if absent. */
 int oc_keyed(const char *text, const char *key, uint64_t *v);
+/* cgroup v1 notification: an eventfd registered for dir/file by writing
+ * "<eventfd> <fd of file>[ args]" to dir/cgroup.event_control (args: e.g. a
+ * memory.usage_in_bytes threshold).  0 with *efd, *ctl open (keep both), or
+ * -1 with a one-line reason in err (what names the notification). */
+int oc_event_register(const char *dir, const char *file, const char *args, const char *what, int *efd,
+                      int *ctl, char *err, size_t errlen);
 /* dir/file exists. */
 int oc_has(const char *dir, const char *file);
 

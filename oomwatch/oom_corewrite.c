@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "oom_corewrite.h"
+#include "elfinfo.h"
 #include "maps.h"
 #include "util.h"
 
@@ -475,10 +476,6 @@ int ftc_write(const struct ftc_proc *p, int fd, uint64_t max_file, struct ftc_st
         goto out;
     }
     size_t nph = 1 + m.n;
-    if (nph >= PN_XNUM) {
-        seterr(err, errlen, "pid %d: too many mappings (%zu)", p->pid, m.n);
-        goto out;
-    }
     ph = calloc(nph, sizeof *ph);
     copybuf = malloc(COPY_CHUNK);
     if (!ph || !copybuf) {
@@ -510,19 +507,12 @@ int ftc_write(const struct ftc_proc *p, int fd, uint64_t max_file, struct ftc_st
     }
 
     Elf64_Ehdr eh;
-    memset(&eh, 0, sizeof eh);
-    memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
-    eh.e_type = ET_CORE;
-    eh.e_machine = EM_X86_64;
-    eh.e_version = EV_CURRENT;
-    eh.e_phoff = sizeof eh;
-    eh.e_ehsize = sizeof eh;
-    eh.e_phentsize = sizeof(Elf64_Phdr);
-    eh.e_phnum = (Elf64_Half)nph;
+    Elf64_Shdr xsh; /* more than 65,534 mappings: the count after the memory (PN_XNUM) */
+    int xnum = elf_core_ehdr(&eh, nph);
+    if (xnum) {
+        elf_core_xnum(&eh, &xsh, nph, total);
+        total += sizeof xsh;
+    }
 
     if (ftruncate(fd, 0) != 0 || pwrite_all(fd, &eh, sizeof eh, 0) != 0 ||
         pwrite_all(fd, ph, nph * sizeof *ph, sizeof eh) != 0 ||
@@ -537,6 +527,10 @@ int ftc_write(const struct ftc_proc *p, int fd, uint64_t max_file, struct ftc_st
             seterr(err, errlen, "cannot write the core: %s", strerror(errno));
             goto out;
         }
+    }
+    if (xnum && pwrite_all(fd, &xsh, sizeof xsh, eh.e_shoff) != 0) {
+        seterr(err, errlen, "cannot write the core: %s", strerror(errno));
+        goto out;
     }
     if (ftruncate(fd, (off_t)total) != 0) {
         seterr(err, errlen, "cannot write the core: %s", strerror(errno));

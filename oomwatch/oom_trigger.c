@@ -14,6 +14,13 @@
  *  events  cgroup v2: the counters "high", "max", "oom" of memory.events
  *          (kernfs notifies POLLPRI on a change; re-read also every
  *          --poll-ms).  Needs the memory controller on the v2 hierarchy.
+ *  usage   the group's usage (less its page cache) reaches a threshold of
+ *          its limit: oom_usage.c.
+ * By default every trigger scoped to the target is armed -- usage only if a
+ * task at the limit would be killed (with oom_kill_disable 1 the oom trigger
+ * catches it parked there) -- and PSI on the system-wide
+ * /proc/pressure/memory (a target without a v2 group of its own) only when
+ * nothing scoped is available, or when asked for.
  */
 #define _GNU_SOURCE
 #include "oomwatch.h"
@@ -22,7 +29,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 static const char *ev_keys[4] = {"high", "max", "oom", "oom_kill"};
@@ -53,6 +59,15 @@ static int have_oom(const struct ow_state *s)
            oc_has(s->t.v1, "cgroup.event_control");
 }
 
+/* v1 oom_kill_disable 1: a task at the limit is parked, not killed */
+static int parks(const struct ow_state *s)
+{
+    char oc[256];
+    uint64_t dis = 0;
+    return have_oom(s) && oc_read(s->t.v1, "memory.oom_control", oc, sizeof oc) > 0 &&
+           oc_keyed(oc, "oom_kill_disable", &dis) == 0 && dis;
+}
+
 static int have_events(const struct ow_state *s)
 {
     return s->t.v2[0] && !oc_is_root(&s->t.mounts, s->t.v2) && oc_has(s->t.v2, "memory.events");
@@ -78,29 +93,8 @@ static int arm_psi(struct ow_state *s, char *err, size_t errlen)
 
 static int arm_oom(struct ow_state *s, char *err, size_t errlen)
 {
-    char path[OC_PATH + 32], line[64];
-    snprintf(path, sizeof path, "%s/memory.oom_control", s->t.v1);
-    int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    int ctl = open(path, O_RDONLY | O_CLOEXEC);
-    if (efd < 0 || ctl < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    snprintf(line, sizeof line, "%d %d", efd, ctl);
-    if (oc_write(s->t.v1, "cgroup.event_control", line) != 0) {
-        snprintf(err, errlen, "cannot register an OOM eventfd in %s/cgroup.event_control: %s", s->t.v1,
-                 strerror(errno));
-        goto fail;
-    }
-    s->oom_efd = efd;
-    s->oom_ctl_fd = ctl;
-    return 0;
-fail:
-    if (efd >= 0)
-        close(efd);
-    if (ctl >= 0)
-        close(ctl);
-    return -1;
+    return oc_event_register(s->t.v1, "memory.oom_control", NULL, "an OOM", &s->oom_efd, &s->oom_ctl_fd, err,
+                             errlen);
 }
 
 static int arm_events(struct ow_state *s, char *err, size_t errlen)
@@ -120,9 +114,15 @@ static int arm_events(struct ow_state *s, char *err, size_t errlen)
 
 int ow_triggers_arm(struct ow_state *s, char *err, size_t errlen)
 {
+    char uwhy[OC_PATH + 160];
+    int ukind = ow_usage_available(s, uwhy, sizeof uwhy);
     unsigned avail = (have_psi(s) ? OW_T_PSI : 0) | (have_oom(s) ? OW_T_OOM : 0) |
-                     (have_events(s) ? OW_T_EVENTS : 0);
-    unsigned want = s->o.triggers ? s->o.triggers : avail;
+                     (have_events(s) ? OW_T_EVENTS : 0) | (ukind ? OW_T_USAGE : 0);
+    /* by default, the triggers scoped to the target; system-wide PSI only if none is */
+    unsigned scoped = avail & ~(s->t.psi_system_wide ? OW_T_PSI : 0u);
+    if (parks(s)) scoped &= ~(unsigned)OW_T_USAGE; /* the oom trigger catches it at the limit, parked */
+    unsigned want = s->o.triggers ? s->o.triggers : scoped ? scoped : avail & OW_T_PSI;
+    if (s->o.usage_given && !s->o.triggers) want |= OW_T_USAGE;
     if ((want & OW_T_PSI) && !(avail & OW_T_PSI)) {
         snprintf(err, errlen, "trigger psi: %s does not exist (kernel without PSI, or booted with psi=0)",
                  s->t.psi_file);
@@ -139,6 +139,10 @@ int ow_triggers_arm(struct ow_state *s, char *err, size_t errlen)
                  s->t.v2[0] ? " has none (is the memory controller bound to cgroup v1?)" : "; the target has none");
         return -1;
     }
+    if ((want & OW_T_USAGE) && !ukind) {
+        snprintf(err, errlen, "%s", uwhy);
+        return -1;
+    }
     if (!want) {
         snprintf(err, errlen, "no trigger is available for this target");
         return -1;
@@ -149,8 +153,15 @@ int ow_triggers_arm(struct ow_state *s, char *err, size_t errlen)
         return -1;
     if ((want & OW_T_EVENTS) && arm_events(s, err, errlen) != 0)
         return -1;
+    if ((want & OW_T_USAGE) && ow_usage_arm(s, ukind, err, errlen) != 0)
+        return -1;
     s->armed = want;
     return 0;
+}
+
+int ow_triggers_poll_ms(const struct ow_state *s)
+{
+    return ow_usage_poll_ms(s);
 }
 
 int ow_triggers_fds(const struct ow_state *s, struct pollfd *pfd, unsigned *kind)
@@ -167,6 +178,10 @@ int ow_triggers_fds(const struct ow_state *s, struct pollfd *pfd, unsigned *kind
     if (s->events_fd >= 0) {
         pfd[n] = (struct pollfd){.fd = s->events_fd, .events = POLLPRI};
         kind[n++] = OW_T_EVENTS;
+    }
+    if (s->usage_efd >= 0) {
+        pfd[n] = (struct pollfd){.fd = s->usage_efd, .events = POLLIN};
+        kind[n++] = OW_T_USAGE;
     }
     return n;
 }
@@ -218,6 +233,13 @@ unsigned ow_triggers_check(struct ow_state *s, const struct pollfd *pfd, const u
             o = cat(what, cap, o, "", text);
         }
     }
+    int usage_ready = 0;
+    for (int i = 0; i < n; i++)
+        if (kind[i] == OW_T_USAGE && (pfd[i].revents & POLLIN)) usage_ready = 1;
+    if (ow_usage_check(s, usage_ready, text, sizeof text)) {
+        fired |= OW_T_USAGE;
+        o = cat(what, cap, o, "", text);
+    }
     /* memory.events: re-read on every wake-up (a notification or the
      * --poll-ms timeout); reading also re-arms the kernfs notification */
     if (s->events_fd >= 0) {
@@ -252,6 +274,7 @@ unsigned ow_triggers_check(struct ow_state *s, const struct pollfd *pfd, const u
 
 void ow_triggers_close(struct ow_state *s)
 {
+    ow_usage_close(s);
     int *fds[] = {&s->psi_fd, &s->oom_efd, &s->oom_ctl_fd, &s->events_fd};
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0) {

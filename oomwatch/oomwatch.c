@@ -37,13 +37,21 @@ static const char usage[] =
     "  -c, --cgroup DIR       every process in a cgroup v2 directory and/or a cgroup v1\n"
     "                         memory directory (give both for a hybrid system)\n"
     "  -o, --output DIR       where the files go (created if missing)\n"
-    "triggers (default: every one the target supports):\n"
-    "  --triggers LIST        comma-separated: psi, oom, events\n"
-    "                         psi: PSI trigger on the target's cgroup v2 memory.pressure\n"
-    "                              (/proc/pressure/memory if it has no v2 group of its own)\n"
+    "triggers (default: every one scoped to the target; system-wide PSI only when\n"
+    "none is available):\n"
+    "  --triggers LIST        comma-separated: usage, oom, events, psi\n"
+    "                         usage: the group's memory, less its page cache, reaches\n"
+    "                              --usage (v1: threshold eventfd on memory.usage_in_bytes;\n"
+    "                              v2: memory.current polled against memory.max)\n"
     "                         oom: cgroup v1 OOM notification (eventfd on memory.oom_control);\n"
     "                              with oom_kill_disable 1 the task is parked, not killed\n"
     "                         events: cgroup v2 memory.events counters high/max/oom changed\n"
+    "                         psi: PSI trigger on the target's cgroup v2 memory.pressure\n"
+    "                              (/proc/pressure/memory, system-wide, if it has no v2 group\n"
+    "                              of its own); it sees no stall when anonymous memory grows\n"
+    "                              without swap: the kernel just kills -- use usage\n"
+    "  --usage PCT%|BYTES     the usage trigger's threshold: a percentage of the group's\n"
+    "                         limit, or a size (default 90%)\n"
     "  --psi \"some|full STALL_US WINDOW_US\"\n"
     "                         the PSI trigger (default \"" FT_PSI_DEFAULT "\"); without\n"
     "                         CAP_SYS_RESOURCE the window must be a multiple of 2 s\n"
@@ -66,9 +74,11 @@ static const char usage[] =
     "  -h, --help\n"
     "  -V, --version          the version of funtrace and of its file formats\n"
     "\n"
-    "BYTES take a K, M or G suffix.  Exit: 0 when the target is gone, on SIGINT/SIGTERM\n"
-    "or after --once saved a trace; 1 when --once found nothing to save; 2 on bad\n"
-    "arguments, target or trigger (one line on stderr).\n";
+    "BYTES take a K, M or G suffix.  The watcher exits when the target is gone: the pid\n"
+    "ended, or the cgroup was removed or lost its last process.  Exit: 0 when the\n"
+    "target is gone, on SIGINT/SIGTERM or after --once saved a trace; 1 when --once\n"
+    "found nothing to save; 2 on bad arguments, target or trigger (one line on stderr);\n"
+    "3 when the target was killed by the OOM killer and no trace of it was saved.\n";
 
 static int bad(const char *fmt, const char *a, const char *b)
 {
@@ -100,6 +110,8 @@ static int parse_triggers(const char *s, unsigned *out)
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "psi"))
             *out |= OW_T_PSI;
+        else if (!strcmp(t, "usage"))
+            *out |= OW_T_USAGE;
         else if (!strcmp(t, "oom"))
             *out |= OW_T_OOM;
         else if (!strcmp(t, "events"))
@@ -112,7 +124,7 @@ static int parse_triggers(const char *s, unsigned *out)
 
 static int parse_args(int argc, char **argv, struct ow_opts *o)
 {
-    enum { O_PSI = 256, O_TRIG, O_CORE, O_KILL, O_RAISE, O_MININT, O_MAXB, O_ONCE, O_POLL, O_STOP };
+    enum { O_PSI = 256, O_TRIG, O_CORE, O_KILL, O_RAISE, O_MININT, O_MAXB, O_ONCE, O_POLL, O_STOP, O_USAGE };
     static const struct option lo[] = {
         {"pid", required_argument, 0, 'p'},     {"cgroup", required_argument, 0, 'c'},
         {"output", required_argument, 0, 'o'},  {"psi", required_argument, 0, O_PSI},
@@ -121,6 +133,7 @@ static int parse_args(int argc, char **argv, struct ow_opts *o)
         {"min-interval", required_argument, 0, O_MININT}, {"max-bytes", required_argument, 0, O_MAXB},
         {"once", no_argument, 0, O_ONCE},       {"poll-ms", required_argument, 0, O_POLL},
         {"stop-ms", required_argument, 0, O_STOP}, {"verbose", no_argument, 0, 'v'},
+        {"usage", required_argument, 0, O_USAGE},
         {"help", no_argument, 0, 'h'},          {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     const char *psi = FT_PSI_DEFAULT;
@@ -131,6 +144,7 @@ static int parse_args(int argc, char **argv, struct ow_opts *o)
     o->raise = DEFAULT_RAISE;
     o->poll_ms = DEFAULT_POLL_MS;
     o->stop_ms = DEFAULT_STOP_MS;
+    o->usage_pct = OW_USAGE_DEFAULT_PCT;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":p:c:o:vhV", lo, NULL)) != -1) {
@@ -152,12 +166,12 @@ static int parse_args(int argc, char **argv, struct ow_opts *o)
         case O_PSI: psi = optarg; break;
         case O_TRIG:
             if (parse_triggers(optarg, &o->triggers) != 0)
-                return bad("--triggers: \"%s\" is not a list of psi, oom, events%s", optarg, "");
+                return bad("--triggers: \"%s\" is not a list of usage, oom, events, psi%s", optarg, "");
             break;
         case O_CORE: o->core = 1; break;
         case O_KILL: o->kill = 1; break;
         case O_RAISE:
-            if (ow_parse_bytes(optarg, &o->raise) != 0 || o->raise < 4096)
+            if (ce_parse_bytes(optarg, &o->raise) != 0 || o->raise < 4096)
                 return bad("--raise needs a size of at least 4K, not \"%s\"%s", optarg, "");
             break;
         case O_MININT:
@@ -167,10 +181,24 @@ static int parse_args(int argc, char **argv, struct ow_opts *o)
                 return bad("--min-interval needs a number of seconds, not \"%s\"%s", optarg, "");
             break;
         case O_MAXB:
-            if (ow_parse_bytes(optarg, &o->max_bytes) != 0)
+            if (ce_parse_bytes(optarg, &o->max_bytes) != 0)
                 return bad("--max-bytes needs a size, not \"%s\"%s", optarg, "");
             break;
         case O_ONCE: o->once = 1; break;
+        case O_USAGE: {
+            size_t l = strlen(optarg);
+            o->usage_given = 1;
+            if (l > 1 && optarg[l - 1] == '%') {
+                errno = 0;
+                unsigned long v = strtoul(optarg, &end, 10);
+                if (errno || end != optarg + l - 1 || v < 1 || v > 100)
+                    return bad("--usage needs a percentage (1%%..100%%) or a size, not \"%s\"%s", optarg, "");
+                o->usage_pct = (unsigned)v;
+            } else if (ce_parse_bytes(optarg, &o->usage_bytes) != 0 || o->usage_bytes < 4096) {
+                return bad("--usage needs a percentage (1%%..100%%) or a size, not \"%s\"%s", optarg, "");
+            }
+            break;
+        }
         case O_POLL:
         case O_STOP: {
             errno = 0;
@@ -232,8 +260,15 @@ static void describe(const struct ow_state *s, char *buf, size_t cap)
         o += (size_t)snprintf(buf + o, cap - o, " v2 %s", s->t.v2);
     if (o < cap) {
         o += (size_t)snprintf(buf + o, cap - o, "; triggers:");
+        if ((s->armed & OW_T_USAGE) && o < cap) {
+            char u[256];
+            ow_usage_describe(s, u, sizeof u);
+            o += (size_t)snprintf(buf + o, cap - o, " %s", u);
+        }
         if ((s->armed & OW_T_PSI) && o < cap)
-            o += (size_t)snprintf(buf + o, cap - o, " psi \"%s\" on %s", s->o.psi.text, s->t.psi_file);
+            o += (size_t)snprintf(buf + o, cap - o, " psi \"%s\" on %s%s", s->o.psi.text, s->t.psi_file,
+                                  s->t.psi_system_wide ? " (system-wide: the target has no cgroup v2 group of its "
+                                                         "own, so memory stalls of any process fire it)" : "");
         if ((s->armed & OW_T_OOM) && o < cap) {
             char oc[256];
             uint64_t dis = 0;
@@ -262,12 +297,47 @@ static int pidfd_open_(int pid)
 #endif
 }
 
+/* The target is gone: say how, whether the OOM killer was involved, and
+ * whether it was caught in time.  Returns the exit code. */
+static int gone(const struct ow_state *s, const char *why, uint64_t kills)
+{
+    char dumps[64];
+    snprintf(dumps, sizeof dumps, "%u dump%s, %u trace%s saved", s->dumps, s->dumps == 1 ? "" : "s", s->raws_saved,
+             s->raws_saved == 1 ? "" : "s");
+    if (!kills) {
+        ow_log("the target is gone: %s: exiting (%s)", why, dumps);
+        return OW_EXIT_OK;
+    }
+    int system_wide = s->oom_kills_kind == 3;
+    char killed[OC_PATH + 256];
+    snprintf(killed, sizeof killed, "%s counts %llu OOM kill%s since the watcher started%s", s->oom_kills_src,
+             (unsigned long long)kills, kills == 1 ? "" : "s", system_wide ? " (probably the target)" : "");
+    if (s->raws_saved) {
+        ow_log("the target is gone: %s; %s: exiting (%s)", why, killed, dumps);
+        return OW_EXIT_OK;
+    }
+    const char *hint;
+    if (s->armed & OW_T_USAGE)
+        hint = "the usage trigger did not fire before the kill: give it more headroom (a lower --usage)";
+    else if (s->armed & OW_T_OOM)
+        hint = "without oom_kill_disable 1 the OOM killer acts before the oom notification can be used: set it, "
+               "or use the usage trigger (--triggers usage)";
+    else if (s->armed & OW_T_PSI)
+        hint = "PSI sees no stall when anonymous memory grows without swap (nothing to reclaim: the kernel just "
+               "kills): use the usage trigger (--triggers usage), which needs a memory limit";
+    else
+        hint = "no trigger fired before the kill";
+    ow_log("the target is gone: %s; %s before any trace was saved (%s): %s", why, killed, dumps, hint);
+    return OW_EXIT_LOST;
+}
+
 int main(int argc, char **argv)
 {
     static struct ow_state st;
     struct ow_state *s = &st;
     cli_init("funtrace-oomwatch");
     s->psi_fd = s->oom_efd = s->oom_ctl_fd = s->events_fd = s->pidfd = s->sigfd = s->outfd = -1;
+    s->usage_efd = s->usage_ctl_fd = -1;
     s->last_dump = -1;
     int r = parse_args(argc, argv, &s->o);
     if (r >= 0)
@@ -281,6 +351,7 @@ int main(int argc, char **argv)
         return bad("%s%s", err, "");
     if (s->t.pid)
         s->pidfd = pidfd_open_(s->t.pid);
+    ow_oom_kills_start(s);
 
     sigset_t set;
     sigemptyset(&set);
@@ -314,6 +385,9 @@ int main(int argc, char **argv)
             kind[n++] = 0;
         }
         int timeout = s->o.poll_ms;
+        int tms = ow_triggers_poll_ms(s);
+        if (tms >= 0 && tms < timeout)
+            timeout = tms;
         if (pending) {
             double due = s->last_dump + s->o.min_interval - ow_now();
             int ms = due <= 0 ? 0 : (int)(due * 1000) + 1;
@@ -349,6 +423,7 @@ int main(int argc, char **argv)
         }
         if (pending && (s->last_dump < 0 || ow_now() - s->last_dump >= s->o.min_interval)) {
             int nsaved = ow_dump(s, pending_what);
+            s->raws_saved += (unsigned)nsaved;
             s->last_dump = ow_now();
             s->dumps++;
             pending = 0;
@@ -362,8 +437,12 @@ int main(int argc, char **argv)
             ow_log("a signal arrived during the dump: exiting");
             break;
         }
-        if ((ipid >= 0 && (pfd[ipid].revents & POLLIN)) || ow_target_gone(s)) {
-            ow_log("the target is gone: exiting (%u dump%s)", s->dumps, s->dumps == 1 ? "" : "s");
+        char why[OC_PATH + 128];
+        uint64_t kills = ow_oom_kills_since(s);
+        if (ow_target_gone(s, why, sizeof why) ||
+            (ipid >= 0 && (pfd[ipid].revents & POLLIN) && snprintf(why, sizeof why, "pid %d (%s) ended", s->t.pid,
+                                                                    s->t.comm) > 0)) {
+            exit_code = gone(s, why, kills);
             break;
         }
     }

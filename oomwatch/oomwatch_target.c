@@ -101,10 +101,13 @@ int ow_target_resolve(struct ow_state *s, char *err, size_t errlen)
         common_v2(s, &m, v2);
         oc_pids_free(&m);
     }
-    if (v2[0] && !oc_is_root(&t->mounts, v2) && oc_has(v2, "memory.pressure"))
+    if (v2[0] && !oc_is_root(&t->mounts, v2) && oc_has(v2, "memory.pressure")) {
         snprintf(t->psi_file, sizeof t->psi_file, "%s/memory.pressure", v2);
-    else
+    } else {
         snprintf(t->psi_file, sizeof t->psi_file, "/proc/pressure/memory");
+        t->psi_system_wide = 1;
+    }
+    if (t->pid) ow_comm(t->pid, t->comm, sizeof t->comm);
     return 0;
 }
 
@@ -160,13 +163,73 @@ void ow_target_freeze_dir(const struct ow_state *s, const struct oc_pids *member
     snprintf(dir, OC_PATH, "%s", cand);
 }
 
-int ow_target_gone(const struct ow_state *s)
+int ow_target_gone(struct ow_state *s, char *why, size_t cap)
 {
-    if (s->t.pid)
-        return !proc_alive(s->t.pid);
-    if (s->t.v1_given && access(s->t.v1, F_OK) != 0)
+    if (s->t.pid) {
+        if (proc_alive(s->t.pid))
+            return 0;
+        snprintf(why, cap, "pid %d (%s) ended", s->t.pid, s->t.comm);
         return 1;
-    if (s->t.v2_given && access(s->t.v2, F_OK) != 0)
+    }
+    for (int v = 0; v < 2; v++) {
+        const char *dir = v ? s->t.v2 : s->t.v1;
+        if ((v ? s->t.v2_given : s->t.v1_given) && access(dir, F_OK) != 0) {
+            snprintf(why, cap, "cgroup %s was removed", dir);
+            return 1;
+        }
+    }
+    /* a group that had processes and has none left (a group may be empty
+     * when the watcher starts: it waits for its first process) */
+
+    struct oc_pids m = {0};
+    ow_target_members(s, &m);
+    size_t n = m.n;
+    oc_pids_free(&m);
+    if (n) {
+        s->members_seen = 1;
+        return 0;
+    }
+    /* a process can come and be OOM-killed between two looks: a kill counted
+     * in the group says it was there (one counted system-wide does not) */
+    if (!s->members_seen && !(s->oom_kills_kind != 3 && ow_oom_kills_since(s)))
+        return 0;
+    snprintf(why, cap, "its last process ended: cgroup %s is empty", s->t.v1_given ? s->t.v1 : s->t.v2);
+    return 1;
+}
+
+/* OOM kills in the target's scope: v1 memory.oom_control (kind 1), v2
+ * memory.events (2) -- both count the group's and its descendants' -- else
+ * the system's /proc/vmstat (3).  kind 0: the first one readable. */
+static int oom_kills(const struct ow_state *s, int kind, uint64_t *n, char *src, size_t cap)
+{
+    char text[16384];
+    if ((!kind || kind == 1) && s->t.v1[0] && !oc_is_root(&s->t.mounts, s->t.v1) &&
+        oc_read(s->t.v1, "memory.oom_control", text, sizeof text) > 0 && oc_keyed(text, "oom_kill", n) == 0) {
+        if (src) snprintf(src, cap, "%s/memory.oom_control", s->t.v1);
         return 1;
+    }
+    if ((!kind || kind == 2) && s->t.v2[0] && !oc_is_root(&s->t.mounts, s->t.v2) &&
+        oc_read(s->t.v2, "memory.events", text, sizeof text) > 0 && oc_keyed(text, "oom_kill", n) == 0) {
+        if (src) snprintf(src, cap, "%s/memory.events", s->t.v2);
+        return 2;
+    }
+    if ((!kind || kind == 3) && oc_read("/proc", "vmstat", text, sizeof text) > 0 && oc_keyed(text, "oom_kill", n) == 0) {
+        if (src) snprintf(src, cap, "/proc/vmstat, system-wide");
+        return 3;
+    }
     return 0;
+}
+
+void ow_oom_kills_start(struct ow_state *s)
+{
+    s->oom_kills_kind = oom_kills(s, 0, &s->oom_kills0, s->oom_kills_src, sizeof s->oom_kills_src);
+}
+
+uint64_t ow_oom_kills_since(struct ow_state *s)
+{
+    uint64_t n;
+    /* a group removed with its processes: the last count read stands */
+    if (s->oom_kills_kind && oom_kills(s, s->oom_kills_kind, &n, NULL, 0) && n >= s->oom_kills0)
+        s->oom_kills_last = n - s->oom_kills0;
+    return s->oom_kills_last;
 }

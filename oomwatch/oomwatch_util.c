@@ -74,32 +74,6 @@ void ow_human(char *buf, size_t cap, uint64_t b)
         snprintf(buf, cap, "%llu B", (unsigned long long)b);
 }
 
-int ow_parse_bytes(const char *s, uint64_t *v)
-{
-    char *end;
-    errno = 0;
-    if (!s || !isdigit((unsigned char)s[0]))
-        return -1;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (errno)
-        return -1;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end == 'i' && shift)
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end || (shift && x > (UINT64_MAX >> shift)))
-        return -1;
-    *v = (uint64_t)x << shift;
-    return 0;
-}
-
 void ow_comm(int pid, char *buf, size_t cap)
 {
     char path[64];

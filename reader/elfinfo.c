@@ -1,4 +1,5 @@
 /* elfinfo.c -- ELF objects on disk and in target memory (see elfinfo.h) */
+#define _GNU_SOURCE
 #include "elfinfo.h"
 
 #include <elf.h>
@@ -34,6 +35,17 @@ uint32_t elf_build_id_in_notes(const uint8_t *p, size_t n, uint8_t out[FT_BUILD_
         off = (size_t)next;
     }
     return 0;
+}
+
+/* Can the string table (section link) hold the name sym?  Every symbol's
+ * name is in it (possibly as the tail of a longer string): without the
+ * string, no symbol table scan is needed (libc's has thousands of symbols). */
+static int strtab_has(Elf *elf, size_t link, const char *sym)
+{
+    Elf_Scn *scn = elf_getscn(elf, link);
+    Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+    if (!d || !d->d_buf) return 1; /* cannot tell: scan */
+    return memmem(d->d_buf, d->d_size, sym, strlen(sym) + 1) != NULL;
 }
 
 int elf_info_load(const char *path, const char *sym, struct elf_info *out, char *err, size_t errlen)
@@ -85,6 +97,7 @@ int elf_info_load(const char *path, const char *sym, struct elf_info *out, char 
             GElf_Shdr sh;
             if (!gelf_getshdr(scn, &sh)) continue;
             if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) continue;
+            if (!strtab_has(elf, sh.sh_link, sym)) continue;
             Elf_Data *d = elf_getdata(scn, NULL);
             if (!d || !sh.sh_entsize) continue;
             size_t n = sh.sh_size / sh.sh_entsize;
@@ -175,4 +188,35 @@ uint32_t elf_build_id_in_file(const uint8_t *p, uint64_t size, uint8_t out[FT_BU
         if (r) return r;
     }
     return 0;
+}
+
+int elf_core_ehdr(Elf64_Ehdr *eh, uint64_t phnum)
+{
+    memset(eh, 0, sizeof *eh);
+    memcpy(eh->e_ident, ELFMAG, SELFMAG);
+    eh->e_ident[EI_CLASS] = ELFCLASS64;
+    eh->e_ident[EI_DATA] = ELFDATA2LSB;
+    eh->e_ident[EI_VERSION] = EV_CURRENT;
+    eh->e_ident[EI_OSABI] = ELFOSABI_NONE;
+    eh->e_type = ET_CORE;
+    eh->e_machine = EM_X86_64;
+    eh->e_version = EV_CURRENT;
+    eh->e_phoff = sizeof *eh;
+    eh->e_ehsize = sizeof *eh;
+    eh->e_phentsize = sizeof(Elf64_Phdr);
+    eh->e_phnum = phnum >= PN_XNUM ? PN_XNUM : (Elf64_Half)phnum;
+    return phnum >= PN_XNUM;
+}
+
+void elf_core_xnum(Elf64_Ehdr *eh, Elf64_Shdr *sh, uint64_t phnum, uint64_t shoff)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->sh_type = SHT_NULL;
+    sh->sh_size = 1;          /* e_shnum */
+    sh->sh_link = SHN_UNDEF;  /* e_shstrndx */
+    sh->sh_info = (Elf64_Word)phnum;
+    eh->e_shoff = shoff;
+    eh->e_shentsize = sizeof *sh;
+    eh->e_shnum = 1;
+    eh->e_shstrndx = SHN_UNDEF;
 }

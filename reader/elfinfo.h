@@ -39,6 +39,16 @@ uint32_t elf_build_id_in_memory(const struct ft_reader *rd, uint64_t start, uint
  * PT_NOTE segments. Returns the length (0 if none). */
 uint32_t elf_build_id_in_file(const uint8_t *p, uint64_t size, uint8_t out[FT_BUILD_ID_MAX]);
 
+/* The ELF header of an x86-64 core whose phnum program headers follow it.
+ * From 65,535 on the count does not fit e_phnum: the kernel's way
+ * (fs/binfmt_elf.c fill_extnum_info) is e_phnum = PN_XNUM and the count in
+ * the sh_info of one section header (SHT_NULL, sh_size 1, sh_link 0) at
+ * e_shoff, written after the memory: elf_core_xnum fills that header and the
+ * ELF header's fields for it, shoff being where it goes.  Returns whether
+ * one is needed. */
+int elf_core_ehdr(Elf64_Ehdr *eh, uint64_t phnum);
+void elf_core_xnum(Elf64_Ehdr *eh, Elf64_Shdr *sh, uint64_t phnum, uint64_t shoff);
+
 /* Find an NT_GNU_BUILD_ID in a note buffer. Returns length or 0. */
 uint32_t elf_build_id_in_notes(const uint8_t *p, size_t n, uint8_t out[FT_BUILD_ID_MAX]);
 

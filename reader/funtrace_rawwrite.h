@@ -111,6 +111,20 @@ int ft_raw_emit(const struct ft_reader *rd, uint64_t root_addr,
                 const struct ft_source_info *si, const struct ft_writer *w,
                 struct ft_emit_stats *stats);
 
+/* The target memory ft_raw_emit would read, as far as rd can tell now: for a
+ * reader that must decide what to keep before it can read it all (coreextract
+ * reading a core once from a pipe).  need(ctx, what, addr, len) is called for
+ * the root, the command line, the module and generation tables and the thread
+ * registry, and for the ring of every registry record that starts in
+ * [lo, hi) and that rd can read (a range may be reported again on a later
+ * call).  Returns the number of those records rd cannot read (yet), or a
+ * negative FT_ROOT_E* code if there is no valid root at root_addr (nothing
+ * reported). */
+enum ft_need_what { FT_NEED_ROOT, FT_NEED_CMDLINE, FT_NEED_MODULES, FT_NEED_GENS, FT_NEED_REGISTRY,
+                    FT_NEED_RING };
+int ft_raw_needed(const struct ft_reader *rd, uint64_t root_addr, uint64_t lo, uint64_t hi,
+                  void (*need)(void *ctx, int what, uint64_t addr, uint64_t len), void *ctx);
+
 /* Write one chunk: 8-char magic, u64 length, payload. 0 / -1. */
 int ft_raw_chunk(const struct ft_writer *w, const char magic[8],
                  const void *payload, uint64_t len, struct ft_emit_stats *stats);

@@ -719,6 +719,50 @@ int ft_raw_emit(const struct ft_reader *rdr, uint64_t root_addr, const struct ft
     return 0;
 }
 
+/* ---- what ft_raw_emit reads (funtrace_rawwrite.h) -------------------------- */
+
+int ft_raw_needed(const struct ft_reader *rdr, uint64_t root_addr, uint64_t lo, uint64_t hi,
+                  void (*need)(void *ctx, int what, uint64_t addr, uint64_t len), void *ctx)
+{
+    struct rw cc;
+    struct rw *c = &cc;
+    memset(c, 0, sizeof *c);
+    int rc = root_load(c, rdr, root_addr);
+    if (rc) return rc;
+    need(ctx, FT_NEED_ROOT, root_addr, c->root_size);
+    uint64_t cmd = rootf(c, FT_F_ROOT_CMDLINE), cmd_len = rootf(c, FT_F_ROOT_CMDLINE_LEN);
+    if (cmd && cmd_len) need(ctx, FT_NEED_CMDLINE, cmd, cmd_len > RW_CMDLINE_MAX ? RW_CMDLINE_MAX : cmd_len);
+    c->threads = rootf(c, FT_F_ROOT_THREADS);
+    c->modules = rootf(c, FT_F_ROOT_MODULES);
+    c->gens = rootf(c, FT_F_ROOT_GENS);
+    uint32_t nthr = clamp_count(c, rootf(c, FT_F_ROOT_THREADS_USED), rootf(c, FT_F_ROOT_THREADS_CAP),
+                                RW_MAX_THREADS, "thread");
+    uint32_t nmod = clamp_count(c, rootf(c, FT_F_ROOT_MODULES_USED), rootf(c, FT_F_ROOT_MODULES_CAP),
+                                RW_MAX_MODULES, "module");
+    uint64_t gcap = rootf(c, FT_F_ROOT_GENS_CAP);
+    if (gcap > FT_GEN_SLOTS) gcap = FT_GEN_SLOTS;
+    if (c->modules && nmod) need(ctx, FT_NEED_MODULES, c->modules, (uint64_t)nmod * c->sizes[FT_S_MODULE]);
+    if (c->gens && gcap) need(ctx, FT_NEED_GENS, c->gens, gcap * c->sizes[FT_S_GEN]);
+    uint64_t sz = c->sizes[FT_S_THREAD];
+    if (!c->threads || !nthr || c->threads + nthr * sz < c->threads) return 0;
+    need(ctx, FT_NEED_REGISTRY, c->threads, nthr * sz);
+    /* the records starting in [lo, hi) */
+    uint64_t first = lo <= c->threads ? 0 : (lo - c->threads + sz - 1) / sz;
+    uint64_t end = hi <= c->threads ? 0 : (hi - c->threads + sz - 1) / sz;
+    if (end > nthr) end = nthr;
+    struct trec t;
+    int unknown = 0;
+    for (uint64_t i = first; i < end; i++) {
+        if (!ft_rw_trec_read(c, (uint32_t)i, &t)) {
+            unknown++;
+            continue;
+        }
+        uint64_t ring = TF(&t, FT_F_THR_RING), size = TF(&t, FT_F_THR_RING_SIZE);
+        if (ring && size && size <= RW_MAX_RING && ring + size > ring) need(ctx, FT_NEED_RING, ring, size);
+    }
+    return unknown;
+}
+
 /* ---- a stopped process's "now" in TSC ticks -------------------------------- */
 
 uint64_t ft_raw_estimate_tsc(const struct ft_reader *rdr, uint64_t root_addr, uint64_t now_mono_ns)

@@ -60,7 +60,10 @@ static int try_object(const struct root_search *s, struct root_found *f, const c
         return 0;
     }
     if (!ei.has_sym) {
-        if (is_exe) snprintf(f->why_not, sizeof f->why_not, "%s has no %s symbol", file, FT_ROOT_SYMBOL);
+        if (is_exe) {
+            snprintf(f->why_not, sizeof f->why_not, "%s has no %s symbol", file, FT_ROOT_SYMBOL);
+            f->exe_without_runtime = 1;
+        }
         return 0;
     }
     f->runtime_seen = 1;
@@ -97,7 +100,9 @@ static int scan(const struct ft_reader *rd, const struct root_range *writable, s
     int found = 0, rejected = 0, last_rc = 0;
     for (size_t r = 0; r < nwritable && !found; r++) {
         uint64_t a = (writable[r].start + 7) & ~7ull;
-        while (a + 8 <= writable[r].end && !found) {
+        if (a < writable[r].start) continue; /* a range at the very top of the address space */
+        /* (a < end first: a + 8 wraps for a range that ends at 2^64 - 1) */
+        while (a < writable[r].end && writable[r].end - a >= 8 && !found) {
             uint64_t n = writable[r].end - a;
             if (n > SCAN_CHUNK) n = SCAN_CHUNK;
             size_t got = rd->read(rd->ctx, a, buf, (size_t)n);
@@ -115,8 +120,9 @@ static int scan(const struct ft_reader *rd, const struct root_range *writable, s
                 rejected++;
                 last_rc = rc;
             }
-            if (got < n) a = ((a + got) & ~0xfffull) + 0x1000; /* hole: next page */
-            else a += n;
+            uint64_t next = got < n ? ((a + got) & ~0xfffull) + 0x1000 /* hole: next page */ : a + n;
+            if (next <= a) break; /* the top of the address space */
+            a = next;
         }
     }
     free(buf);

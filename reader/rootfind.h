@@ -32,6 +32,8 @@ struct root_found {
     char how[512];                   /* for -v */
     char why_not[512];               /* when not found: the reason */
     int runtime_seen;                /* funtrace_root symbol exists (runtime linked) */
+    int exe_without_runtime;         /* the executable that ran (its build-id checked when the
+                                        target holds one) has no funtrace_root symbol */
     char warning[512];               /* to print if the root is found anyway (EXE build-id differs) */
 };
 

@@ -1,6 +1,7 @@
 /* util.c -- see util.h */
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,17 +15,39 @@ const char *ce_prog = "coreextract";
 
 static void vline(const char *kind, const char *fmt, va_list ap)
 {
-    char msg[1024];
+    char msg[4096];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    /* one line, always */
-    for (char *p = msg; *p; p++)
-        if (*p == '\n') *p = ' ';
+    /* one line, always, and nothing a terminal would act on: control
+     * characters and bytes that are not UTF-8 (e.g. from a corrupt core's
+     * file names) are written as '?' */
+    for (unsigned char *p = (unsigned char *)msg; *p;) {
+        unsigned n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+        unsigned k = 1;
+        while (n > 1 && k < n && (p[k] & 0xc0) == 0x80) k++;
+        if (n == 1) {
+            if (*p == '\n') *p = ' ';
+            else if (*p < 0x20 || *p == 0x7f) *p = '?';
+            p++;
+        } else if (n && k == n && !(n == 2 && p[0] == 0xc2 && p[1] < 0xa0) && !(n == 2 && p[0] < 0xc2)) {
+            p += n; /* a UTF-8 character (not a C1 control, not overlong) */
+        } else {
+            *p++ = '?';
+        }
+    }
     fprintf(stderr, "%s: %s%s\n", ce_prog, kind, msg);
 }
 
 void ce_note(const char *fmt, ...)
 {
     if (!ce_verbose) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vline("", fmt, ap);
+    va_end(ap);
+}
+
+void ce_error(const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
     vline("", fmt, ap);
@@ -208,5 +231,31 @@ int ce_fdout_write(void *ctx, const void *p, size_t n)
     if (sizeof o->buf - o->len < n && ce_fdout_flush(o)) return -1;
     memcpy(o->buf + o->len, p, n);
     o->len += n;
+    return 0;
+}
+
+int ce_parse_bytes(const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    if (!s || !isdigit((unsigned char)s[0]))
+        return -1;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end == 'i' && shift)
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || (shift && x > (UINT64_MAX >> shift)))
+        return -1;
+    *v = (uint64_t)x << shift;
     return 0;
 }

@@ -16,6 +16,10 @@ extern const char *ce_prog; /* "coreextract" */
 void ce_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* warning line to stderr (always) */
 void ce_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* the one line of a failure, "coreextract: ..." on stderr.  Every line of
+ * these three is one line: control characters (e.g. from a corrupt core's
+ * file names) are written as '?'. */
+void ce_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* What a PARTIAL trace is missing, as one line for the final message: the
  * threads whose records or rings could not be read (counted over all of
@@ -55,6 +59,9 @@ struct ce_buf {
 };
 void ce_buf_reserve(struct ce_buf *b, size_t extra);
 void ce_buf_free(struct ce_buf *b);
+
+/* "N", "NK", "NM", "NG" (also KiB/KB...) -> bytes; 0, or -1 if not a size */
+int ce_parse_bytes(const char *s, uint64_t *v);
 
 /* write all n bytes (retries short writes and EINTR); 0, or -1 with errno */
 int ce_write_all(int fd, const void *buf, size_t n);

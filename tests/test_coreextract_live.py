@@ -108,11 +108,18 @@ def test_live_stopped_process(tree, crashprog, spawn):
 
 def test_live_copy_race_keeps_order(tree, crashprog, spawn):
     """A thread writing its (small) ring as fast as it can while we copy it: what is
-    emitted is always a consistent, time-ordered tail; overwritten events are dropped."""
+    emitted is always a consistent, time-ordered tail, every slot accounted for
+    (emitted, or dropped because it may have been overwritten during the copy).
+
+    Whether a copy races the writer depends on the scheduler (a loaded machine may
+    not run the writer during a copy at all), so this asserts what holds either
+    way; what a race of k entries must give -- exactly the k oldest dropped, the
+    rest intact, a lapped ring dropped whole -- is tested deterministically on the
+    same code in test_coreextract_rawwrite.py (test_live_copy_race,
+    test_live_writer_lapping_the_ring_during_the_copy)."""
     require_tools(tree, "coreextract")
     p = start(spawn, crashprog, "busy", "1", env={"FUNTRACE_BUF": "65536"})
     syms = None
-    raced = 0
     for _ in range(15):
         r, raw = live(tree, p.pid)
         assert r.returncode == 0, r.stderr
@@ -122,16 +129,17 @@ def test_live_copy_race_keeps_order(tree, crashprog, spawn):
                 and not any(n.endswith("ce_live_tick") for n in event_names(t, syms))]
         assert len(busy) == 1
         t = busy[0]
-        assert t.n_entries or t.flags & rawfile.TSF["COPY_RACED"]
+        raced = bool(t.flags & rawfile.TSF["COPY_RACED"])
+        assert t.n_entries or raced
         tscs = [e.tsc for e in t.events()]
         assert tscs == sorted(tscs), "ring linearized out of order"
         names = event_names(t, syms)
         # calls and returns of ce_step1 alternate
         steps = [n for n in names if n.endswith("ce_step1")]
         assert all(a != b for a, b in zip(steps, steps[1:]))
-        raced += bool(t.flags & rawfile.TSF["COPY_RACED"])
         assert t.n_entries + t.n_dropped >= 4095 - 1    # every slot accounted for
-    assert raced >= 1, "a thread writing 16-byte events every few ns never raced a 64 KiB copy"
+        # a race drops what may have been overwritten; without one, at most a torn last entry
+        assert t.n_dropped > 0 if raced else t.n_dropped <= 1, (t.n_dropped, t.flags)
 
 
 def test_live_bad_pids(tree, compiled, spawn, tmp_path):

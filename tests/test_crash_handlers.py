@@ -238,7 +238,14 @@ def test_exception_out_of_the_handler_resumes_tracing(compiled, run_crash, tool)
     f = the_fault(raw, rawfile.FAULT_CAUGHT)
     assert f["addr"] == 0x30 and f["flags"] & rawfile.FAULTF_FROZEN and f["end_tsc"] > f["tsc"]
     seq = sequence(raw, main_thread(raw), Syms(prog))
-    assert seq[-3:] == [("main", "catch"), ("after_recovery", "call"), ("after_recovery", "ret")], seq
+    # a catch is a run of catch entries (the catcher, then its callers), then
+    # the interposed __cxa_begin_catch/__cxa_end_catch calls (FORMAT.md 1.4)
+    k = max(n for n, e in enumerate(seq) if e == ("main", "catch"))
+    assert seq[k - 1][1] != "catch", seq
+    after = seq[k + 1:]
+    assert all(e[1] == "catch" for e in after[:after.index(("__cxa_begin_catch", "call"))]), seq
+    assert [e for e in after if e[1] != "catch" and not e[0].startswith("__cxa_")] == \
+        [("after_recovery", "call"), ("after_recovery", "ret")], seq
     out = decode_text(tool, r, "--text")
     assert "an exception left the program's handler after" in out
     assert re.search(r"w_probe.*\[unwound by exception\]", out), out

@@ -10,6 +10,11 @@
  *                ce_live_tick forever (for --pid), printing "ready" when set up
  *   busy         like live, plus one thread calling ce_step1 in a tight loop
  *   plugin LIB   dlopen LIB, call its ce_plugin_entry(), which faults inside LIB
+ *   heap N       N MiB of malloc'ed memory filled with a pattern, then fault
+ *   maps N       map one-page mappings (alternately readable and not, so they
+ *                stay separate) until the process has about N, then one of 4096
+ *                pages; print "mappings M", then fault (a core with M+ program
+ *                headers; the pages are never touched, so they hold no data)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -17,11 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
 volatile int ce_sink;
+char *volatile ce_heap;
 static pthread_barrier_t all_ready;
 
 NOINLINE void ce_step1(int i) { ce_sink += i; }
@@ -121,6 +128,27 @@ int main(int argc, char **argv)
             ce_live_tick(-1);
             usleep(1000);
         }
+    } else if (strcmp(mode, "heap") == 0) {
+        char *p = malloc((size_t)n << 20);
+        if (!p) return 3;
+        memset(p, 0x5a, (size_t)n << 20);
+        ce_heap = p; /* escapes: the memset stays */
+        ce_step1(7);
+        ce_fault(NULL);
+    } else if (strcmp(mode, "maps") == 0) {
+        int m = 0;
+        char line[512];
+        FILE *f = fopen("/proc/self/maps", "r");
+        while (f && fgets(line, sizeof line, f)) m++;
+        if (f) fclose(f);
+        for (int i = 0; m < n; i++, m++)
+            if (mmap(NULL, 4096, (i & 1) ? PROT_NONE : PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+                break;
+        if (mmap(NULL, 4096 * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) m++;
+        printf("mappings %d\n", m);
+        fflush(stdout);
+        ce_step1(6);
+        ce_fault(NULL);
     } else if (strcmp(mode, "plugin") == 0) {
         void *h = dlopen(argv[2], RTLD_NOW);
         if (!h) {
