@@ -30,6 +30,10 @@ static inline uint64_t ft_ticks_ns(const struct ft_clock *c, uint64_t d)
 
 static inline int64_t ft_clock_ns(const struct ft_clock *c, uint64_t tsc)
 {
+    /* the common case (hz >= 1 GHz: mult < 2^64; a span the saturation
+     * cannot reach, as the result is at most the span) in one multiplication */
+    if (tsc >= c->ref_tsc && !(uint64_t)(c->mult >> 64) && tsc - c->ref_tsc <= (uint64_t)(INT64_MAX / 4))
+        return c->ref_ns + (int64_t)(uint64_t)(((unsigned __int128)(tsc - c->ref_tsc) * (uint64_t)c->mult) >> 64);
     if (tsc >= c->ref_tsc)
         return c->ref_ns + (int64_t)ft_ticks_ns(c, tsc - c->ref_tsc);
     return c->ref_ns - (int64_t)ft_ticks_ns(c, c->ref_tsc - tsc);

@@ -30,15 +30,49 @@
 #include "views.h"
 #include "xalloc.h"
 
+/* a piece of a slice's text, stored padded to a multiple of 32 bytes (copied
+ * 32 bytes at a time) */
+struct jpiece {
+    char *s;
+    size_t len;
+};
+
+#define ARGS_KEYS 0x7ffu /* the SL_* bits */
+
 struct json_view {
     struct view v;
     struct outbuf o;
     int64_t base;
-    char **prefix; /* per thread: {"ph":"X","pid":P,"tid":T,"ts": */
-    size_t *prefix_len;
+    struct jpiece *prefix; /* per thread: {"ph":"X","pid":P,"tid":T,"ts": */
+    struct jpiece *tail;   /* per function id: ,"name":NAME},\n (s NULL: not made yet) */
+    size_t ntail;
+    struct jpiece *args;   /* per SL_* flags (less SL_PENDING, SL_BOUND): ,"args":{... */
     uint64_t nslices;
     struct outfile file;
 };
+
+static struct jpiece piece(const char *a, size_t la, const char *b, size_t lb, const char *c, size_t lc)
+{
+    size_t n = la + lb + lc;
+    char *s = xcalloc((n + 31) / 32 * 32 + 32, 1);
+    memcpy(s, a, la);
+    memcpy(s + la, b, lb);
+    memcpy(s + la + lb, c, lc);
+    return (struct jpiece){s, n};
+}
+
+/* p must have room for len rounded up to 32 */
+static inline char *put_piece(char *p, const struct jpiece *x)
+{
+    for (size_t k = 0; k < x->len; k += 32)
+        memcpy(p + k, x->s + k, 32);
+    return p + x->len;
+}
+
+static inline size_t room(const struct jpiece *x)
+{
+    return (x->len + 31) / 32 * 32;
+}
 
 static void meta(struct json_view *J, struct dec *d, const char *what, uint64_t tid, const char *key, const char *sval, long ival,
                  const char *tail)
@@ -118,20 +152,16 @@ static int j_begin(struct view *v, struct dec *d)
     char buf[128];
     meta(J, d, "process_name", d->pid, "name", d->t.cmdline[0] ? d->t.cmdline : "traced process", 0, ",\n");
     J->prefix = xcalloc(d->nth, sizeof *J->prefix);
-    J->prefix_len = xcalloc(d->nth, sizeof *J->prefix_len);
     for (size_t i = 0; i < d->nth; i++) {
         struct dthread *th = &d->th[i];
         if (!th->shown)
             continue;
         meta(J, d, "thread_name", th->rt->tid, "name", thread_label(d, th, buf, sizeof buf), 0, ",\n");
         meta(J, d, "thread_sort_index", th->rt->tid, "sort_index", NULL, th->rt->tid == d->crash_tid ? -1 : (long)i, ",\n");
-        char *p;
-        int n = asprintf(&p, "{\"ph\":\"X\",\"pid\":%llu,\"tid\":%llu,\"ts\":", (unsigned long long)d->pid,
-                         (unsigned long long)th->rt->tid);
-        if (n < 0)
-            xalloc_die();
-        J->prefix[i] = p;
-        J->prefix_len[i] = (size_t)n;
+        char p[128];
+        int n = snprintf(p, sizeof p, "{\"ph\":\"X\",\"pid\":%llu,\"tid\":%llu,\"ts\":",
+                         (unsigned long long)d->pid, (unsigned long long)th->rt->tid);
+        J->prefix[i] = piece(p, (size_t)n, "", 0, "", 0);
     }
     /* generation boundaries */
     for (size_t gi = 0; gi < d->ngens; gi++) {
@@ -166,7 +196,8 @@ static int j_begin(struct view *v, struct dec *d)
     return 0;
 }
 
-static void flag_args(struct outbuf *o, unsigned f, int64_t ub)
+/* ,"args":{ and the names of the flags f (not SL_BOUND's: its value follows) */
+static const struct jpiece *flag_args(struct json_view *J, unsigned f)
 {
     static const struct {
         unsigned bit;
@@ -182,51 +213,76 @@ static void flag_args(struct outbuf *o, unsigned f, int64_t ub)
         {SL_CUT_START, "\"clipped_by_since\":true"},
         {SL_CUT_END, "\"clipped_by_until\":true"},
     };
+    f &= ARGS_KEYS & ~(SL_PENDING | SL_BOUND);
+    if (!J->args)
+        J->args = xcalloc(ARGS_KEYS + 1, sizeof *J->args);
+    struct jpiece *a = &J->args[f];
+    if (a->s)
+        return a;
+    char buf[512];
+    size_t n = 0;
     int first = 1;
-    ob_str(o, ",\"args\":{");
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (!(f & names[i].bit))
             continue;
         if (!first)
-            ob_char(o, ',');
-        ob_str(o, names[i].txt);
+            buf[n++] = ',';
+        memcpy(buf + n, names[i].txt, strlen(names[i].txt));
+        n += strlen(names[i].txt);
         first = 0;
     }
-    if (f & SL_BOUND) /* with "measured":false */
-        ob_printf(o, ",\"upper_bound_ns\":%lld", (long long)ub);
-    ob_char(o, '}');
+    *a = piece(",\"args\":{", 9, buf, n, "", 0);
+    return a;
+}
+
+/* ,"name":NAME},\n of function f */
+static const struct jpiece *name_tail(struct json_view *J, struct dec *d, uint32_t f)
+{
+    if (__builtin_expect(f < J->ntail && J->tail[f].s != NULL, 1))
+        return &J->tail[f];
+    if (f >= J->ntail) {
+        size_t n = J->ntail;
+        J->tail = xgrow(J->tail, &J->ntail, (size_t)f + 1, sizeof *J->tail);
+        memset(J->tail + n, 0, (J->ntail - n) * sizeof *J->tail);
+    }
+    struct func *fn = sym_func(d->sym, f);
+    fn->used = 1;
+    J->tail[f] = piece(",\"name\":", 8, fn->jname, strlen(fn->jname), "},\n", 3);
+    return &J->tail[f];
 }
 
 static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)
 {
     struct json_view *J = (struct json_view *)v;
     struct outbuf *o = &J->o;
-    int ti = th->index;
     (void)gi;
     J->nslices += n;
-    const char *pre = J->prefix[ti];
-    size_t pl = J->prefix_len[ti];
+    const struct jpiece *pre = &J->prefix[th->index];
+    size_t pre_room = room(pre);
     for (size_t i = 0; i < n; i++) {
-        struct func *fn = sym_func(d->sym, s[i].func);
-        fn->used = 1;
-        size_t jl = strlen(fn->jname);
-        char *p = ob_reserve(o, pl + jl + 96);
-        memcpy(p, pre, pl);
-        p += pl;
+        const struct jpiece *tl = name_tail(J, d, s[i].func);
+        unsigned fl = s[i].flags & ~SL_PENDING;
+        const struct jpiece *args = fl ? flag_args(J, fl) : NULL;
+        /* two numbers of at most 21 characters, ",\"dur\":", the bound */
+        size_t need = pre_room + 96 + room(tl) + (args ? room(args) + 64 : 0);
+        char *p = ob_reserve(o, need);
+        if (__builtin_expect(o->cap - o->len < need, 0))
+            xalloc_die(); /* a name longer than the whole buffer */
+        p = put_piece(p, pre);
         p += fmt_us3(p, s[i].start - J->base);
         memcpy(p, ",\"dur\":", 7);
         p += 7;
         p += fmt_us3(p, s[i].end - s[i].start);
-        o->len = (size_t)(p - o->buf);
-        if (s[i].flags & ~(SL_PENDING))
-            flag_args(o, s[i].flags, s[i].ub);
-        p = ob_reserve(o, jl + 16);
-        memcpy(p, ",\"name\":", 8);
-        p += 8;
-        memcpy(p, fn->jname, jl);
-        p += jl;
-        memcpy(p, "},\n", 3);
-        p += 3;
+        if (args) {
+            p = put_piece(p, args);
+            if (fl & SL_BOUND) { /* with "measured":false */
+                memcpy(p, ",\"upper_bound_ns\":", 18);
+                p += 18;
+                p += fmt_i64(p, s[i].ub);
+            }
+            *p++ = '}';
+        }
+        p = put_piece(p, tl);
         o->len = (size_t)(p - o->buf);
     }
 }
@@ -320,9 +376,14 @@ static int j_end(struct view *v, struct dec *d)
     file_info(J, d);
     ob_str(o, "}\n");
     for (size_t i = 0; i < d->nth; i++)
-        free(J->prefix[i]);
+        free(J->prefix[i].s);
     free(J->prefix);
-    free(J->prefix_len);
+    for (size_t i = 0; i < J->ntail; i++)
+        free(J->tail[i].s);
+    free(J->tail);
+    for (size_t i = 0; J->args && i <= ARGS_KEYS; i++)
+        free(J->args[i].s);
+    free(J->args);
     return outfile_close(&J->file, ob_close(o));
 }
 

@@ -67,25 +67,46 @@ static const char digits2[201] = "0001020304050607080910111213141516171819202122
                                  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                  "8081828384858687888990919293949596979899";
 
+static const uint64_t pow10_tab[20] = {
+    1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull, 1000000000ull,
+    10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull, 100000000000000ull,
+    1000000000000000ull, 10000000000000000ull, 100000000000000000ull, 1000000000000000000ull,
+    10000000000000000000ull};
+
+/* decimal digits of v (1 for 0) */
+static inline int ndigits(uint64_t v)
+{
+    v |= 1; /* 0 has one digit; the powers compared with are even */
+    int t = (64 - __builtin_clzll(v)) * 1233 >> 12; /* ~log10(2^bits) */
+    return t + 1 - (v < pow10_tab[t]);
+}
+
 int fmt_u64(char *p, uint64_t v)
 {
-    char tmp[24];
-    int i = 24;
-    while (v >= 100) {
-        unsigned d = (unsigned)(v % 100) * 2;
-        v /= 100;
-        tmp[--i] = digits2[d + 1];
-        tmp[--i] = digits2[d];
+    int n = ndigits(v);
+    char *q = p + n;
+    if (v >> 32) { /* the digits beyond 32 bits first, two at a time */
+        while (v > UINT32_MAX) {
+            unsigned d = (unsigned)(v % 100) * 2;
+            v /= 100;
+            q -= 2;
+            memcpy(q, digits2 + d, 2);
+        }
     }
-    if (v >= 10) {
-        unsigned d = (unsigned)v * 2;
-        tmp[--i] = digits2[d + 1];
-        tmp[--i] = digits2[d];
+    uint32_t w = (uint32_t)v;
+    while (w >= 100) {
+        unsigned d = w % 100 * 2;
+        w /= 100;
+        q -= 2;
+        memcpy(q, digits2 + d, 2);
+    }
+    if (w >= 10) {
+        q -= 2;
+        memcpy(q, digits2 + w * 2, 2);
     } else {
-        tmp[--i] = (char)('0' + v);
+        *--q = (char)('0' + w);
     }
-    memcpy(p, tmp + i, (size_t)(24 - i));
-    return 24 - i;
+    return n;
 }
 
 int fmt_i64(char *p, int64_t v)
@@ -109,11 +130,10 @@ int fmt_us3(char *p, int64_t ns)
     }
     n += fmt_u64(p + n, a / 1000);
     unsigned f = (unsigned)(a % 1000);
-    p[n++] = '.';
-    p[n++] = (char)('0' + f / 100);
-    p[n++] = (char)('0' + f / 10 % 10);
-    p[n++] = (char)('0' + f % 10);
-    return n;
+    p[n] = '.';
+    p[n + 1] = (char)('0' + f / 100);
+    memcpy(p + n + 2, digits2 + f % 100 * 2, 2);
+    return n + 4;
 }
 
 void ob_u64(struct outbuf *o, uint64_t v)

@@ -102,6 +102,20 @@ struct frame {
 
 #define NONE32 UINT32_MAX
 
+/* what the replay needs of an address's function, cached (a direct-mapped
+ * table: the hot addresses of a thread are few) */
+#define FC_SIZE 1024u
+struct fcache {
+    uint64_t addr;
+    int space;        /* -1: empty */
+    uint32_t f, match;
+    int32_t modfile;
+    uint8_t ignored, throws;
+    uint8_t seen; /* discovery: this replay marked the function seen */
+    uint8_t rot;  /* FR_ROT / FR_ROTK of a bit-61 call (rot_flags), ROT_UNSET */
+};
+#define ROT_UNSET 0xFFu
+
 struct replay {
     struct dec *d;
     struct dthread *th;
@@ -131,8 +145,7 @@ struct replay {
     int cur_exact, prev_q;   /* EV_EXACT / EV_DENSE / EV_LOOSE */
     int64_t cur_lo_m, cur_hi_m; /* the current event's bracket (measured) */
     struct ev_carry carry;
-    uint64_t memo_addr;
-    uint32_t memo_func;
+    struct fcache *fc; /* [FC_SIZE]: address -> function, per address space */
     uint32_t expect; /* bit-62 returns: the last function returned into */
     /* the catch run being read (consecutive catch entries: the catcher,
      * then its callers): at the run's first entry */
@@ -154,7 +167,9 @@ static struct replay *rnew(struct dec *d, struct dthread *th, int discovery)
     r->d = d;
     r->th = th;
     r->discovery = discovery;
-    r->memo_addr = NONE;
+    r->fc = xmalloc(FC_SIZE * sizeof *r->fc);
+    for (size_t i = 0; i < FC_SIZE; i++)
+        r->fc[i].space = -1;
     r->expect = HMAP_NONE;
     r->last_ns = INT64_MIN / 4;
     r->pair_nesting = d->o.sym.no_symbols;
@@ -166,6 +181,7 @@ void replay_free(struct replay *r)
     if (!r)
         return;
     free(r->cells);
+    free(r->fc);
     free(r->stk);
     free(r->pre);
     free(r->sl);
@@ -174,24 +190,35 @@ void replay_free(struct replay *r)
 
 /* ---- frames, slices and text records ------------------------------------ */
 
-static struct slice *new_slice(struct replay *r)
+static inline struct slice *new_slice(struct replay *r)
 {
-    if (r->nsl == r->slcap) {
+    if (__builtin_expect(r->nsl == r->slcap, 0)) {
         r->slcap = r->slcap ? r->slcap * 2 : 4096;
         r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
     }
     return &r->sl[r->nsl];
 }
 
+/* The per-event functions come in three kinds, so that the compiler drops
+ * what a replay does not do: K_DISC a discovery replay, K_PIECES an emitting
+ * replay into a VIEW_PIECES view, K_ANY any replay (decided at run time). */
+#define K_ANY 0
+#define K_DISC 1
+#define K_PIECES 2
+#define IS_DISC(r, k) ((k) == K_DISC || ((k) == K_ANY && (r)->discovery))
+#define IS_EMITTING(r, k) ((k) == K_PIECES || ((k) == K_ANY && (r)->emitting))
+#define IS_CALLS(r, k) ((k) == K_ANY && (r)->calls)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
 /* a frame enters the output: VIEW_PIECES opens a piece in every generation
  * shown (clipped to the generation's start), VIEW_CALLS one slice per call
  * in measured times */
-static void open_out(struct replay *r, struct frame *fr)
+static ALWAYS_INLINE void open_out_k(struct replay *r, struct frame *fr, int k)
 {
-    if (r->calls && fr->slice >= 0)
+    if (IS_CALLS(r, k) && fr->slice >= 0)
         return; /* already in this replay's batch */
     fr->slice = -1;
-    if (!r->emitting)
+    if (!IS_EMITTING(r, k))
         return;
     uint16_t depth = (uint16_t)(fr - r->stk > 65535 ? 65535 : fr - r->stk);
     struct slice *s = new_slice(r);
@@ -200,7 +227,7 @@ static void open_out(struct replay *r, struct frame *fr)
     s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
     s->ub = 0;
     s->cdur = -1;
-    if (r->calls) {
+    if (IS_CALLS(r, k)) {
         s->start = fr->mstart;
     } else {
         s->start = fr->start;
@@ -213,12 +240,17 @@ static void open_out(struct replay *r, struct frame *fr)
     fr->slice = (int64_t)r->nsl++;
 }
 
+static void open_out(struct replay *r, struct frame *fr)
+{
+    open_out_k(r, fr, K_ANY);
+}
+
 /* end_q: the end event's EV_* quality, mhi: the latest it can have been
  * (measured).  A call with an end in a loose bracket gets an upper bound
  * (SL_BOUND): from the earliest its start can have been to the latest its
  * end can have been. */
-static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t mend, unsigned flags,
-                      int end_q, int64_t mhi)
+static ALWAYS_INLINE void close_out_k(struct replay *r, struct frame *fr, int64_t end, int64_t mend,
+                                      unsigned flags, int end_q, int64_t mhi, int k)
 {
     struct dec *d = r->d;
     if (fr->slice < 0)
@@ -232,8 +264,8 @@ static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t m
     struct slice *s = &r->sl[fr->slice];
     if (r->measuring && fr->cell != NONE32)
         r->cells[fr->cell] = end;
-    s->cdur = r->calls ? (mend > fr->mstart ? mend - fr->mstart : 0) : end - fr->start;
-    if (r->calls)
+    s->cdur = IS_CALLS(r, k) ? (mend > fr->mstart ? mend - fr->mstart : 0) : end - fr->start;
+    if (IS_CALLS(r, k))
         end = mend;
     s->end = end < s->start ? s->start : end;
     s->flags = (uint16_t)((s->flags & ~SL_PENDING) | flags | unm);
@@ -241,35 +273,49 @@ static void close_out(struct replay *r, struct frame *fr, int64_t end, int64_t m
     fr->slice = -1;
 }
 
-static struct frame *push(struct replay *r, uint32_t func, uint64_t addr, uint32_t flags, int64_t start,
-                          int64_t mstart, uint64_t idx)
+static ALWAYS_INLINE struct frame *push_k(struct replay *r, uint32_t func, uint32_t match, uint64_t addr,
+                                           uint32_t flags, int64_t start, int64_t mstart, uint64_t idx, int k)
 {
-    if (r->n == r->cap) {
+    if (__builtin_expect(r->n == r->cap, 0)) {
         r->cap = r->cap ? r->cap * 2 : 256;
         r->stk = xrealloc(r->stk, r->cap * sizeof *r->stk);
     }
     struct frame *fr = &r->stk[r->n++];
     fr->func = func;
-    fr->match = sym_func(r->d->sym, func)->match;
+    fr->match = match;
     fr->flags = flags;
+    fr->addr = addr;
+    fr->call_idx = idx;
+    r->nrot += (flags & FR_ROT) != 0;
+    if (IS_DISC(r, k)) /* a discovery replay has no times nor output */
+        return fr;
     fr->start = start;
     fr->mstart = mstart;
     fr->mlo = mstart;
-    fr->addr = addr;
-    fr->call_idx = idx;
     fr->slice = -1;
     fr->cell = NONE32;
-    r->nrot += (flags & FR_ROT) != 0;
-    open_out(r, fr);
+    open_out_k(r, fr, k);
     return fr;
+}
+
+static struct frame *push(struct replay *r, uint32_t func, uint32_t match, uint64_t addr, uint32_t flags,
+                          int64_t start, int64_t mstart, uint64_t idx)
+{
+    return push_k(r, func, match, addr, flags, start, mstart, idx, K_ANY);
+}
+
+static ALWAYS_INLINE void pop_k(struct replay *r, int64_t end, int64_t mend, unsigned flags, int end_q, int64_t mhi,
+                                int k)
+{
+    struct frame *fr = &r->stk[--r->n];
+    r->nrot -= (fr->flags & FR_ROT) != 0;
+    if (!IS_DISC(r, k))
+        close_out_k(r, fr, end, mend, flags, end_q, mhi, k);
 }
 
 static void pop(struct replay *r, int64_t end, int64_t mend, unsigned flags, int end_q, int64_t mhi)
 {
-    struct frame *fr = &r->stk[--r->n];
-    r->nrot -= (fr->flags & FR_ROT) != 0;
-    if (!r->discovery)
-        close_out(r, fr, end, mend, flags, end_q, mhi);
+    pop_k(r, end, mend, flags, end_q, mhi, K_ANY);
 }
 
 /* was frame k's return logged while an exception unwound the frames above
@@ -358,7 +404,7 @@ static void start(struct replay *r, int64_t t, int64_t tm)
         return;
     struct dthread *th = r->th;
     for (size_t i = 0; i < th->npre; i++)
-        push(r, th->pre[i], 0, FR_PRE, t, tm, NONE);
+        push(r, th->pre[i], sym_func(r->d->sym, th->pre[i])->match, 0, FR_PRE, t, tm, NONE);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -461,76 +507,56 @@ static void catch_end(struct replay *r)
 
 /* ---- events ------------------------------------------------------------ */
 
-static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t idx, uint64_t lo, uint64_t hi)
+/* the cache entry of addr in the current generation's address space */
+static __attribute__((noinline)) struct fcache *fc_fill(struct replay *r, struct fcache *c, uint64_t addr)
 {
-    struct replay *r = ctx;
+    struct dec *d = r->d;
+    uint32_t f = sym_lookup(d->sym, r->g->space, addr);
+    struct func *fn = sym_func(d->sym, f);
+    c->addr = addr;
+    c->space = r->g->space;
+    c->f = f;
+    c->match = fn->match;
+    c->modfile = fn->modfile;
+    c->ignored = fn->ignored;
+    c->throws = fn->throws;
+    c->seen = 0;
+    c->rot = ROT_UNSET;
+    return c;
+}
+
+static inline struct fcache *func_of(struct replay *r, uint64_t addr)
+{
+    struct fcache *c = &r->fc[((addr >> 2) ^ (addr >> 13)) & (FC_SIZE - 1)];
+    if (__builtin_expect(c->addr == addr && c->space == r->g->space, 1))
+        return c;
+    return fc_fill(r, c, addr);
+}
+
+/* the first event of the replay: the stack open at the ring start */
+static __attribute__((noinline)) void first_event(struct replay *r, int64_t t, int64_t tm)
+{
+    struct dthread *th = r->th;
+    r->prev_ns = t;
+    r->prev_m = tm;
+    if (r->discovery) {
+        th->first_ns = t;
+    } else if (th->lost_older && r->emitting && !r->calls && r->out->ops->instant) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "ring starts here (older events %s)", dec_lost_why(th));
+        r->out->ops->instant(r->out, r->d, th, t, msg, NULL, 0);
+    }
+    start(r, t, tm);
+}
+
+/* catches, returns that do not close the top frame, bit-62 returns */
+static __attribute__((noinline)) void event_rare(struct replay *r, uint64_t word, uint32_t f, int64_t t, int64_t tm,
+                                                 int exact)
+{
     struct dec *d = r->d;
     struct dthread *th = r->th;
-    const struct dgen *g = r->g;
-    uint64_t addr = word & FT_ADDR_MASK;
-    uint32_t f;
-    if (addr == r->memo_addr) {
-        f = r->memo_func;
-    } else {
-        f = sym_lookup(d->sym, g->space, addr);
-        r->memo_addr = addr;
-        r->memo_func = f;
-    }
-    int64_t t = ft_clock_ns(&g->clk, tsc);
-    if (t < r->gstart)
-        t = r->gstart;
-    const int64_t tm = t;
-    if (t <= r->last_ns) { /* each event of a thread at its own ns: no ambiguous nesting */
-        if (r->discovery && tsc + 1 < r->last_tsc)
-            th->out_of_order++;
-        t = r->last_ns + 1;
-    }
-    r->last_tsc = tsc;
-    r->prev_ns = r->last_ns;
-    r->last_ns = t;
-    r->prev_m = r->last_m;
-    r->last_m = tm;
-    r->prev_q = r->cur_exact;
-    r->cur_exact = exact;
-    r->cur_lo_m = tm;
-    r->cur_hi_m = tm;
-    if (exact == EV_LOOSE) {
-        int64_t l = ft_clock_ns(&g->clk, lo), h = ft_clock_ns(&g->clk, hi);
-        r->cur_lo_m = l < tm ? l : tm;
-        r->cur_hi_m = h > tm ? h : tm;
-    }
-    if (!r->started) {
-        r->prev_ns = t;
-        r->prev_m = tm;
-        if (r->discovery) {
-            th->first_ns = t;
-        } else if (th->lost_older && r->emitting && !r->calls && r->out->ops->instant) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "ring starts here (older events %s)", dec_lost_why(th));
-            r->out->ops->instant(r->out, d, th, t, msg, NULL, 0);
-        }
-        start(r, t, tm);
-    }
     struct func *fn = sym_func(d->sym, f);
-    int catch = (word & FT_F_CATCH) == FT_F_CATCH;
-    if (r->discovery) {
-        th->nevents++;
-        th->last_ns = t;
-        th->last_mns = tm;
-        if (!catch) /* a catch names any function on the stack, traced or not */
-            fn->seen = 1;
-    }
-    if (catch) {
-        catch_entry(r, fn, f, addr, t, tm, exact);
-        return;
-    }
-    if (r->crun)
-        catch_end(r);
-    if (fn->ignored)
-        return;
-    if (word & FT_F_RET) {
-        if (r->discovery)
-            th->nrets++;
+    if (word & FT_F_RET) { /* not the top frame's return (on_event) */
         /* Without symbols a -pg return (its address is the __return__ call's,
          * near the end of the function) cannot be told apart from any other
          * function's: it closes the innermost frame if that is a -pg call (an
@@ -570,42 +596,149 @@ static void on_event(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t
         }
         return;
     }
-    if (word & FT_F_RET_WITH_CALLER) {
-        if (r->discovery)
-            th->nrets++;
-        if (r->n) {
-            pop(r, t, tm, 0, exact, r->cur_hi_m);
-            if (r->n && r->stk[r->n - 1].match != fn->match) {
-                long k = find(r, fn->match);
-                if (k >= 0)
-                    abandon_above(r, (size_t)k);
-            }
-        } else if (r->discovery) {
-            th->orphans++;
-            if (r->expect != HMAP_NONE)
-                pre_add(r, r->expect);
-            else
-                th->unnamed++;
-        }
-        r->expect = f;
-        return;
-    }
+    /* FT_F_RET_WITH_CALLER */
     if (r->discovery)
-        th->ncalls++;
+        th->nrets++;
+    if (r->n) {
+        pop(r, t, tm, 0, exact, r->cur_hi_m);
+        if (r->n && r->stk[r->n - 1].match != fn->match) {
+            long k = find(r, fn->match);
+            if (k >= 0)
+                abandon_above(r, (size_t)k);
+        }
+    } else if (r->discovery) {
+        th->orphans++;
+        if (r->expect != HMAP_NONE)
+            pre_add(r, r->expect);
+        else
+            th->unnamed++;
+    }
+    r->expect = f;
+}
+
+/* the frame flags of a call of c's function from its bit 61 (cached) */
+static __attribute__((noinline)) unsigned rot_flags(struct replay *r, struct fcache *c)
+{
+    struct func *fn = sym_func(r->d->sym, c->f);
     /* bit 61: the -finstrument-functions hooks set it for every call; only
      * gcc's C++ code really logs the return when an exception unwinds it */
     unsigned rot = 0;
-    if (word & FT_F_CALL_RET_ON_THROW) {
-        if (fn->unknown)
-            rot = FR_ROT; /* nothing to tell: trusted */
-        else if (fn->unwind_exit ? fn->unwind_exit == 1 : sym_exit_on_unwind(d->sym, f))
-            rot = FR_ROT | FR_ROTK;
+    if (fn->unknown)
+        rot = FR_ROT; /* nothing to tell: trusted */
+    else if (fn->unwind_exit ? fn->unwind_exit == 1 : sym_exit_on_unwind(r->d->sym, c->f))
+        rot = FR_ROT | FR_ROTK;
+    c->rot = (uint8_t)rot;
+    return rot;
+}
+
+/* a catch entry (one of a run: catch_entry) */
+static __attribute__((noinline)) void event_catch(struct replay *r, uint64_t word, uint32_t f, int64_t t, int64_t tm,
+                                                  int exact)
+{
+    catch_entry(r, sym_func(r->d->sym, f), f, word & FT_ADDR_MASK, t, tm, exact);
+}
+
+static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const int k)
+{
+    const int disc = IS_DISC(r, k);
+    struct dthread *th = r->th;
+    const struct dgen *g = r->g;
+    uint64_t word = e->word, tsc = e->tsc;
+    int exact = e->q;
+    uint64_t addr = word & FT_ADDR_MASK;
+    struct fcache *c = func_of(r, addr);
+    uint32_t f = c->f;
+    int64_t t = ft_clock_ns(&g->clk, tsc);
+    if (t < r->gstart)
+        t = r->gstart;
+    const int64_t tm = t;
+    if (t <= r->last_ns) { /* each event of a thread at its own ns: no ambiguous nesting */
+        if (disc && tsc + 1 < r->last_tsc)
+            th->out_of_order++;
+        t = r->last_ns + 1;
     }
-    struct frame *nf = push(r, f, addr,
-                            rot | (fn->throws ? FR_THROW : 0) | (exact == EV_EXACT ? FR_EXACT : 0) |
-                                (exact == EV_LOOSE ? FR_LOOSE : 0) | (is_live(th, idx) ? FR_LIVE : 0),
-                            t, tm, idx);
-    nf->mlo = r->cur_lo_m;
+    r->last_tsc = tsc;
+    r->prev_ns = r->last_ns;
+    r->last_ns = t;
+    if (!disc) { /* (discovery pops write nothing) */
+        r->prev_m = r->last_m;
+        r->last_m = tm;
+        r->prev_q = r->cur_exact;
+        r->cur_exact = exact;
+        r->cur_lo_m = tm;
+        r->cur_hi_m = tm;
+    }
+    if (!disc && __builtin_expect(exact == EV_LOOSE, 0)) {
+        int64_t l = ft_clock_ns(&g->clk, e->lo), h = ft_clock_ns(&g->clk, e->hi);
+        r->cur_lo_m = l < tm ? l : tm;
+        r->cur_hi_m = h > tm ? h : tm;
+    }
+    if (__builtin_expect(!r->started, 0))
+        first_event(r, t, tm);
+    if (disc) {
+        th->nevents++;
+        th->last_ns = t;
+        th->last_mns = tm;
+    }
+    if (__builtin_expect((word & FT_F_CATCH) == FT_F_CATCH, 0)) {
+        event_catch(r, word, f, t, tm, exact);
+        return;
+    }
+    if (disc && !c->seen) { /* a catch names any function on the stack, traced or not: not seen */
+        sym_func(r->d->sym, f)->seen = 1;
+        c->seen = 1;
+    }
+    if (__builtin_expect(r->crun, 0))
+        catch_end(r);
+    if (c->ignored)
+        return;
+    if (word & (FT_F_RET | FT_F_RET_WITH_CALLER)) {
+        /* the top frame's return (the others: event_rare); without symbols
+         * a -pg return closes the innermost -pg frame (event_rare) */
+        if (word & FT_F_RET) {
+            if (disc)
+                th->nrets++;
+            if (r->n && (r->stk[r->n - 1].match == c->match ||
+                         (r->pair_nesting && !r->nrot && !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))))) {
+                pop_k(r, t, tm, 0, exact, r->cur_hi_m, k);
+                return;
+            }
+        }
+        event_rare(r, word, f, t, tm, exact);
+        return;
+    }
+    if (disc)
+        th->ncalls++;
+    unsigned rot = 0;
+    if (word & FT_F_CALL_RET_ON_THROW)
+        rot = __builtin_expect(c->rot != ROT_UNSET, 1) ? c->rot : rot_flags(r, c);
+    struct frame *nf = push_k(r, f, c->match, addr,
+                              rot | (c->throws ? FR_THROW : 0) | (exact == EV_EXACT ? FR_EXACT : 0) |
+                                  (exact == EV_LOOSE ? FR_LOOSE : 0) | (is_live(th, e->idx) ? FR_LIVE : 0),
+                              t, tm, e->idx, k);
+    if (!disc)
+        nf->mlo = r->cur_lo_m;
+}
+
+static void on_events_disc(void *ctx, const struct ev *e, size_t n)
+{
+    struct replay *r = ctx;
+    for (size_t i = 0; i < n; i++)
+        on_event(r, &e[i], K_DISC);
+}
+
+static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
+{
+    struct replay *r = ctx;
+    for (size_t i = 0; i < n; i++)
+        on_event(r, &e[i], K_PIECES);
+}
+
+static void on_events_any(void *ctx, const struct ev *e, size_t n)
+{
+    struct replay *r = ctx;
+    for (size_t i = 0; i < n; i++)
+        on_event(r, &e[i], K_ANY);
 }
 
 /* ---- generations ------------------------------------------------------- */
@@ -651,7 +784,6 @@ void replay_gen(struct replay *r, size_t gi)
     const struct dgen *g = &d->gens[gi];
     r->gi = gi;
     r->g = g;
-    r->memo_addr = NONE;
     if (r->finished)
         return;
     r->emitting = !r->discovery && g->emit;
@@ -677,11 +809,12 @@ void replay_gen(struct replay *r, size_t gi)
     if (r->emitting && !r->calls && !r->measuring) /* fatal-signal episodes (faults.c) */
         faults_instants(d, th, r->out, g->start_ns, gi + 1 < d->ngens ? g->end_ns : INT64_MAX);
     uint64_t lo = th->cut[gi] > th->lo ? th->cut[gi] : th->lo, hi = th->cut[gi + 1] > lo ? th->cut[gi + 1] : lo;
+    ev_fn fn = r->discovery ? on_events_disc : r->emitting && !r->calls ? on_events_pieces : on_events_any;
     /* in chunks, for the progress line (the sampled-mode carry makes a range
      * in pieces decode as it does whole) */
     for (uint64_t a = lo; a < hi;) {
         uint64_t b = hi - a > PROGRESS_CHUNK ? a + PROGRESS_CHUNK : hi;
-        ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, on_event, r);
+        ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, fn, r);
         progress_add(&d->prog, (b - a) * (th->rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16));
         a = b;
     }

@@ -173,22 +173,47 @@ void rx_prepare4(struct dec *d, struct dthread *th)
     }
 }
 
+/* the decoding state after the last read4, so that a read that continues
+ * it starts there instead of at its checkpoint */
+static struct {
+    const struct ring8 *r;
+    uint64_t next, last_call;
+    struct ck s;
+} resume4;
+
+void rx_forget4(const struct ring8 *r)
+{
+    if (resume4.r == r)
+        resume4.r = NULL;
+}
+
+#define RB 8192u /* items per read of the raw */
+
 static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev_sitem *out)
 {
     const struct ftr_thread *rt = th->rt;
     const struct ring8 *r = th->ring8;
-    struct ck s = r->ck[i / CK];
+    struct ck s;
     uint64_t last_call = 0; /* the address of the call item just before (0: none) */
-    uint32_t buf[512];
+    static uint32_t buf[RB];
     size_t done = 0;
-    /* from the checkpoint's item, or the one before it (the state there is
-     * the checkpoint's, its effects idempotent): a stamped return at the
-     * checkpoint needs the call item before it */
-    uint64_t from = i / CK * CK;
-    if (from > 0)
-        from--;
-    for (uint64_t j = from; j < i + n;) {
-        uint64_t want = i + n - j < 512 ? i + n - j : 512;
+    uint64_t from, j;
+    if (resume4.r == r && resume4.next == i) {
+        from = i;
+        s = resume4.s;
+        last_call = resume4.last_call;
+    } else {
+        /* from the checkpoint's item, or the one before it (the state there
+         * is the checkpoint's, its effects idempotent): a stamped return at
+         * the checkpoint needs the call item before it */
+        s = r->ck[i / CK];
+        from = i / CK * CK;
+        if (from > 0)
+            from--;
+    }
+    uint64_t ahi_sh = (uint64_t)s.ahi << 32;
+    for (j = from; j < i + n;) {
+        uint64_t want = i + n - j < RB ? i + n - j : RB;
         size_t got = ftr_read_entries(&d->src, rt, j, want, buf);
         if (!got)
             break;
@@ -196,7 +221,16 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
             uint64_t idx = j + k;
             uint32_t w = buf[k];
             struct ev_sitem e = {0, 0, EVS_NONE};
-            if (!w) {
+            if (__builtin_expect((w & 3u) != FT_S4_SPECIAL && w && s.aknown && !s.catch_next, 1)) {
+                /* the common case: a call or a return with its address */
+                e.kind = EVS_EVENT;
+                e.word = ahi_sh | (w & ~3u);
+                last_call = (w & 3u) == 1u ? 0 : e.word;
+                if ((w & 3u) == 1u)
+                    e.word |= FT_F_RET;
+                else if ((w & 3u) == 2u)
+                    e.word |= FT_F_CALL_RET_ON_THROW;
+            } else if (!w) {
                 s.aknown = s.tknown = 0;
                 s.catch_next = 0;
                 last_call = 0;
@@ -216,6 +250,7 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
                 if (ty == FT_S4_ADDR_HI) {
                     s.ahi = w >> 5;
                     s.aknown = 1;
+                    ahi_sh = (uint64_t)s.ahi << 32;
                 } else if (ty == FT_S4_TSC_HI) {
                     s.thi = s4_thi(w >> 5, d->gens[d->ngens - 1].clk.ref_tsc);
                     s.tknown = 1;
@@ -241,7 +276,13 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
                 out[done++] = e;
         }
         j += got;
+        if (got < want)
+            break;
     }
+    resume4.r = r;
+    resume4.next = j;
+    resume4.last_call = last_call;
+    resume4.s = s;
     return done;
 }
 

@@ -204,6 +204,15 @@ static void prepare8(struct dec *d, struct dthread *th)
             uint64_t idx = i + k, w = buf[k];
             if (idx % CK == 0)
                 r->ck[idx / CK] = s;
+            if (__builtin_expect((w & FT_E8_TAG_MASK) != FT_E8_ESC && w && s.tknown && s.aknown, 1)) {
+                /* the common case: an event with both high halves known */
+                have_known = 1;
+                last_known = s.last_tsc = ((uint64_t)s.thi << 32) | (w >> 32);
+                have_prev_ahi = 1;
+                prev_ahi = s.ahi;
+                s.catch_next = 0;
+                continue;
+            }
             if (!w) { /* zeroed inside the window: the state may have changed unseen */
                 rx_note_invalid(th, idx);
                 if (s.aknown) { have_prev_ahi = 1; prev_ahi = s.ahi; }
@@ -359,39 +368,99 @@ int rx_run_hi(const struct ring8 *r, uint64_t idx, int tsc, uint32_t *hi)
     return 0;
 }
 
-size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ft_entry *out)
+/* the decoding state after the last ev_read_exact, so that a read that
+ * continues it (the replays read a ring front to back) starts there instead
+ * of at its checkpoint */
+static struct {
+    const struct ring8 *r;
+    uint64_t next;
+    struct ck s;
+} resume8;
+
+#define RB 4096u /* items per read of the raw */
+
+/* items [i, i+n) of an FT_FMT_EXACT8 ring (n clamped): as positional
+ * entries into ents (word 0: not an event), or (ents NULL) the events only
+ * into evs (*nev of them); returns the number of items read */
+static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct dthread *th, uint64_t i, uint64_t n,
+                                                          struct ft_entry *ents, struct ev *evs, size_t *nev)
 {
     const struct ftr_thread *rt = th->rt;
-    if (rt->fmt != FT_FMT_EXACT8)
-        return ftr_read_entries(&d->src, rt, i, n, out);
-    if (i >= rt->n)
-        return 0;
-    if (n > rt->n - i)
-        n = rt->n - i;
     const struct ring8 *r = th->ring8;
-    uint64_t from = i / CK * CK;
-    struct ck s = r->ck[i / CK];
-    uint64_t buf[512];
-    size_t done = 0;
-    for (uint64_t j = from; j < i + n;) {
-        uint64_t want = i + n - j < 512 ? i + n - j : 512;
+    uint64_t from;
+    struct ck s;
+    if (resume8.r == r && resume8.next == i) {
+        from = i;
+        s = resume8.s;
+    } else {
+        from = i / CK * CK;
+        s = r->ck[i / CK];
+    }
+    static uint64_t buf[RB];
+    /* flags of an event item by its tag (FT_E8_CALL: a catch after a CATCH escape) */
+    static const uint64_t tagf[4] = {0, FT_F_RET, FT_F_CALL_RET_ON_THROW, 0};
+    size_t done = 0, ne = 0;
+    uint64_t j = from;
+    uint64_t ahi_sh = (uint64_t)s.ahi << 32, thi_sh = (uint64_t)s.thi << 32;
+    while (j < i + n) {
+        uint64_t want = i + n - j < RB ? i + n - j : RB;
         size_t got = ftr_read_entries(&d->src, rt, j, want, buf);
         if (!got)
             break;
-        for (size_t k = 0; k < got; k++) {
-            uint64_t idx = j + k, w = buf[k];
+        size_t k = 0;
+        if (j < i) { /* up to i from the checkpoint: the state only */
+            size_t m = i - j < got ? (size_t)(i - j) : got;
+            for (; k < m && s.aknown && s.tknown && !s.catch_next; k++) {
+                uint64_t w = buf[k];
+                if ((w & FT_E8_TAG_MASK) == FT_E8_ESC || !w)
+                    break;
+                s.last_tsc = thi_sh | (w >> 32);
+            }
+        }
+        for (; k < got; k++) {
+            if (j + k >= i && s.aknown && s.tknown && !s.catch_next) {
+                /* the common case: events with both high halves known */
+                uint64_t last = s.last_tsc;
+                if (ents) {
+                    for (; k < got; k++) {
+                        uint64_t w = buf[k], tag = w & FT_E8_TAG_MASK;
+                        if (tag == FT_E8_ESC || !w)
+                            break;
+                        ents[done].word = ahi_sh | (w & FT_E8_ADDR_LO_MASK) | tagf[tag];
+                        ents[done++].tsc = last = thi_sh | (w >> 32);
+                    }
+                } else {
+                    for (; k < got; k++) {
+                        uint64_t w = buf[k], tag = w & FT_E8_TAG_MASK;
+                        if (tag == FT_E8_ESC || !w)
+                            break;
+                        struct ev *v = &evs[ne++];
+                        v->word = ahi_sh | (w & FT_E8_ADDR_LO_MASK) | tagf[tag];
+                        v->tsc = v->lo = v->hi = last = thi_sh | (w >> 32);
+                        v->idx = j + k;
+                        v->q = EV_EXACT;
+                        done++;
+                    }
+                }
+                s.last_tsc = last;
+                if (k == got)
+                    break;
+            }
+            uint64_t idx = j + k, w = buf[k], tag = w & FT_E8_TAG_MASK;
             struct ft_entry e = {0, s.last_tsc};
             if (!w) {
                 s.aknown = s.tknown = 0;
                 s.catch_next = 0;
-            } else if ((w & FT_E8_TAG_MASK) == FT_E8_ESC) {
+            } else if (tag == FT_E8_ESC) {
                 unsigned ty = FT_E8_ESC_TYPE(w);
                 if (ty == FT_E8_ADDR_HI) {
                     s.ahi = (uint32_t)(w >> 32);
                     s.aknown = 1;
+                    ahi_sh = (uint64_t)s.ahi << 32;
                 } else if (ty == FT_E8_TSC_HI) {
                     s.thi = (uint32_t)(w >> 32);
                     s.tknown = 1;
+                    thi_sh = (uint64_t)s.thi << 32;
                 } else if (ty == FT_E8_CATCH && !(w & 0xFFFFFF00u)) {
                     s.catch_next = 1;
                 }
@@ -401,24 +470,59 @@ size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, 
                     rx_run_hi(r, idx, 0, &ahi);
                 if (!s.tknown)
                     rx_run_hi(r, idx, 1, &thi);
-                uint64_t tag = w & FT_E8_TAG_MASK;
-                e.word = ((uint64_t)ahi << 32) | (w & FT_E8_ADDR_LO_MASK);
-                if (tag == FT_E8_RET)
-                    e.word |= FT_F_RET;
-                else if (tag == FT_E8_CALL_ROT)
-                    e.word |= FT_F_CALL_RET_ON_THROW;
-                else if (s.catch_next)
+                e.word = ((uint64_t)ahi << 32) | (w & FT_E8_ADDR_LO_MASK) | tagf[tag];
+                if (tag == FT_E8_CALL && s.catch_next)
                     e.word |= FT_F_CATCH;
                 e.tsc = ((uint64_t)thi << 32) | (w >> 32);
                 s.last_tsc = e.tsc;
                 s.catch_next = 0;
             }
-            if (idx >= i)
-                out[done++] = e;
+            if (idx < i)
+                continue;
+            if (ents) {
+                ents[done] = e;
+            } else if (e.word) {
+                struct ev *v = &evs[ne++];
+                v->word = e.word;
+                v->tsc = v->lo = v->hi = e.tsc;
+                v->idx = idx;
+                v->q = EV_EXACT;
+            }
+            done++;
         }
         j += got;
+        if (got < want)
+            break;
     }
+    resume8.r = r;
+    resume8.next = j;
+    resume8.s = s;
+    if (nev)
+        *nev = ne;
     return done;
+}
+
+size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ft_entry *out)
+{
+    const struct ftr_thread *rt = th->rt;
+    if (rt->fmt != FT_FMT_EXACT8)
+        return ftr_read_entries(&d->src, rt, i, n, out);
+    if (i >= rt->n)
+        return 0;
+    if (n > rt->n - i)
+        n = rt->n - i;
+    return read8(d, th, i, n, out, NULL, NULL);
+}
+
+size_t ev_events_exact8(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev *out, size_t *nev)
+{
+    const struct ftr_thread *rt = th->rt;
+    *nev = 0;
+    if (i >= rt->n)
+        return 0;
+    if (n > rt->n - i)
+        n = rt->n - i;
+    return read8(d, th, i, n, NULL, out, nev);
 }
 
 /* items of the ring that cannot be decoded: zero (FT_FMT_EXACT16/8 and
@@ -477,6 +581,9 @@ void ev_release(struct dthread *th)
     struct ring8 *r = th->ring8;
     if (!r)
         return;
+    if (resume8.r == r)
+        resume8.r = NULL;
+    rx_forget4(r);
     free(r->ck);
     free(r->runs);
     free(r);

@@ -52,5 +52,7 @@ void rx_note_invalid(struct dthread *th, uint64_t i);
 uint64_t rx_ring_lower(const struct dec *d, const struct dthread *th, int *have);
 int rx_run_hi(const struct ring8 *r, uint64_t idx, int tsc, uint32_t *hi);
 void rx_prepare4(struct dec *d, struct dthread *th);
+/* r is about to be freed: ring4.c keeps no state of it */
+void rx_forget4(const struct ring8 *r);
 
 #endif

@@ -27,7 +27,6 @@
 #include "ringevents.h"
 #include "xalloc.h"
 
-#define BLK 65536
 
 uint64_t ev_restore_tsc(uint64_t low61, uint64_t ref)
 {
@@ -57,59 +56,89 @@ int ev_tsc_at(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref_tsc, u
     return 1;
 }
 
-struct pend {
-    uint64_t w, idx, ord;
-};
-
-static struct pend *pendv;
-static size_t npend, pendcap;
-
-static void pend_push(uint64_t w, uint64_t idx, uint64_t ord)
-{
-    pendv = xgrow(pendv, &pendcap, npend + 1, sizeof *pendv);
-    pendv[npend++] = (struct pend){w, idx, ord};
-}
-
 /* a bracket of ticks over nev event intervals: wider than its events explain? */
 static int loose(uint64_t ticks, uint64_t nev, uint64_t hz)
 {
     return (unsigned __int128)ticks * 1000000000u > (unsigned __int128)nev * hz * EV_LOOSE_NS;
 }
 
-static void pend_flush(int have_a, uint64_t ta, uint64_t oa, int have_b, uint64_t tb, uint64_t ob,
-                       uint64_t ref, uint64_t hz, ev_fn fn, void *ctx)
+/* events per batch */
+#define EVB 1024
+
+/* the times of the unstamped events e[0..n) (consecutive ordinals from o0)
+ * between the stamp (ta, oa) before them (if have_a) and (tb, ob) after them
+ * (if have_b): ta + (tb - ta) * (ord - oa) / (ob - oa), computed
+ * incrementally (quotient and remainder), exactly as that formula */
+static void pend_times(struct ev *e, size_t n, uint64_t o0, int have_a, uint64_t ta, uint64_t oa, int have_b,
+                       uint64_t tb, uint64_t ob, uint64_t ref, uint64_t hz)
 {
     int both = have_a && have_b && tb >= ta && ob > oa;
-    int q = both && loose(tb - ta, ob - oa, hz) ? EV_LOOSE : EV_DENSE;
-    for (size_t i = 0; i < npend; i++) {
-        struct pend *p = &pendv[i];
-        uint64_t t;
-        if (both)
-            t = ta + (uint64_t)((unsigned __int128)(tb - ta) * (p->ord - oa) / (ob - oa));
-        else if (have_a)
-            t = ta;
-        else if (have_b)
-            t = tb;
-        else
-            t = ref;
-        fn(ctx, p->w, t, q, p->idx, q == EV_LOOSE ? ta : t, q == EV_LOOSE ? tb : t);
+    if (!both) {
+        uint64_t t = have_a ? ta : have_b ? tb : ref;
+        for (size_t i = 0; i < n; i++) {
+            e[i].tsc = e[i].lo = e[i].hi = t;
+            e[i].q = EV_DENSE;
+        }
+        return;
     }
-    npend = 0;
+    int q = loose(tb - ta, ob - oa, hz) ? EV_LOOSE : EV_DENSE;
+    uint64_t D = tb - ta, N = ob - oa, k0 = o0 - oa, qt, rm;
+    if (D <= UINT32_MAX && k0 <= UINT32_MAX) {
+        qt = D * k0 / N;
+        rm = D * k0 % N;
+    } else {
+        unsigned __int128 p = (unsigned __int128)D * k0;
+        qt = (uint64_t)(p / N);
+        rm = (uint64_t)(p % N);
+    }
+    uint64_t dq = D / N, dr = D % N;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t = ta + qt;
+        e[i].tsc = t;
+        e[i].q = q;
+        e[i].lo = q == EV_LOOSE ? ta : t;
+        e[i].hi = q == EV_LOOSE ? tb : t;
+        qt += dq;
+        rm += dr;
+        if (rm >= N) {
+            rm -= N;
+            qt++;
+        }
+    }
 }
 
 static void run_exact(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, ev_fn fn, void *ctx)
 {
-    static struct ft_entry *buf;
-    if (!buf)
-        buf = xmalloc(BLK * sizeof *buf);
+    static struct ft_entry buf[EVB];
+    static struct ev out[EVB];
+    if (th->rt->fmt == FT_FMT_EXACT8) {
+        for (uint64_t i = lo; i < hi;) {
+            size_t m, got = ev_events_exact8(d, th, i, hi - i < EVB ? hi - i : EVB, out, &m);
+            if (!got)
+                break;
+            if (m)
+                fn(ctx, out, m);
+            i += got;
+        }
+        return;
+    }
     for (uint64_t i = lo; i < hi;) {
-        uint64_t want = hi - i < BLK ? hi - i : BLK;
+        uint64_t want = hi - i < EVB ? hi - i : EVB;
         size_t got = ev_read_exact(d, th, i, want, buf);
         if (!got)
             break;
-        for (size_t k = 0; k < got; k++)
-            if (buf[k].word)
-                fn(ctx, buf[k].word, buf[k].tsc, EV_EXACT, i + k, buf[k].tsc, buf[k].tsc);
+        size_t m = 0;
+        for (size_t k = 0; k < got; k++) {
+            if (!buf[k].word)
+                continue;
+            struct ev *e = &out[m++];
+            e->word = buf[k].word;
+            e->tsc = e->lo = e->hi = buf[k].tsc;
+            e->idx = i + k;
+            e->q = EV_EXACT;
+        }
+        if (m)
+            fn(ctx, out, m);
         i += got;
     }
 }
@@ -122,14 +151,12 @@ typedef int (*word_fn)(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_
 static int scan_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref, word_fn cb,
                         void *ctx)
 {
-    static struct ev_sitem *buf;
-    if (!buf)
-        buf = xmalloc(BLK * sizeof *buf);
-    uint64_t st = 0;
+    static struct ev_sitem buf[EVB];
+    uint64_t st = 0, blk = 64; /* a lookahead: usually a few items */
     /* FT_FMT_SAMPLED8: a time word right before lo stamps the first event */
     int stamp = th->rt->fmt == FT_FMT_SAMPLED8 && lo > 0 && ev_tsc_at(d, th, lo - 1, ref, &st);
-    for (uint64_t i = lo; i < hi;) {
-        uint64_t want = hi - i < BLK ? hi - i : BLK;
+    for (uint64_t i = lo; i < hi; blk = blk * 4 < EVB ? blk * 4 : EVB) {
+        uint64_t want = hi - i < blk ? hi - i : blk;
         size_t got = ev_read_sampled(d, th, i, want, ref, buf);
         if (!got)
             break;
@@ -174,41 +201,82 @@ static int look_cb(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_t ts
     return 0;
 }
 
-struct sampled_run {
-    struct ev_carry *c;
-    uint64_t ref, hz;
-    ev_fn fn;
-    void *ctx;
-};
-
-static int sampled_cb(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_t st)
-{
-    struct sampled_run *s = ctx;
-    struct ev_carry *c = s->c;
-    uint64_t ord = c->next_ord++;
-    if (stamped) {
-        pend_flush(c->have, c->tsc, c->ord, 1, st, ord, s->ref, s->hz, s->fn, s->ctx);
-        s->fn(s->ctx, w, st, EV_EXACT, idx, st, st);
-        c->have = 1;
-        c->tsc = st;
-        c->ord = ord;
-    } else {
-        pend_push(w, idx, ord);
-    }
-    return 0;
-}
-
+/* Sampled: the unstamped events wait in out[p0..n) for the stamp after
+ * them (their ordinals: o0 ...); everything before p0 is final. */
 static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref,
                         struct ev_carry *c, ev_fn fn, void *ctx)
 {
-    struct sampled_run s = {c, ref, d->tsc_hz, fn, ctx};
-    npend = 0;
-    scan_sampled(d, th, lo, hi, ref, sampled_cb, &s);
-    if (npend) {
+    static struct ev_sitem buf[EVB];
+    static struct ev *out;
+    static size_t cap;
+    if (!out) {
+        cap = 4 * EVB;
+        out = xmalloc(cap * sizeof *out);
+    }
+    size_t n = 0, p0 = 0;
+    uint64_t o0 = 0, st = 0, hz = d->tsc_hz;
+    int sampled8 = th->rt->fmt == FT_FMT_SAMPLED8;
+    /* FT_FMT_SAMPLED8: a time word right before lo stamps the first event */
+    int stamp = sampled8 && lo > 0 && ev_tsc_at(d, th, lo - 1, ref, &st);
+    for (uint64_t i = lo; i < hi;) {
+        uint64_t want = hi - i < EVB ? hi - i : EVB;
+        size_t got = ev_read_sampled(d, th, i, want, ref, buf);
+        if (!got)
+            break;
+        for (size_t k = 0; k < got; k++) {
+            const struct ev_sitem *it = &buf[k];
+            if (it->kind == EVS_TIME) {
+                stamp = 1;
+                st = it->tsc;
+                continue;
+            }
+            if (it->kind == EVS_NONE) {
+                if (sampled8)
+                    stamp = 0;
+                continue;
+            }
+            int stamped = it->kind == EVS_STAMPED || stamp;
+            uint64_t t = it->kind == EVS_STAMPED ? it->tsc : st;
+            stamp = 0;
+            if (n == cap) {
+                if (p0) { /* hand over what is final, keep the pending */
+                    fn(ctx, out, p0);
+                    memmove(out, out + p0, (n - p0) * sizeof *out);
+                    n -= p0;
+                    p0 = 0;
+                } else { /* a bracket longer than the buffer */
+                    cap *= 2;
+                    out = xrealloc(out, cap * sizeof *out);
+                }
+            }
+            uint64_t ord = c->next_ord++;
+            struct ev *e = &out[n];
+            e->word = it->word;
+            e->idx = i + k;
+            if (!stamped) {
+                if (n == p0)
+                    o0 = ord;
+                n++;
+                continue;
+            }
+            if (n > p0)
+                pend_times(out + p0, n - p0, o0, c->have, c->tsc, c->ord, 1, t, ord, ref, hz);
+            e->tsc = e->lo = e->hi = t;
+            e->q = EV_EXACT;
+            p0 = ++n;
+            c->have = 1;
+            c->tsc = t;
+            c->ord = ord;
+        }
+        i += got;
+    }
+    if (n > p0) {
         struct look l = {0, 0};
         int hb = scan_sampled(d, th, hi, th->rt->n, ref, look_cb, &l);
-        pend_flush(c->have, c->tsc, c->ord, hb, l.tsc, c->next_ord + l.before, ref, d->tsc_hz, fn, ctx);
+        pend_times(out + p0, n - p0, o0, c->have, c->tsc, c->ord, hb, l.tsc, c->next_ord + l.before, ref, hz);
     }
+    if (n)
+        fn(ctx, out, n);
 }
 
 void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref_tsc,

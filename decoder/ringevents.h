@@ -25,7 +25,15 @@ struct ev_carry {
 #define EV_EXACT 1
 #define EV_LOOSE 2
 #define EV_LOOSE_NS 1000
-typedef void (*ev_fn)(void *ctx, uint64_t word, uint64_t tsc, int exact, uint64_t idx, uint64_t lo, uint64_t hi);
+struct ev {
+    uint64_t word;       /* address | FT_F_* flags */
+    uint64_t tsc;
+    uint64_t idx;        /* ring item index */
+    uint64_t lo, hi;     /* EV_LOOSE: the bracket; else tsc */
+    int q;               /* EV_EXACT / EV_DENSE / EV_LOOSE */
+};
+/* the events in batches, in ring order */
+typedef void (*ev_fn)(void *ctx, const struct ev *e, size_t n);
 void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref_tsc,
             struct ev_carry *carry, ev_fn fn, void *ctx);
 /* timestamp at ring item i (exact mode) / of the time word at i (sampled);
@@ -42,6 +50,9 @@ struct ring8;
 void ev_prepare(struct dec *d, struct dthread *th);
 size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ft_entry *out);
 void ev_release(struct dthread *th);
+/* FT_FMT_EXACT8 items [i, i+n): the events only (struct ev, below), *nev of
+ * them; returns the number of items read */
+size_t ev_events_exact8(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev *out, size_t *nev);
 static inline int ev_is_exact(uint32_t fmt) { return fmt == FT_FMT_EXACT16 || fmt == FT_FMT_EXACT8; }
 static inline size_t ev_item_size(uint32_t fmt) { return ftr_item_size(fmt); }
 

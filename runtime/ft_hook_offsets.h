@@ -18,6 +18,7 @@
 /* struct ft_hot_settings (ft_internal.h) */
 #define FT_HOT_OFF_MODE 0
 #define FT_HOT_MODE_OFF_BIT 0x80 /* FT_MODE_OFF */
+#define FT_HOT_MODE_SAMPLED 1    /* FT_MODE_SAMPLED (FT_MODE_EXACT below it, FT_MODE_OFF set above it) */
 #define FT_HOT_OFF_SAMPLE_K 8
 #define FT_HOT_OFF_REG_BASE 16
 #define FT_HOT_OFF_REG_SPAN 24

@@ -31,7 +31,9 @@ _Static_assert(offsetof(struct ft_thread, addr_hi) == FT_THR_OFF_ADDR_HI, "hooks
 _Static_assert(offsetof(struct ft_thread, tsc_hi) == FT_THR_OFF_TSC_HI, "hooks_pg.S THI");
 _Static_assert(offsetof(struct ft_thread, self) == FT_THR_OFF_SELF, "hooks_pg.S SELF");
 _Static_assert(offsetof(struct ft_hot_settings, mode) == FT_HOT_OFF_MODE, "hooks_pg.S ft_hot");
-_Static_assert(FT_MODE_OFF == FT_HOT_MODE_OFF_BIT && FT_MODE_EXACT == 0, "hooks_pg.S mode values");
+_Static_assert(FT_MODE_OFF == FT_HOT_MODE_OFF_BIT && FT_MODE_EXACT == 0 && FT_MODE_SAMPLED == FT_HOT_MODE_SAMPLED &&
+                   FT_MODE_EXACT < FT_MODE_SAMPLED && (FT_MODE_OFF | FT_MODE_EXACT) > FT_MODE_SAMPLED,
+               "hooks_pg.S mode values");
 _Static_assert(offsetof(struct ft_hot_settings, sample_k) == FT_HOT_OFF_SAMPLE_K, "hooks_pg.S ft_hot+8");
 _Static_assert(offsetof(struct ft_hot_settings, reg_base) == FT_HOT_OFF_REG_BASE, "hooks_pg.S ft_hot+16");
 _Static_assert(offsetof(struct ft_hot_settings, reg_span) == FT_HOT_OFF_REG_SPAN, "hooks_pg.S ft_hot+24");

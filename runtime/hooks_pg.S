@@ -32,10 +32,12 @@
  *
  * The mode test comes first (a predicted branch on a byte written once, in a
  * cache line of its own), so sampled mode never goes through a failed exact
- * attempt.  It is a single compare against the exact mode (0); any other
- * mode is dispatched out of line (label 3): FT_MODE_OFF set (tracing frozen
- * process-wide, runtime/freeze.c) returns at once without touching TLS, the
- * record or the stack beyond the return address; else sampled.
+ * attempt.  It is a single compare against the sampled mode (1): below it is
+ * the exact mode (0), falling through; the rest is dispatched out of line
+ * (label 3) on the same flags: equal is sampled, above is FT_MODE_OFF set
+ * (tracing frozen process-wide, runtime/freeze.c: 0x80 / 0x81), which
+ * returns at once without touching TLS, the record or the stack beyond the
+ * return address.
  *
  * The mask (pause control) is read ONCE per event, to compute the slot; the
  * new pos is wrapped with the record's `wrap` (ring | (ring_size - 1), set
@@ -93,8 +95,8 @@
     .p2align 5
 \name:
     .cfi_startproc
-    cmpb $0, ft_hot+FT_HOT_OFF_MODE(%rip) /* ft_hot.mode == FT_MODE_EXACT? */
-    jne 3f
+    cmpb $FT_HOT_MODE_SAMPLED, ft_hot+FT_HOT_OFF_MODE(%rip) /* below: FT_MODE_EXACT (0) */
+    jae 3f                          /* the flags stay for label 3 */
     /* ---- exact mode: 8-byte entries (FT_FMT_EXACT8) ---- */
     PUSH %r11
     PUSH %rax
@@ -164,8 +166,7 @@
 
 3:  /* ---- not exact: frozen (FT_MODE_OFF set) or sampled ---- */
     .cfi_def_cfa_offset 8
-    testb $FT_HOT_MODE_OFF_BIT, ft_hot+FT_HOT_OFF_MODE(%rip)
-    jz 9f
+    je 9f                           /* FT_MODE_SAMPLED; above it: FT_MODE_OFF set */
     ret                             /* frozen: record nothing */
 9:  /* ---- sampled mode: 4-byte items (FT_FMT_SAMPLED4) ---- */
     PUSH %r11
@@ -209,6 +210,7 @@
     andq WRAP(%rcx), %r11
     movq %r11, POS(%rcx)
     jmp 15b
+  .if \isret /* (only returns are stamped) */
 16: /* a stamp is due: a stamped return (TSC bits 31..3 | 7, no address) if
      * the previous item is this function's call (a leaf return: the decoder
      * takes the address from there), else a plain return now and the stamp
@@ -260,6 +262,7 @@
     cmpl %eax, AHI(%rcx)
     jne 14b
     jmp 15b
+  .endif
 17: /* sampled, not a registry record: dummy_init (cold path), else nothing */
     .cfi_def_cfa_offset 32
     leaq ft_thread_dummy_init(%rip), %r11
