@@ -7,9 +7,11 @@
 #include "funtrace_sched.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LIVE_EVENTS (1u << 18)  /* 16 MiB: the events of one process */
 #define ALL_EVENTS (1u << 20)   /* 64 MiB: every task's (the pipe handler) */
@@ -31,6 +33,24 @@ static size_t add_tasks(uint64_t pid, uint32_t *t, size_t n, size_t cap)
     return n;
 }
 
+/* Let every thread that is going to sleep finish doing so before the events
+ * are read: a thread whose state is already "sleeping" (blocked in a read, or
+ * parked at a v1 OOM limit in its page fault) may not yet have switched out,
+ * and its last sched_switch would be missing.  Reading /proc/PID/task/TID/syscall
+ * returns only once such a thread is off its CPU and dequeued (the kernel waits
+ * for it; a running thread answers at once).  Best effort: no access, no wait. */
+static void settle_tasks(uint64_t pid, const uint32_t *t, size_t n)
+{
+    char path[96], buf[256];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "/proc/%llu/task/%u/syscall", (unsigned long long)pid, t[i]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        if (read(fd, buf, sizeof buf) < 0) { /* nothing to do: the wait is the point */ }
+        close(fd);
+    }
+}
+
 int ft_sched_write_live(const struct ft_writer *w, struct ft_emit_stats *st, const char *setting, uint64_t pid,
                         const uint32_t *tids, size_t ntids, uint64_t from_tsc, uint64_t to_tsc, int *status)
 {
@@ -45,6 +65,7 @@ int ft_sched_write_live(const struct ft_writer *w, struct ft_emit_stats *st, con
     size_t n = 0;
     for (size_t i = 0; i < ntids && n < MAX_TIDS / 2; i++) t[n++] = tids[i];
     n = add_tasks(pid, t, n, MAX_TIDS / 2);
+    settle_tasks(pid, t, n);
     struct ft_sched_filter f;
     ft_sched_filter_init(&f, pid, t, n, MAX_TIDS, from_tsc, to_tsc);
     struct ft_sched_buf b;

@@ -94,7 +94,7 @@ def check_waits(raw, elf, waiter, waker):
     for w in wakings:
         assert any(a <= w["tsc"] <= b for a, b in hand), (w, hand)
     # and every time the waiter went to sleep it was inside wait_for_token
-    assert len(sleeps) >= ROUNDS
+    assert len(sleeps) >= ROUNDS, [(e["tsc"], e["kind"], e["state"]) for e in ev if e["tid"] == waiter]
     for e in sleeps:
         assert any(a <= e["tsc"] <= b for a, b in waits), (e, waits)
     assert all(e["cur_tgid"] in (0, s["pid"]) or e["tid"] != waiter or e["kind"] != "switch" for e in ev)
@@ -198,6 +198,10 @@ def test_coreextract_pid(tree, compiled, instance, tmp_path, spawn):
     p = spawn([prog, "hold"], env={"FUNTRACE_SCHED": "off"})  # the program's own setting does not matter
     waiter, waker = tids(p.stdout.readline())
     assert p.stdout.readline().strip() == b"ready"
+    # main asleep in pause() (34): /proc/PID/syscall answers once the thread is off its CPU and
+    # dequeued, so its switch out sleeping is in the events
+    wait_for(lambda: (Path(f"/proc/{p.pid}/syscall").read_text().split() or [""])[0] == "34",
+             what="the main thread asleep in pause()")
     out = tmp_path / "live.raw"
     r = run_tool([tree.tool("coreextract"), "-v", "-o", out, "--pid", str(p.pid)],
                  env={"FUNTRACE_SCHED": str(inst)})

@@ -1,8 +1,8 @@
 /* sched_waits.c -- scheduling states for the sched tests (test_sched.py):
  *   thread "waiter": ROUNDS x wait_for_token() -> read() on a pipe (blocked
  *                    until the waker writes: a few ms each time)
- *   thread "waker":  ROUNDS x { waits until the waiter sleeps (its /proc state is S:
- *                    blocked in read); do_work() (spins ~3 ms); hand_over() -> write() }
+ *   thread "waker":  ROUNDS x { waits until the waiter sleeps (off its CPU,
+ *                    blocked in read: /proc/.../syscall); do_work() (spins ~3 ms); hand_over() -> write() }
  *   so every round the waiter blocks >= 3 ms and is woken by the waker, however
  *   loaded the machine is
  * then, by argv[1]:
@@ -44,18 +44,22 @@ NI void do_work(void)
     while (now_ms() - t0 < 3.0) sink++;
 }
 
-/* the waiter's state letter in /proc/self/task/TID/stat */
-NOFUNTRACE static char task_state(int tid)
+/* the waiter asleep in its read() of the pipe: /proc/.../syscall answers only
+ * once the thread is off its CPU and dequeued (the kernel waits for that), so
+ * its sched_switch out, sleeping (S), has happened -- /proc's state letter S
+ * is set before the switch, and a waiter preempted right then would be woken
+ * without ever switching out asleep */
+NOFUNTRACE static int asleep_in_read(int tid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
     FILE *f = fopen(path, "r");
     if (!f) abort();
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' ? p[2] : '?';
+    long nr = -1, fd = -1;
+    return sscanf(buf, "%ld 0x%lx", &nr, &fd) == 2 && nr == 0 /* read */ && fd == fds[0];
 }
 
 NI void hand_over(void)
@@ -78,7 +82,7 @@ NI void *waker(void *a)
     waker_tid = gettid();
     pthread_setname_np(pthread_self(), "waker");
     for (int i = 0; i < ROUNDS; i++) {
-        while (!waiter_tid || task_state(waiter_tid) != 'S') usleep(100);
+        while (!waiter_tid || !asleep_in_read(waiter_tid)) usleep(100);
         do_work();
         hand_over();
     }
