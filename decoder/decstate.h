@@ -54,6 +54,9 @@ struct dthread {
     uint32_t *pre;       /* frames open at the ring start, outermost first */
     size_t npre;
     size_t npre_final;   /* of which the first npre_final come from the final stack */
+    size_t pre_cut;      /* pre[pre_cut]: the marker of frames the unwinder did not keep (SIZE_MAX: none) */
+    uint64_t pre_cut_n;  /* how many frames it stands for (those the ring does not hold either):
+                            the frames above it are pre_cut_n - 1 deeper than their index */
     uint64_t *abandoned; /* call item indices of frames missing from the final stack */
     size_t nabandoned;
     uint64_t *live;      /* call item indices of frames the final stack proves live at the end

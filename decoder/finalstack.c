@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "finalstack.h"
+#include "foldcycle.h"
 #include "xalloc.h"
 
 #define MAX_INLINE 64 /* inlined callers of one machine frame */
@@ -85,29 +86,11 @@ size_t fs_frames(struct dec *d, const struct ftr_stack *fs, struct fs_frame **ou
     return n;
 }
 
-static int same(const struct fs_frame *a, const struct fs_frame *b)
+static int same(const void *ctx, size_t i, size_t j)
 {
+    const struct fs_frame *a = (const struct fs_frame *)ctx + i, *b = (const struct fs_frame *)ctx + j;
     return a->pc == b->pc && a->func == b->func && a->flags == b->flags && a->line == b->line &&
            !(a->flags & (FSF_CUT | FSF_OUTER));
-}
-
-/* frames from k on that repeat a cycle of *period (1..FS_MAX_PERIOD) frames
- * at least 3 times: returns the end of the repeating part (k + 1 if none);
- * the longest wins, ties go to the shortest period */
-static size_t cycle(const struct fs_frame *f, size_t n, size_t k, size_t *period)
-{
-    size_t best = k + 1;
-    *period = 1;
-    for (size_t p = 1; p <= FS_MAX_PERIOD && k + p <= n; p++) {
-        size_t e = k + p;
-        while (e < n && same(&f[e], &f[e - p]))
-            e++;
-        if (e - k >= 3 * p && e > best) {
-            best = e;
-            *period = p;
-        }
-    }
-    return best;
 }
 
 static void frame_line(struct dec *d, const struct fs_frame *f, uint64_t num, struct outbuf *o)
@@ -152,7 +135,7 @@ void final_stack_print(struct dec *d, const struct ftr_stack *fs, struct outbuf 
             ob_str(o, "    ... [the unwinder stopped here: an error or a corrupt stack; outer frames unknown] ...\n");
             continue;
         }
-        size_t p, e = cycle(f, n, k, &p);
+        size_t p, e = fold_cycle(n, k, FS_MAX_PERIOD, same, f, &p);
         frame_line(d, &f[k], num++, o);
         if (e - k < 3 * p)
             continue;

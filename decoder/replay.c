@@ -1073,7 +1073,16 @@ static void align_final(struct dec *d, const struct dthread *th, const uint32_t 
         if (o > g.n) { /* open frames beyond the gap */
             size_t no = o - g.n;
             long *mo = xrealloc(NULL, no * sizeof *mo);
-            lcs_outer(F, no, S, g.at, mo);
+            /* a ring that holds the thread's start: its outermost open frame
+             * is the stack's outermost traced one (anchor there); else the
+             * gap's frames are open frames too (no < o), so the innermost of
+             * the frames beyond it is the frame just outside the gap (anchor
+             * there: a recursion beyond the gap would otherwise match its
+             * outermost turns, and every depth would be short by some turns) */
+            if (th->lo == 0 && !th->lost_older)
+                lcs_outer(F, no, S, g.at, mo);
+            else
+                lcs(F, no, S, g.at, truncated, mo);
             for (size_t i = 0; i < no; i++)
                 mf[i] = mo[i];
             free(mo);
@@ -1214,13 +1223,40 @@ void replay_discover(struct dec *d, struct dthread *th)
     if (nS && (fs->h.flags & FT_STKF_TRUNCATED) && w < 0 && th->lost_older)
         w = 0; /* neither the ring nor the final stack reaches the outermost frames: its
                   outermost entry is the marker "outer frames unknown" (finalstack.c) */
+    /* the marker of the frames the unwinder left out, when it is among
+     * them: it stands for those the ring does not hold either.  When it is
+     * the last of them, the open frames outside the outermost one matched
+     * inside the gap's inner side lie in the gap (its innermost ones). */
+    uint64_t cut_n = gp.n;
+    if (gap < nS && w == (long)gap) {
+        size_t o = 0;
+        while (o < r->n && mf[o] <= (long)gap)
+            o++;
+        cut_n = o < gp.n ? gp.n - o : 0;
+    }
     size_t np = (size_t)(w + 1) + r->npre;
     th->pre = xrealloc(NULL, (np ? np : 1) * sizeof *th->pre);
     th->npre = 0;
+    th->pre_cut = SIZE_MAX;
+    th->pre_cut_n = 0;
     for (long j = 0; j <= w; j++) { /* code without a symbol is a frame too (lib.so+0x...), not outside any module */
-        const struct func *fn = sym_func(d->sym, th->final_funcs[j]);
-        if (!fn->unknown || fn->modfile >= 0)
-            th->pre[th->npre++] = th->final_funcs[j];
+        uint32_t f = th->final_funcs[j];
+        const struct func *fn = sym_func(d->sym, f);
+        if (fn->unknown && fn->modfile < 0)
+            continue;
+        if (j == (long)gap) {
+            if (!cut_n)
+                continue; /* the ring holds every frame the unwinder left out */
+            if (cut_n < gp.n) {
+                char nm[96];
+                snprintf(nm, sizeof nm, "[%llu of the %u frames not kept by the unwinder]", (unsigned long long)cut_n,
+                         gp.n);
+                f = sym_special(d->sym, nm);
+            }
+            th->pre_cut = th->npre;
+            th->pre_cut_n = cut_n;
+        }
+        th->pre[th->npre++] = f;
     }
     th->npre_final = th->npre;
     for (size_t i = r->npre; i > 0; i--)
@@ -1243,6 +1279,8 @@ void replay_forget(struct dthread *th, int owned)
     th->abandoned = th->live = NULL;
     th->final_funcs = NULL;
     th->npre = th->npre_final = th->nabandoned = th->nlive = th->nfinal = 0;
+    th->pre_cut = SIZE_MAX;
+    th->pre_cut_n = 0;
     th->nevents = th->ncalls = th->nrets = th->ncatches = 0;
     th->orphans = th->mismatches = th->unmatched_catches = th->out_of_order = th->unnamed = 0;
     th->first_ns = th->last_ns = th->last_mns = 0;

@@ -13,6 +13,7 @@
 #include "decstate.h"
 #include "faults.h"
 #include "finalstack.h"
+#include "foldcycle.h"
 #include "gencuts.h"
 #include "outbuf.h"
 #include "textfmt.h"
@@ -25,8 +26,10 @@ struct tthread {
     struct slice *calls; /* the last N calls, in call order */
     size_t ncalls;
     uint64_t total;      /* calls in the generations shown */
-    struct slice *anc;   /* anc[k]: the enclosing frame at depth k, outermost first */
+    struct slice *anc;   /* the enclosing frames, outermost first */
     size_t nanc;
+    uint64_t nenc;       /* the frames enclosing the first call (more than nanc
+                            when a marker among them stands for several) */
     int got;             /* slices came since the last thread_end */
     int replayed;        /* the thread was replayed for this view: */
     uint64_t nevents;    /* events read */
@@ -215,9 +218,32 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, int p
     ob_char(o, '\n');
 }
 
+/* the columns of a line that stands for the frames at depths [a, b]: empty
+ * start and duration, then the indentation of depth a (or the depths) */
+static void fold_prefix(struct outbuf *o, int a, int b)
+{
+    ob_printf(o, "  %18s  %12s  ", "", "");
+    if (b > MAX_INDENT) {
+        ob_printf(o, a == b ? "[depth %d] " : "[depths %d..%d] ", a, b);
+        return;
+    }
+    for (int k = 0; k < a; k++)
+        ob_str(o, "  ");
+}
+
+static int same_func(const void *ctx, size_t i, size_t j)
+{
+    const struct slice *s = ctx;
+    return s[i].func == s[j].func;
+}
+
 /* the frames enclosing the first call shown (anc[0..n)), outermost first;
  * deep stacks keep the outermost and innermost ones, and say which
- * functions the frames left out of the middle run */
+ * functions the frames left out of the middle run: a run of one function,
+ * a repeating cycle of functions (a recursion through several), and after
+ * ANC_RUNS of those the number of frames and runs up to the next cycle or
+ * marker; markers ("[... frames not kept by the unwinder]") are always
+ * shown, at their depth */
 static void enclosing(struct dec *d, const struct slice *anc, size_t n, int partial, struct outbuf *o)
 {
     size_t lo = n, hi = n;
@@ -234,27 +260,48 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, int part
             i++;
             continue;
         }
-        size_t j = i + 1;
-        while (j < hi && anc[j].func == anc[i].func)
-            j++;
-        char pad[MAX_INDENT * 2 + 1];
-        int ind = anc[i].depth > MAX_INDENT ? 0 : anc[i].depth;
-        memset(pad, ' ', (size_t)ind * 2);
-        pad[ind * 2] = 0;
-        if (runs >= ANC_RUNS) {
-            size_t nr = 0, e = i;
-            while (e < hi && !sym_func(d->sym, anc[e].func)->special) /* up to a marker */
-                e++;
-            for (size_t k = i; k < e; k++) /* the runs left */
-                if (k == i || anc[k].func != anc[k - 1].func)
-                    nr++;
-            ob_printf(o, "  %18s  %12s  %s... %zu more open frames in %zu runs of functions ...\n", "", "", pad,
-                      e - i, nr);
-            i = e;
+        size_t e = i; /* up to a marker */
+        while (e < hi && !sym_func(d->sym, anc[e].func)->special)
+            e++;
+        size_t p, c = fold_cycle(e, i, FS_MAX_PERIOD, same_func, anc, &p);
+        if (p > 1) { /* a recursion through p functions */
+            fold_prefix(o, anc[i].depth, anc[c - 1].depth);
+            ob_printf(o, "... %zu more open frames repeating ", c - i);
+            for (size_t j = i; j < i + p; j++) {
+                if (j > i)
+                    ob_str(o, " -> ");
+                if (j - i == 6 && p > 7) {
+                    ob_printf(o, "... (%zu functions)", p);
+                    break;
+                }
+                ob_text(o, sym_func(d->sym, anc[j].func)->name);
+            }
+            ob_str(o, " ...\n");
+            runs++;
+            i = c;
             continue;
         }
+        if (runs >= ANC_RUNS) { /* the runs up to the next cycle */
+            size_t nr = 0, k = i;
+            for (; k < e; k++) {
+                if (k > i && anc[k].func == anc[k - 1].func)
+                    continue;
+                if (k > i && fold_cycle(e, k, FS_MAX_PERIOD, same_func, anc, &p) > k + 1 && p > 1)
+                    break;
+                nr++;
+            }
+            fold_prefix(o, anc[i].depth, anc[k - 1].depth);
+            ob_printf(o, "... %zu more open frame%s in %zu run%s of functions ...\n", k - i, k - i == 1 ? "" : "s",
+                      nr, nr == 1 ? "" : "s");
+            i = k;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < e && anc[j].func == anc[i].func)
+            j++;
         runs++;
-        ob_printf(o, "  %18s  %12s  %s... %zu more open frame%s of ", "", "", pad, j - i, j - i == 1 ? "" : "s");
+        fold_prefix(o, anc[i].depth, anc[j - 1].depth);
+        ob_printf(o, "... %zu more open frame%s of ", j - i, j - i == 1 ? "" : "s");
         ob_text(o, sym_func(d->sym, anc[i].func)->name);
         ob_str(o, " ...\n");
         i = j;
@@ -279,8 +326,8 @@ static void one_thread(struct dec *d, struct dthread *th, const struct tthread *
         ob_str(o, "; no calls in the generations shown\n");
     } else {
         ob_printf(o, "; last %zu calls", tt->ncalls);
-        if (tt->nanc)
-            ob_printf(o, " (and the %zu enclosing the first)", tt->nanc);
+        if (tt->nenc)
+            ob_printf(o, " (and the %llu enclosing the first)", (unsigned long long)tt->nenc);
         ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
         enclosing(d, tt->anc, tt->nanc, tt->lo > 0, o);
@@ -328,14 +375,33 @@ static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
         memmove(tt->anc, tt->anc + need, (tt->nanc - need) * sizeof *tt->anc);
         tt->nanc -= need;
     }
+    tt->nenc = tt->nanc;
+    /* the depths shown: the frames inside a marker of frames the unwinder
+     * left out (and the ring does not hold) are deeper than their place in
+     * the replay's stack by all but one of the frames it stands for.  Not
+     * when -F counts depths from the match. */
+    if (th->pre_cut_n > 1 && th->pre_cut < th->npre && !d->o.nfunc_re) {
+        uint64_t extra = th->pre_cut_n - 1;
+        for (int pass = 0; pass < 2; pass++) {
+            struct slice *v = pass ? tt->anc : tt->calls;
+            size_t nv = pass ? tt->nanc : tt->ncalls;
+            for (size_t k = 0; k < nv; k++)
+                if (v[k].depth > th->pre_cut)
+                    v[k].depth = (uint16_t)(v[k].depth + extra > 65535 ? 65535 : v[k].depth + extra);
+        }
+        if (tt->nanc > th->pre_cut && tt->anc[th->pre_cut].func == th->pre[th->pre_cut])
+            tt->nenc += extra;
+    }
 }
 
 static void t_thread_end(struct view *v, struct dec *d, struct dthread *th)
 {
     struct text_view *T = (struct text_view *)v;
     struct tthread *tt = &T->th[th->index];
-    if (!tt->got)
+    if (!tt->got) {
         tt->ncalls = tt->nanc = tt->total = 0;
+        tt->nenc = 0;
+    }
     tt->got = 0;
     tt->replayed = 1;
     tt->nevents = th->nevents;
