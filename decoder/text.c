@@ -218,16 +218,13 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, int p
     ob_char(o, '\n');
 }
 
-/* the columns of a line that stands for the frames at depths [a, b]: empty
- * start and duration, then the indentation of depth a (or the depths) */
-static void fold_prefix(struct outbuf *o, int a, int b)
+/* the columns of a line that stands for frames from depth a on: empty
+ * start and duration, then the indentation of depth a (none past
+ * MAX_INDENT: the lines around it show the depths) */
+static void fold_prefix(struct outbuf *o, int a)
 {
     ob_printf(o, "  %18s  %12s  ", "", "");
-    if (b > MAX_INDENT) {
-        ob_printf(o, a == b ? "[depth %d] " : "[depths %d..%d] ", a, b);
-        return;
-    }
-    for (int k = 0; k < a; k++)
+    for (int k = 0; k < a && a <= MAX_INDENT; k++)
         ob_str(o, "  ");
 }
 
@@ -265,7 +262,7 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, int part
             e++;
         size_t p, c = fold_cycle(e, i, FS_MAX_PERIOD, same_func, anc, &p);
         if (p > 1) { /* a recursion through p functions */
-            fold_prefix(o, anc[i].depth, anc[c - 1].depth);
+            fold_prefix(o, anc[i].depth);
             ob_printf(o, "... %zu more open frames repeating ", c - i);
             for (size_t j = i; j < i + p; j++) {
                 if (j > i)
@@ -290,7 +287,7 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, int part
                     break;
                 nr++;
             }
-            fold_prefix(o, anc[i].depth, anc[k - 1].depth);
+            fold_prefix(o, anc[i].depth);
             ob_printf(o, "... %zu more open frame%s in %zu run%s of functions ...\n", k - i, k - i == 1 ? "" : "s",
                       nr, nr == 1 ? "" : "s");
             i = k;
@@ -300,7 +297,7 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, int part
         while (j < e && anc[j].func == anc[i].func)
             j++;
         runs++;
-        fold_prefix(o, anc[i].depth, anc[j - 1].depth);
+        fold_prefix(o, anc[i].depth);
         ob_printf(o, "... %zu more open frame%s of ", j - i, j - i == 1 ? "" : "s");
         ob_text(o, sym_func(d->sym, anc[i].func)->name);
         ob_str(o, " ...\n");

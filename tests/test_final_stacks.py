@@ -137,7 +137,8 @@ def test_enclosing_frames_say_where_frames_are_missing(compiled, run_crash, tool
     enc = [x for x in block.splitlines() if x.endswith("[enclosing]")]
     assert enc[0].split()[3] == "_start", enc[:6]
     ncut = int(re.search(r"final stack \(libunwind, \d+ frames, (\d+) of them not kept", block).group(1))
-    assert [x for x in enc if f"[{ncut} frames not kept by the unwinder]" in x], block[:3000]
+    # (the ring holds the innermost of those frames: the marker counts the others)
+    assert [x for x in enc if re.search(r"\[(\d+ of the )?%d frames not kept by the unwinder\]" % ncut, x)], block[:3000]
     assert "1 more open frame of main" in block
     # the same stack as if unwinding had stopped at 300 frames (TRUNCATED, no outer part)
     data, out, off = raw.read_bytes(), b"", 0
@@ -159,6 +160,61 @@ def test_enclosing_frames_say_where_frames_are_missing(compiled, run_crash, tool
     enc = [x for x in block.splitlines() if x.endswith("[enclosing]")]
     assert "[outer frames unknown: unwinding stopped]" in enc[0], enc[:3]
     assert "outer frames unknown" in block.split("final stack")[1]
+
+
+@pytest.mark.parametrize("buf", ["8192", "4096", "2048"])
+def test_deep_cycle_depths_with_cut_stack(compiled, run_crash, tool, buf):
+    """The ring holds the innermost calls of a 1054-frame recursion whose
+    final stack the unwinder cut (448 innermost + 64 outermost kept): the
+    ring's first call lies in the kept outer part (8 KiB ring), in the cut
+    (4 KiB) or in the kept inner part (2 KiB).  In every case the leaf's
+    depth is its depth in gdb's stack (_start at 0), the calls shown are at
+    consecutive depths up to it, the "enclosing" count is the first call's
+    depth, the enclosing list folds the recursion as the 7-function cycle it
+    is (at the right depths), and frames that neither the ring nor the
+    unwinder kept are counted at the depth where they start."""
+    prog = compiled("fs_deep.c", "pg")
+    r, raw, text = core_and_text(tool, run_crash, prog, env={"FUNTRACE_BUF": buf}, decode_args=["-n", "20"])
+    gdb_all = gdb_backtraces(prog, r.core, past_main=True)[r.pid]
+    block = thread_block(text, r.pid)
+    timeline = block.split("  final stack")[0]
+    m = re.search(r"last (\d+) calls \(and the (\d+) enclosing the first\)", timeline)
+    assert m and int(m.group(1)) == 20, timeline[:2000]
+    shown = [x for x in timeline.splitlines() if "[still open]" in x and not x.endswith("[enclosing]")]
+    depths = [int(re.search(r"\[depth (\d+)\]", x).group(1)) for x in shown]
+    leaf = len(gdb_all) - 1
+    assert depths == list(range(leaf - 19, leaf + 1)), (depths, leaf, timeline[:3000])
+    assert re.search(r"\[depth %d\] c7 " % leaf, shown[-1]), shown[-1]
+    assert int(m.group(2)) == leaf - 19, (m.group(0), leaf)
+    assert "runs of functions" not in timeline, timeline[:3000]
+    lines = timeline.splitlines()
+    folds = 0
+    for i, ln in enumerate(lines):
+        f = re.search(r"\.\.\. (\d+) more open frames repeating ((?:c\d -> ){6}c\d) \.\.\.$", ln)
+        if not f:
+            continue
+        folds += 1
+        names = f.group(2).split(" -> ")
+        assert sorted(names) == [f"c{i}" for i in range(1, 8)], ln
+        # the line after it is at the depth after the folded frames; gdb's frame
+        # at the fold's first depth (frame number leaf - depth) is the cycle's first function
+        first = int(re.search(r"\[depth (\d+)\]", lines[i + 1]).group(1)) - int(f.group(1))
+        assert norm_func(gdb_all[leaf - first].func) == names[0], (first, ln, gdb_all[leaf - first])
+    assert folds == (1 if buf == "8192" else 2), timeline[:3000]
+    enc = [x for x in timeline.splitlines() if x.endswith("[enclosing]")]
+    assert enc[0].split()[3] == "_start", enc[:4]
+    marks = [x for x in enc if "frames not kept by the unwinder]" in x]
+    ncut = int(re.search(r"final stack \(libunwind, \d+ frames, (\d+) of them not kept", block).group(1))
+    if buf == "8192":  # the ring reaches into the outer part: nothing unknown
+        assert not marks, marks
+    else:
+        assert len(marks) == 1, enc
+        mm = re.search(r"\[depth (\d+)\] \[(?:(\d+) of the )?(\d+) frames not kept by the unwinder\]", marks[0])
+        unknown = int(mm.group(2) or mm.group(3))
+        assert int(mm.group(3)) == ncut and mm.group(1) == "64", marks
+        events = int(re.search(r"-- (\d+) events", block).group(1))
+        # the ring's first call is at depth leaf - events + 1: the unknown frames end just outside it
+        assert 64 + unknown == min(leaf - events + 1, 64 + ncut), (unknown, events, leaf, marks)
 
 
 @pytest.mark.parametrize("mode", INSTR_MODES)
