@@ -192,12 +192,14 @@ static int run(struct dec *d, struct outputs *out)
         items += d->th[i].shown ? d->th[i].rt->n * (d->th[i].rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16) : 0;
     int whole = outputs_whole_rings(out);
     progress_begin(&d->prog, o->input, whole ? items * (uint64_t)(1 + outputs_replays(out)) : 0);
+    d->tail_only = !whole;
     for (size_t i = 0; i < d->nth; i++) {
         struct dthread *th = &d->th[i];
-        cuts_compute(d, th);
-        /* only the text view: it reads the end of the rings (textwindow.c) */
-        if (!outputs_whole_rings(out))
+        /* only the text view: it reads the end of the rings (textwindow.c),
+         * and an FT_FMT_EXACT8 ring is prepared from there (ring8.c) */
+        if (!whole)
             th->lo = tw_lo(th, text_view_wants(out->text, d, th) ? TW_BASE : TW_TINY);
+        cuts_compute(d, th);
         replay_discover(d, th);
         d->total_events += th->nevents;
     }
@@ -303,6 +305,11 @@ static int run(struct dec *d, struct outputs *out)
     int out_rc = outputs_write(out, d);
     if (out_rc)
         return out_rc;
+    if (!whole) { /* the text view read further back: zeroed items found there too */
+        npr = dec_problems(d, pr, DEC_MAX_PROBLEMS);
+        for (size_t i = ndamage = 0; i < npr; i++)
+            ndamage += pr[i].damage != 0;
+    }
 
     if (ndamage) {
         fprintf(stderr, "funtrace-decode: %s: the trace is incomplete or damaged (see --summary)\n", o->input);

@@ -43,6 +43,8 @@ struct dthread {
     uint64_t ninvalid, invalid_first, invalid_last;
     int has_invalid_tsc;
     uint64_t invalid_tsc; /* the time of the last event before the first of them */
+    uint64_t checked_from; /* the items checked for them: [checked_from, n) (0: the whole ring;
+                              more only when the text view reads the ring's end) */
     struct ring8 *ring8; /* FT_FMT_EXACT8 / SAMPLED4 decoding state (ringesc.h) */
     int64_t first_ns, last_ns, end_ns; /* last_ns: the last event's own ns (see replay.c) */
     int64_t last_mns;    /* the last event's measured time */
@@ -79,6 +81,7 @@ struct dec {
     struct dthread *th;
     size_t nth;
     int sampled;         /* time mode sampled */
+    int tail_only;       /* only the text view: the rings' ends are read (textwindow.c) */
     uint64_t tsc_hz;
     int have_wall;
     int64_t wall_off;    /* of the newest generation */

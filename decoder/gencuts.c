@@ -50,11 +50,28 @@ static void stamps_load(struct dec *d, struct dthread *th, uint64_t ref, struct 
     }
 }
 
-static uint64_t tsc_cut(struct dec *d, struct dthread *th, uint64_t S, struct stamps *st, uint64_t ref)
+/* A ring read only from item T on (th->checked_from: the text view reads its
+ * end, ring8.c): a cut before T is not looked for.  The view replays nothing
+ * before T; it only needs to know the generation of the ring's oldest event
+ * (the first one shown): 0 for a boundary at or before that event, else T.
+ * tT: the time of the first event from T on (T and tT: 0 for a whole ring). */
+struct part {
+    uint64_t T, tT;
+};
+
+static uint64_t before_part(const struct dthread *th, uint64_t S, const struct part *pt)
+{
+    return th->has_first && S <= th->first_tsc ? 0 : pt->T;
+}
+
+static uint64_t tsc_cut(struct dec *d, struct dthread *th, uint64_t S, struct stamps *st, uint64_t ref,
+                        const struct part *pt)
 {
     uint64_t n = th->rt->n;
+    if (pt->T && S <= pt->tT)
+        return before_part(th, S, pt);
     if (ev_is_exact(th->rt->fmt)) {
-        uint64_t lo = 0, hi = n; /* first item with tsc >= S */
+        uint64_t lo = pt->T, hi = n; /* first item with tsc >= S */
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
             struct ft_entry e;
@@ -137,16 +154,31 @@ static uint64_t refine(struct dec *d, struct dthread *th, uint64_t idx, uint64_t
     return from + j;
 }
 
-void cuts_compute(struct dec *d, struct dthread *th)
+/* th->cut, incomplete, by_tsc, the lost_* flags and first_tsc, from the
+ * ring as prepared */
+static void cuts(struct dec *d, struct dthread *th)
 {
     const struct ftr_thread *rt = th->rt;
     size_t G = d->ngens;
     uint64_t n = rt->n;
-    ev_prepare(d, th);
-    th->cut = xcalloc(G + 1, sizeof *th->cut);
-    th->incomplete = xcalloc(G, 1);
-    th->by_tsc = xcalloc(G, 1);
+    memset(th->cut, 0, (G + 1) * sizeof *th->cut);
+    memset(th->incomplete, 0, G);
+    memset(th->by_tsc, 0, G);
     struct stamps st = {0};
+    struct part pt = {th->checked_from, 0};
+    if (pt.T) { /* the time of the first event from T on */
+        struct ft_entry e[64];
+        uint64_t i = pt.T;
+        int found = 0;
+        for (size_t got; !found && (got = ev_read_exact(d, th, i, 64, e)) > 0; i += got)
+            for (size_t k = 0; k < got && !found; k++)
+                if (e[k].word) {
+                    found = 1;
+                    pt.tT = e[k].tsc;
+                }
+        if (!found)
+            pt.tT = UINT64_MAX;
+    }
     uint64_t ref_last = d->gens[G - 1].clk.ref_tsc;
 
     if (rt->has_stat) {
@@ -183,6 +215,8 @@ void cuts_compute(struct dec *d, struct dthread *th)
                         idx = 0; /* overwritten: the ring starts after the boundary */
                 }
             }
+            if (pt.T && idx != NONE && idx > 0 && idx < pt.T + 512)
+                idx = NONE; /* its check reads before T: by timestamps from T on */
             if (idx != NONE && idx > 0 && idx <= n) { /* check against timestamps */
                 uint64_t t;
                 int ok = 1;
@@ -205,7 +239,7 @@ void cuts_compute(struct dec *d, struct dthread *th)
                 idx = NONE; /* the ring starts well before the boundary: inconsistent */
             }
             if (idx == NONE) {
-                idx = tsc_cut(d, th, S, &st, ref);
+                idx = tsc_cut(d, th, S, &st, ref, &pt);
                 th->by_tsc[gi] = (uint8_t)had_pos;
             }
         }
@@ -236,6 +270,24 @@ void cuts_compute(struct dec *d, struct dthread *th)
     }
     free(st.idx);
     free(st.tsc);
+}
+
+void cuts_compute(struct dec *d, struct dthread *th)
+{
+    size_t G = d->ngens;
+    ev_prepare(d, th);
+    th->cut = xcalloc(G + 1, sizeof *th->cut);
+    th->incomplete = xcalloc(G, 1);
+    th->by_tsc = xcalloc(G, 1);
+    cuts(d, th);
+}
+
+void cuts_after_tail(struct dec *d, struct dthread *th)
+{
+    uint64_t T = th->checked_from;
+    ev_prepare_tail(d, th);
+    if (th->checked_from != T)
+        cuts(d, th);
 }
 
 const char *dec_lost_why(const struct dthread *th)

@@ -19,6 +19,10 @@
  *   Address: the candidate high half (the next and the previous escape's,
  *   and every module's executable segments') under which most of the run's
  *   addresses fall inside executable code.
+ * Only the text view (d->tail_only): the pass covers the end of the ring
+ * (th->lo on) and, on demand, the few items other readers look at (the
+ * generation cuts), each from a point where its state is the whole-ring
+ * pass's (see "reading only part of a ring" below).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,111 +183,39 @@ uint64_t rx_ring_lower(const struct dec *d, const struct dthread *th, int *have)
     return l;
 }
 
-static void prepare8(struct dec *d, struct dthread *th)
+/* the zeroed/invalid items a scan found (merged into th by note_merge) */
+struct inval {
+    uint64_t n, first, last;
+};
+
+static void inval_note(struct inval *v, uint64_t i)
+{
+    if (!v->n)
+        v->first = i;
+    v->last = i;
+    v->n++;
+}
+
+/* the scan's items precede every item counted before (a text view reading
+ * further back) */
+static void note_merge(struct dthread *th, const struct inval *v)
+{
+    if (!v->n)
+        return;
+    if (!th->ninvalid)
+        th->invalid_last = v->last;
+    th->invalid_first = v->first;
+    th->ninvalid += v->n;
+}
+
+/* resolve runs[from..]: U / the next escape's high half = the first known
+ * value after the run */
+static void resolve_runs(struct dec *d, struct dthread *th, struct run *runs, size_t nruns)
 {
     const struct ftr_thread *rt = th->rt;
-    struct ring8 *r = xcalloc(1, sizeof *r);
-    th->ring8 = r;
-    r->nck = rt->n / CK + 1;
-    r->ck = xcalloc(r->nck, sizeof *r->ck);
-    uint64_t *buf = xmalloc(BLK * sizeof *buf);
-    struct ck s = {0};
-    size_t tr = SIZE_MAX, ar = SIZE_MAX; /* open runs (indices: runs[] grows) */
-    int have_known = 0;   /* a full TSC seen (L for the next TSC run) */
-    uint64_t last_known = 0;
-    int have_prev_ahi = 0;
-    uint32_t prev_ahi = 0;
-    int lower_have;
-    uint64_t lower = rx_ring_lower(d, th, &lower_have);
-
-    for (uint64_t i = 0; i < rt->n;) {
-        size_t got = ftr_read_entries(&d->src, rt, i, BLK, buf);
-        if (!got)
-            break;
-        for (size_t k = 0; k < got; k++) {
-            uint64_t idx = i + k, w = buf[k];
-            if (idx % CK == 0)
-                r->ck[idx / CK] = s;
-            if (__builtin_expect((w & FT_E8_TAG_MASK) != FT_E8_ESC && w && s.tknown && s.aknown, 1)) {
-                /* the common case: an event with both high halves known */
-                have_known = 1;
-                last_known = s.last_tsc = ((uint64_t)s.thi << 32) | (w >> 32);
-                have_prev_ahi = 1;
-                prev_ahi = s.ahi;
-                s.catch_next = 0;
-                continue;
-            }
-            if (!w) { /* zeroed inside the window: the state may have changed unseen */
-                rx_note_invalid(th, idx);
-                if (s.aknown) { have_prev_ahi = 1; prev_ahi = s.ahi; }
-                s.aknown = s.tknown = 0;
-                s.catch_next = 0;
-                tr = ar = SIZE_MAX;
-                continue;
-            }
-            if ((w & FT_E8_TAG_MASK) == FT_E8_ESC) {
-                unsigned ty = FT_E8_ESC_TYPE(w);
-                if (ty == FT_E8_ADDR_HI) {
-                    s.ahi = (uint32_t)(w >> 32);
-                    s.aknown = 1;
-                    ar = SIZE_MAX;
-                } else if (ty == FT_E8_TSC_HI) {
-                    s.thi = (uint32_t)(w >> 32);
-                    s.tknown = 1;
-                    tr = SIZE_MAX;
-                } else if (ty == FT_E8_CATCH && !(w & 0xFFFFFF00u)) {
-                    s.catch_next = 1;
-                } else {
-                    rx_note_invalid(th, idx);
-                }
-                continue;
-            }
-            uint32_t lo = (uint32_t)(w >> 32);
-            if (!s.tknown) {
-                if (tr == SIZE_MAX) {
-                    struct run *u = rx_run_new(r, idx, 1);
-                    u->lo_first = lo;
-                    u->have_l = have_known;
-                    u->L = last_known;
-                    if (!have_known && idx == 0 && lower_have) {
-                        u->have_l = 1;
-                        u->L = lower;
-                    }
-                    tr = (size_t)(u - r->runs);
-                }
-                r->runs[tr].end = idx + 1;
-                r->runs[tr].lo_last = lo;
-            } else {
-                have_known = 1;
-                last_known = ((uint64_t)s.thi << 32) | lo;
-                s.last_tsc = last_known;
-            }
-            if (!s.aknown) {
-                if (ar == SIZE_MAX) {
-                    struct run *u = rx_run_new(r, idx, 0);
-                    u->have_prev = have_prev_ahi;
-                    u->prev = prev_ahi;
-                    ar = (size_t)(u - r->runs);
-                }
-                struct run *u = &r->runs[ar];
-                u->end = idx + 1;
-                if (u->nsamples < NSAMPLE)
-                    u->samples[u->nsamples++] = (uint32_t)(w & FT_E8_ADDR_LO_MASK);
-            } else {
-                have_prev_ahi = 1;
-                prev_ahi = s.ahi;
-            }
-            s.catch_next = 0;
-        }
-        i += got;
-    }
-    free(buf);
-
-    /* resolve the runs: U / the next escape's high half = the first known
-     * value after the run */
     uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
-    for (size_t ri = 0; ri < r->nruns; ri++) {
-        struct run *u = &r->runs[ri];
+    for (size_t ri = 0; ri < nruns; ri++) {
+        struct run *u = &runs[ri];
         if (u->tsc) {
             /* U: the first event after the run with a known TSC */
             int have_u = 0;
@@ -341,6 +273,316 @@ static void prepare8(struct dec *d, struct dthread *th)
     }
 }
 
+/* the scan's state between items (all unknown at the ring's start) */
+struct scanst {
+    struct ck s;
+    int have_known, have_prev_ahi;
+    uint64_t last_known;
+    uint32_t prev_ahi;
+};
+
+/* The forward scan from item p0 in state *st (0 or as the whole-ring scan): checkpoints at and after item c into r->ck (c: where the scan's
+ * state is that of a scan from item 0), the runs into t (those starting
+ * before c are not the whole-ring scan's), the zeroed/invalid items before
+ * item count_hi into *inv.  It stops at item b, or later where no run is
+ * open (a run's end and resolution need its whole extent); returns where. */
+static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64_t p0, const struct scanst *st,
+                      uint64_t c, uint64_t b, uint64_t count_hi, struct inval *inv)
+{
+    const struct ftr_thread *rt = th->rt;
+    struct ring8 *r = th->ring8;
+    uint64_t *buf = xmalloc(BLK * sizeof *buf);
+    struct ck s = st->s;
+    size_t tr = SIZE_MAX, ar = SIZE_MAX; /* open runs (indices: runs[] grows) */
+    int have_known = st->have_known;   /* a full TSC seen (L for the next TSC run) */
+    uint64_t last_known = st->last_known;
+    int have_prev_ahi = st->have_prev_ahi;
+    uint32_t prev_ahi = st->prev_ahi;
+    int lower_have;
+    uint64_t lower = rx_ring_lower(d, th, &lower_have);
+    uint64_t i = p0, stop = rt->n;
+
+    while (i < rt->n) {
+        size_t got = ftr_read_entries(&d->src, rt, i, BLK, buf);
+        if (!got)
+            break;
+        for (size_t k = 0; k < got; k++) {
+            uint64_t idx = i + k, w = buf[k];
+            if (idx >= b && tr == SIZE_MAX && ar == SIZE_MAX) {
+                stop = idx;
+                goto done;
+            }
+            if (idx % CK == 0 && idx >= c) {
+                r->ck[idx / CK] = s;
+                if (r->ckok)
+                    r->ckok[idx / CK] = 1;
+            }
+            if (__builtin_expect((w & FT_E8_TAG_MASK) != FT_E8_ESC && w && s.tknown && s.aknown, 1)) {
+                /* the common case: an event with both high halves known */
+                have_known = 1;
+                last_known = s.last_tsc = ((uint64_t)s.thi << 32) | (w >> 32);
+                have_prev_ahi = 1;
+                prev_ahi = s.ahi;
+                s.catch_next = 0;
+                continue;
+            }
+            if (!w) { /* zeroed inside the window: the state may have changed unseen */
+                if (idx < count_hi)
+                    inval_note(inv, idx);
+                if (s.aknown) { have_prev_ahi = 1; prev_ahi = s.ahi; }
+                s.aknown = s.tknown = 0;
+                s.catch_next = 0;
+                tr = ar = SIZE_MAX;
+                continue;
+            }
+            if ((w & FT_E8_TAG_MASK) == FT_E8_ESC) {
+                unsigned ty = FT_E8_ESC_TYPE(w);
+                if (ty == FT_E8_ADDR_HI) {
+                    s.ahi = (uint32_t)(w >> 32);
+                    s.aknown = 1;
+                    ar = SIZE_MAX;
+                } else if (ty == FT_E8_TSC_HI) {
+                    s.thi = (uint32_t)(w >> 32);
+                    s.tknown = 1;
+                    tr = SIZE_MAX;
+                } else if (ty == FT_E8_CATCH && !(w & 0xFFFFFF00u)) {
+                    s.catch_next = 1;
+                } else if (idx < count_hi) {
+                    inval_note(inv, idx);
+                }
+                continue;
+            }
+            uint32_t lo = (uint32_t)(w >> 32);
+            if (!s.tknown) {
+                if (tr == SIZE_MAX) {
+                    struct run *u = rx_run_new(t, idx, 1);
+                    u->lo_first = lo;
+                    u->have_l = have_known;
+                    u->L = last_known;
+                    if (!have_known && idx == 0 && lower_have) {
+                        u->have_l = 1;
+                        u->L = lower;
+                    }
+                    tr = (size_t)(u - t->runs);
+                }
+                t->runs[tr].end = idx + 1;
+                t->runs[tr].lo_last = lo;
+            } else {
+                have_known = 1;
+                last_known = ((uint64_t)s.thi << 32) | lo;
+                s.last_tsc = last_known;
+            }
+            if (!s.aknown) {
+                if (ar == SIZE_MAX) {
+                    struct run *u = rx_run_new(t, idx, 0);
+                    u->have_prev = have_prev_ahi;
+                    u->prev = prev_ahi;
+                    ar = (size_t)(u - t->runs);
+                }
+                struct run *u = &t->runs[ar];
+                u->end = idx + 1;
+                if (u->nsamples < NSAMPLE)
+                    u->samples[u->nsamples++] = (uint32_t)(w & FT_E8_ADDR_LO_MASK);
+            } else {
+                have_prev_ahi = 1;
+                prev_ahi = s.ahi;
+            }
+            s.catch_next = 0;
+        }
+        i += got;
+    }
+    stop = i < rt->n ? i : rt->n;
+done:
+    free(buf);
+    return stop;
+}
+
+static void prepare8(struct dec *d, struct dthread *th)
+{
+    const struct ftr_thread *rt = th->rt;
+    struct ring8 *r = xcalloc(1, sizeof *r);
+    th->ring8 = r;
+    r->nck = rt->n / CK + 1;
+    r->ck = xcalloc(r->nck, sizeof *r->ck);
+    struct inval inv = {0};
+    struct scanst st = {0};
+    scan8(d, th, r, 0, &st, 0, rt->n, UINT64_MAX, &inv);
+    note_merge(th, &inv);
+    resolve_runs(d, th, r->runs, r->nruns);
+}
+
+/* ---- reading only part of a ring (the text view: its end) ----------------
+ * The scan's state after an event whose address and TSC high halves both
+ * come from escapes (the last ADDR_HI and TSC_HI before it, with no zeroed
+ * item after them) is known from that event and those two escapes alone:
+ * both high halves known, the last time that event's, no run open.  So
+ * reading a part of the ring needs only a look back from its start for the
+ * last such event and its escapes, and a scan from there; its checkpoints
+ * and runs are those of the whole-ring scan. */
+
+/* the scan's start for items from a on (*st: its state there), found by
+ * reading back from a: the item after the last event before a preceded by
+ * a TSC_HI and an ADDR_HI escape with no zeroed item in between (0: the
+ * ring's start, *st unknown) */
+static uint64_t converge_from(struct dec *d, const struct dthread *th, uint64_t a, struct scanst *st)
+{
+    enum { B = 16384 };
+    const struct ftr_thread *rt = th->rt;
+    static uint64_t buf[B];
+    uint64_t cand = UINT64_MAX, cw = 0;
+    int got_t = 0, got_a = 0;
+    uint32_t thi = 0, ahi = 0;
+    memset(st, 0, sizeof *st);
+    for (uint64_t j = a; j > 0;) {
+        uint64_t from = j > B ? j - B : 0;
+        size_t got = ftr_read_entries(&d->src, rt, from, j - from, buf);
+        if (got != j - from)
+            break;
+        for (size_t k = got; k > 0; k--) {
+            uint64_t w = buf[k - 1];
+            if (w && (w & FT_E8_TAG_MASK) != FT_E8_ESC) { /* an event: the candidate, or before it */
+                if (cand == UINT64_MAX) {
+                    cand = from + k - 1;
+                    cw = w;
+                }
+                continue;
+            }
+            if (!w) {
+                cand = UINT64_MAX;
+                got_t = got_a = 0;
+                continue;
+            }
+            if (cand == UINT64_MAX)
+                continue;
+            unsigned ty = FT_E8_ESC_TYPE(w);
+            if (ty == FT_E8_TSC_HI && !got_t) {
+                got_t = 1;
+                thi = (uint32_t)(w >> 32);
+            } else if (ty == FT_E8_ADDR_HI && !got_a) {
+                got_a = 1;
+                ahi = (uint32_t)(w >> 32);
+            }
+            if (got_t && got_a) {
+                st->s.ahi = ahi;
+                st->s.thi = thi;
+                st->s.aknown = st->s.tknown = 1;
+                st->s.last_tsc = st->last_known = ((uint64_t)thi << 32) | (cw >> 32);
+                st->have_known = st->have_prev_ahi = 1;
+                st->prev_ahi = ahi;
+                return cand + 1;
+            }
+        }
+        j = from;
+    }
+    memset(st, 0, sizeof *st);
+    return 0;
+}
+
+static int run_cmp(const void *a, const void *b)
+{
+    const struct run *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->tsc < y->tsc) - (x->tsc > y->tsc); /* a TSC run first, as the scan makes them */
+}
+
+/* the runs of t from item c on (resolved) into r->runs, in order, once */
+static void runs_merge(struct ring8 *r, struct ring8 *t, uint64_t c)
+{
+    size_t n0 = r->nruns;
+    for (size_t k = 0; k < t->nruns; k++) {
+        const struct run *u = &t->runs[k];
+        if (u->start < c)
+            continue;
+        int dup = 0;
+        for (size_t lo = 0, hi = n0; lo < hi && !dup;) { /* r->runs[0..n0) are sorted */
+            size_t mid = lo + (hi - lo) / 2;
+            int cmp = run_cmp(&r->runs[mid], u);
+            if (!cmp)
+                dup = 1;
+            else if (cmp < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (dup)
+            continue;
+        r->runs = xgrow(r->runs, &r->runcap, r->nruns + 1, sizeof *r->runs);
+        r->runs[r->nruns++] = *u;
+    }
+    if (r->nruns > n0)
+        qsort(r->runs, r->nruns, sizeof *r->runs, run_cmp);
+}
+
+/* items [lo, hi) of r's ring lie in one span of scanned items */
+static int covered(const struct ring8 *r, uint64_t lo, uint64_t hi)
+{
+    for (size_t k = 0; k < r->nspans; k++)
+        if (r->spans[k].lo <= lo && hi <= r->spans[k].hi)
+            return 1;
+    return 0;
+}
+
+static void span_add(struct ring8 *r, uint64_t lo, uint64_t hi)
+{
+    r->spans = xgrow(r->spans, &r->spancap, r->nspans + 1, sizeof *r->spans);
+    r->spans[r->nspans].lo = lo;
+    r->spans[r->nspans++].hi = hi;
+    /* merge the overlapping ones (the runs of both are known) */
+    for (int again = 1; again;) {
+        again = 0;
+        for (size_t x = 0; x < r->nspans && !again; x++)
+            for (size_t y = x + 1; y < r->nspans && !again; y++) {
+                struct span *p = &r->spans[x], *q = &r->spans[y];
+                if (p->lo <= q->hi && q->lo <= p->hi) {
+                    p->lo = p->lo < q->lo ? p->lo : q->lo;
+                    p->hi = p->hi > q->hi ? p->hi : q->hi;
+                    *q = r->spans[--r->nspans];
+                    again = 1;
+                }
+            }
+    }
+}
+
+/* make items [a, b) readable (a: a checkpoint): their checkpoint and runs;
+ * count: note the zeroed/invalid items from the scan's start up to the
+ * part counted before (th->checked_from) */
+static void ensure8(struct dec *d, struct dthread *th, uint64_t a, uint64_t b, int count)
+{
+    struct ring8 *r = th->ring8;
+    if (!count && r->ckok[a / CK] && covered(r, a, b))
+        return;
+    struct scanst st;
+    uint64_t c = converge_from(d, th, a, &st);
+    uint64_t bb = (b + CK - 1) / CK * CK;
+    struct ring8 t = {0};
+    struct inval inv = {0};
+    uint64_t e = scan8(d, th, &t, c, &st, c, bb, count ? th->checked_from : 0, &inv);
+    if (count && c < th->checked_from) {
+        note_merge(th, &inv);
+        th->checked_from = c;
+    }
+    resolve_runs(d, th, t.runs, t.nruns);
+    runs_merge(r, &t, c);
+    free(t.runs);
+    span_add(r, c, e);
+}
+
+static void invalid_when(struct dec *d, struct dthread *th);
+
+void ev_prepare_tail(struct dec *d, struct dthread *th)
+{
+    struct ring8 *r = th->ring8;
+    if (!r || !r->ckok || th->lo >= th->checked_from)
+        return;
+    uint64_t old = th->ninvalid;
+    ensure8(d, th, th->lo / CK * CK, th->rt->n, 1);
+    if (th->ninvalid != old) {
+        th->has_invalid_tsc = 0;
+        invalid_when(d, th);
+    }
+}
+
 /* the resolved high half of item idx in a run of the given kind (runs of one
  * kind are disjoint and in index order) */
 int rx_run_hi(const struct ring8 *r, uint64_t idx, int tsc, uint32_t *hi)
@@ -386,7 +628,9 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
                                                           struct ft_entry *ents, struct ev *evs, size_t *nev)
 {
     const struct ftr_thread *rt = th->rt;
-    const struct ring8 *r = th->ring8;
+    struct ring8 *r = th->ring8;
+    if (r->ckok) /* only part of the ring is prepared */
+        ensure8(d, th, i / CK * CK, i + n, 0);
     uint64_t from;
     struct ck s;
     if (resume8.r == r && resume8.next == i) {
@@ -545,6 +789,18 @@ static void invalid_when(struct dec *d, struct dthread *th)
 void ev_prepare(struct dec *d, struct dthread *th)
 {
     const struct ftr_thread *rt = th->rt;
+    if (rt->fmt == FT_FMT_EXACT8 && d->tail_only) {
+        /* only the text view: the end of the ring (th->lo on), the rest on
+         * demand (the generation cuts read a few items around each cut) */
+        struct ring8 *r = xcalloc(1, sizeof *r);
+        th->ring8 = r;
+        r->nck = rt->n / CK + 1;
+        r->ck = xcalloc(r->nck, sizeof *r->ck);
+        r->ckok = xcalloc(r->nck, 1);
+        th->checked_from = rt->n;
+        ev_prepare_tail(d, th);
+        return;
+    }
     if (rt->fmt == FT_FMT_EXACT8) {
         prepare8(d, th);
         invalid_when(d, th);
@@ -585,6 +841,8 @@ void ev_release(struct dthread *th)
         resume8.r = NULL;
     rx_forget4(r);
     free(r->ck);
+    free(r->ckok);
+    free(r->spans);
     free(r->runs);
     free(r);
     th->ring8 = NULL;

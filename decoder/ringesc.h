@@ -36,11 +36,21 @@ struct run {
     unsigned nsamples;
 };
 
+/* items [lo, hi) whose runs are all known (a ring prepared in part) */
+struct span {
+    uint64_t lo, hi;
+};
+
 struct ring8 {
     struct ck *ck;
     size_t nck;
     struct run *runs;    /* in order of their start (both kinds interleaved) */
     size_t nruns, runcap;
+    /* FT_FMT_EXACT8 prepared in part (ring8.c: only the text view): which
+     * checkpoints are set, which items' runs known; NULL: the whole ring */
+    uint8_t *ckok;
+    struct span *spans;
+    size_t nspans, spancap;
 };
 
 struct run *rx_run_new(struct ring8 *r, uint64_t start, int tsc);

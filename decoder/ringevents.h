@@ -50,6 +50,10 @@ struct ring8;
 void ev_prepare(struct dec *d, struct dthread *th);
 size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ft_entry *out);
 void ev_release(struct dthread *th);
+/* d->tail_only: an FT_FMT_EXACT8 ring is prepared (and checked for zeroed
+ * or invalid items) from th->lo on, the rest only where it is read; call
+ * when th->lo moves back (other formats: the whole ring, at ev_prepare) */
+void ev_prepare_tail(struct dec *d, struct dthread *th);
 /* FT_FMT_EXACT8 items [i, i+n): the events only (struct ev, below), *nev of
  * them; returns the number of items read */
 size_t ev_events_exact8(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev *out, size_t *nev);

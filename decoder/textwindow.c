@@ -5,11 +5,15 @@
  * point are found from their returns and the final stack, as those open at
  * a ring's start), and reads further back (4 times as much each time) only
  * while the filters leave fewer than N calls.  Rings up to TW_BASE items (the default 1 MiB
- * ring) are read whole, exactly as the other views read them.
+ * ring) are read whole, exactly as the other views read them.  With no other
+ * view, an FT_FMT_EXACT8 ring is also prepared only from there (ring8.c:
+ * ev_prepare_tail), and its generation cuts again when it reads further back
+ * (gencuts.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "gencuts.h"
 #include "replay.h"
 #include "textwindow.h"
 #include "views.h"
@@ -52,6 +56,7 @@ void tw_replay(struct dec *d, struct view *text, struct view *out, int own)
             w = w > (UINT64_MAX >> 2) ? UINT64_MAX : w * 4;
             replay_forget(th, 1);
             th->lo = tw_lo(th, w);
+            cuts_after_tail(d, th);
             replay_discover(d, th);
         }
         if (!own)

@@ -86,10 +86,17 @@ size_t dec_problems(const struct dec *d, struct problem *out, size_t max)
                         ft_clock_ns(&d->gens[d->ngens - 1].clk, th->first_tsc));
             snprintf(when, sizeof when, ", after the event %s after its oldest one", dur);
         }
-        ADD(1, "the ring of thread %llu has %llu zeroed or invalid entries inside its trace (items %llu..%llu%s): "
-            "the events there are lost",
-            (unsigned long long)th->rt->tid, (unsigned long long)th->ninvalid,
-            (unsigned long long)th->invalid_first, (unsigned long long)th->invalid_last, when);
+        if (th->checked_from) /* the text view: only the end of the ring was read */
+            ADD(1, "the ring of thread %llu has %llu zeroed or invalid entries in the last %llu of its %llu entries, "
+                "the part read and checked (items %llu..%llu%s): the events there are lost",
+                (unsigned long long)th->rt->tid, (unsigned long long)th->ninvalid,
+                (unsigned long long)(th->rt->n - th->checked_from), (unsigned long long)th->rt->n,
+                (unsigned long long)th->invalid_first, (unsigned long long)th->invalid_last, when);
+        else
+            ADD(1, "the ring of thread %llu has %llu zeroed or invalid entries inside its trace (items %llu..%llu%s): "
+                "the events there are lost",
+                (unsigned long long)th->rt->tid, (unsigned long long)th->ninvalid,
+                (unsigned long long)th->invalid_first, (unsigned long long)th->invalid_last, when);
     }
     for (size_t k = 0; k < sizeof rings / sizeof rings[0]; k++) {
         char tids[64];

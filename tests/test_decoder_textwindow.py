@@ -116,3 +116,65 @@ def test_text_header_names_an_original_raw(tree, compiled, run_crash, tmp_path):
                      r.stdout, re.M), r.stdout[:300]
     r = run_tool([tree.tool("funtrace-decode"), raw, "--text"])
     assert re.search(r"\), from a core file$", r.stdout, re.M), r.stdout[:300]
+
+
+def with_items(raw, dst, changes):
+    """Copy raw to dst with the crashed thread's (the biggest TRACEE08 chunk's) items
+    changed: {item index: new 8-byte value}; returns that thread's items as they were."""
+    import struct
+    from rawfile import chunks, parse
+    data = bytearray(raw.read_bytes())
+    off, best = 0, None
+    for magic, p in chunks(bytes(data)):
+        if magic == "TRACEE08" and (best is None or len(p) > best[1]):
+            best = (off + 16, len(p))
+        off += 16 + len(p)
+    assert best, "no TRACEE08 chunk"
+    for i, w in changes.items():
+        struct.pack_into("<Q", data, best[0] + 8 * i, w)
+    dst.write_bytes(data)
+    [items] = [t.items for t in parse(raw).threads if len(t.items) * 8 == best[1]]
+    return items
+
+
+def test_text_view_checks_only_the_part_it_reads_for_zeroed_entries(tree, big, tmp_path):
+    """issue 13 + the fast text view: a zeroed entry before the part --text reads (with the
+    escapes the runtime writes at the next generation after it, so that the state is known
+    again) neither changes its lines nor is reported by it, while the whole-ring views still
+    report it; one inside the part read is reported, with how much was checked."""
+    from rawfile import e8_escape, E8_ADDR_HI, E8_TSC_HI, E8_ESC
+    raw, _, _, _ = big
+    dec = tree.tool("funtrace-decode")
+    ref = run_tool([dec, raw, "--text", "-n", "5"])
+    assert ref.returncode == 0 and "zeroed" not in ref.stdout, ref.stdout
+    # before the part read: a zeroed entry, then the two escapes (over two events) that
+    # give the high halves back
+    before = tmp_path / "before.raw"
+    items = with_items(raw, before, {})
+    n = len(items)
+    k = n - WINDOW - 20000
+    hi = {}
+    for w in items[:k]:
+        if w & 3 == E8_ESC:
+            hi[(w >> 2) & 63] = w >> 32
+    assert E8_ADDR_HI in hi and E8_TSC_HI in hi
+    with_items(raw, before, {k: 0, k + 1: e8_escape(E8_ADDR_HI, hi[E8_ADDR_HI]),
+                             k + 2: e8_escape(E8_TSC_HI, hi[E8_TSC_HI])})
+    r = run_tool([dec, before, "--text", "-n", "5"])
+    assert r.returncode == 0, r.stdout
+    assert r.stdout == ref.stdout
+    s = run_tool([dec, before, "--summary"])
+    assert s.returncode == 3
+    assert f"has 1 zeroed or invalid entries inside its trace (items {k}..{k}" in s.stdout, s.stdout
+    # inside the part read: reported, with the part checked; the exit status says so
+    inside = tmp_path / "inside.raw"
+    j = n - 1000
+    with_items(raw, inside, {j: 0})
+    r = run_tool([dec, inside, "--text", "-n", "5"])
+    assert r.returncode == 3, r.stdout
+    m = re.search(r"has 1 zeroed or invalid entries in the last (\d+) of its (\d+) entries, the part read and "
+                  rf"checked \(items {j}\.\.{j}, after the event ", r.stdout)
+    assert m and WINDOW <= int(m.group(1)) < n and int(m.group(2)) == n, r.stdout
+    s = run_tool([dec, inside, "--summary"])
+    assert s.returncode == 3
+    assert f"has 1 zeroed or invalid entries inside its trace (items {j}..{j}" in s.stdout, s.stdout
