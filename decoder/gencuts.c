@@ -215,8 +215,8 @@ static void cuts(struct dec *d, struct dthread *th)
                         idx = 0; /* overwritten: the ring starts after the boundary */
                 }
             }
-            if (pt.T && idx != NONE && idx > 0 && idx < pt.T + 512)
-                idx = NONE; /* its check reads before T: by timestamps from T on */
+            if (pt.T && idx != NONE && idx > 0 && idx < pt.T)
+                idx = NONE; /* before T: by timestamps from T on */
             if (idx != NONE && idx > 0 && idx <= n) { /* check against timestamps */
                 uint64_t t;
                 int ok = 1;
