@@ -403,19 +403,24 @@ def test_missing_ring_memory(ext, crash_core, crash_saved, tmp_path):
         [h] = [h for h in loads if h[1] <= addr < h[1] + h[2]]
         return h
 
-    # the rings come from one pool: the thread made ring-less is one whose ring lies past the
-    # hasher's in the same mapping (the cut takes it too), else one in a mapping of its own
-    # (cut at its ring's start)
-    others = [t for t in raw.threads if t.tid != hasher.tid and t.ring and t.ring_size]
-    past = sorted((t for t in others if load_of(t.ring) == load_of(hasher.ring) and t.ring > hasher.ring),
-                  key=lambda t: t.ring)
-    apart = [t for t in others if load_of(t.ring) != load_of(hasher.ring)]
-    assert past or apart, "no ring the cut can take whole: the trace would not lose a ring"
-    gone = past[0] if past else apart[0]
-    cut = {hasher.ring: keep} if past else {hasher.ring: keep, gone.ring: 0}
-    for ring, k in cut.items():
-        o, vaddr, _ = load_of(ring)
-        data[o + 32:o + 40] = (ring - vaddr + k).to_bytes(8, "little")  # p_filesz
+    # the loader loses its whole ring.  The rings come from one pool: in a mapping of its own,
+    # the mapping is cut at the ring's start; in the hasher's mapping past the hasher's ring, the
+    # hasher's cut takes it too; before it, the mapping is made to start after the loader's ring
+    gone = by_name["loader"]
+    o, vaddr, memsz = load_of(hasher.ring)
+    filesz = hasher.ring - vaddr + keep
+    if load_of(gone.ring) != (o, vaddr, memsz):
+        go = load_of(gone.ring)
+        data[go[0] + 32:go[0] + 40] = (gone.ring - go[1]).to_bytes(8, "little")  # p_filesz
+    elif gone.ring < hasher.ring:
+        delta = gone.ring + gone.ring_size - vaddr
+        assert gone.ring + gone.ring_size <= hasher.ring
+        for field, value in ((8, int.from_bytes(data[o + 8:o + 16], "little") + delta),  # p_offset
+                             (16, vaddr + delta), (24, vaddr + delta),  # p_vaddr, p_paddr
+                             (40, memsz - delta)):  # p_memsz
+            data[o + field:o + field + 8] = value.to_bytes(8, "little")
+        filesz -= delta
+    data[o + 32:o + 40] = filesz.to_bytes(8, "little")  # p_filesz: the hasher's ring cut in the middle
     core.write_bytes(data)
     out = tmp_path / "gdb.raw"
     g = run_gdb(f"funtrace save {out}", target=[crash_core.args[0], core])

@@ -82,13 +82,14 @@ def check_waits(raw, elf, waiter, waker):
     hand = calls_of(raw, elf, waker, "hand_over")
     waits = calls_of(raw, elf, waiter, "wait_for_token")
     assert len(hand) == ROUNDS and len(waits) == ROUNDS, (hand, waits)
-    # from the waiter's first wait on (before it, the two threads' start-up may contend for a
-    # lock -- libc's, the kernel's mmap lock -- and the waker then wakes the waiter too)
-    t0 = waits[0][0]
+    # from the waiter's first wait to the end of its last (before and after them, the two
+    # threads' start-up and exit may contend for a lock -- libc's, the runtime's, the kernel's
+    # mmap lock -- and the waker then wakes the waiter too)
+    t0, t1 = waits[0][0], waits[-1][1]
     wakings = [e for e in ev if e["kind"] == "waking" and e["tid"] == waiter and e["other"] == waker
-               and e["tsc"] >= t0]
+               and t0 <= e["tsc"] <= t1]
     sleeps = [e for e in ev if e["kind"] == "switch" and e["tid"] == waiter and e["state"] == "S"
-              and e["tsc"] >= t0]
+              and t0 <= e["tsc"] <= t1]
     # every wakeup of the waiter by the waker happened inside one of its hand_over calls
     assert len(wakings) == ROUNDS, wakings
     for w in wakings:
