@@ -100,26 +100,30 @@ static int sampled8(const uint8_t *p, size_t len, const struct ce_code *c)
     return events;
 }
 
-/* fmt 3: tag 3 = escape (type 1..3 in bits 7..2, bits 31..8 zero, CATCH's payload 0) */
+/* fmt 3 (FT_FMT_EXACT8): an escape is exactly FT_E8_ESCAPE(type, payload) of a
+ * known type, CATCH's payload 0; an event's address low half is code */
 static int exact8(const uint8_t *p, size_t len, const struct ce_code *c)
 {
     int events = 0;
     for (size_t i = 0; i + 8 <= len; i += 8) {
         uint64_t w = w64(p + i);
         if (w == 0) continue;
-        if ((w & 3) == 3) {
-            unsigned type = (unsigned)(w >> 2) & 63;
-            if ((w & 0xFFFFFF00u) || type < 1 || type > 3 || (type == 3 && (w >> 32))) return 0;
+        if ((w & FT_E8_TAG_MASK) == FT_E8_ESC) {
+            unsigned type = (unsigned)FT_E8_ESC_TYPE(w);
+            uint64_t payload = w >> 32;
+            if (w != FT_E8_ESCAPE(type, payload) || type < FT_E8_ADDR_HI || type > FT_E8_CATCH ||
+                (type == FT_E8_CATCH && payload))
+                return 0;
             continue;
         }
-        if (!is_code_lo(c, (uint32_t)w & ~3u)) return 0;
+        if (!is_code_lo(c, (uint32_t)(w & FT_E8_ADDR_LO_MASK))) return 0;
         events = 1;
     }
     return events;
 }
 
-/* fmt 4: item & 7 == 7 a stamped return; item & 7 == 3 an escape (type 0..2
- * in bits 4..3, CATCH's payload 0) */
+/* fmt 4 (FT_FMT_SAMPLED4): a stamped return; an escape of a known type, CATCH's
+ * payload 0; else an event's address low half is code */
 static int sampled4(const uint8_t *p, size_t len, const struct ce_code *c)
 {
     int events = 0;
@@ -127,16 +131,16 @@ static int sampled4(const uint8_t *p, size_t len, const struct ce_code *c)
         uint32_t v;
         memcpy(&v, p + i, 4);
         if (v == 0) continue;
-        if ((v & 7) == 7) {
+        if (FT_S4_IS_STAMP(v)) {
             events = 1;
             continue;
         }
-        if ((v & 7) == 3) {
-            unsigned type = (v >> 3) & 3;
-            if (type == 3 || (type == 2 && (v >> 5))) return 0;
+        if (FT_S4_IS_ESC(v)) {
+            unsigned type = FT_S4_ESC_TYPE(v);
+            if (type > FT_S4_CATCH || (type == FT_S4_CATCH && (v >> (32 - FT_S4_PAYLOAD_BITS)))) return 0;
             continue;
         }
-        if (!is_code_lo(c, v & ~3u)) return 0;
+        if (!is_code_lo(c, v & ~FT_S4_TAG_MASK)) return 0;
         events = 1;
     }
     return events;

@@ -204,7 +204,7 @@ static uint64_t slotw(const struct rview *v, const uint8_t *s)
 
 /* ---- FT_FMT_SAMPLED4 (FORMAT.md 1.4, 2.3) ---- */
 
-static int s4_tsc_hi(uint64_t w) { return (w & 7u) == 3u && FT_S4_ESC_TYPE(w) == FT_S4_TSC_HI; }
+static int s4_tsc_hi(uint64_t w) { return FT_S4_IS_ESC(w) && FT_S4_ESC_TYPE(w) == FT_S4_TSC_HI; }
 /* the full TSC of a stamped return w under the TSC_HI payload hi, the bits
  * above 58 taken from top */
 static uint64_t s4_time(uint64_t top, uint32_t hi, uint64_t w)

@@ -142,6 +142,7 @@ struct ft_entry {
 #define FT_S4_SPECIAL 3u
 #define FT_S4_STAMP_BIT 4u
 #define FT_S4_IS_STAMP(i) (((i) & 7u) == 7u)
+#define FT_S4_IS_ESC(i) (((i) & 7u) == 3u)
 #define FT_S4_ESC_TYPE(i) (((i) >> 3) & 3u)
 #define FT_S4_ADDR_HI 0u
 #define FT_S4_TSC_HI 1u
