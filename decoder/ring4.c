@@ -156,16 +156,7 @@ void rx_prepare4(struct dec *d, struct dthread *th)
             }
         }
         if (u->tsc) {
-            uint64_t S;
-            if (rx_gen_bound_after(d, th, u->end, &S) && (!have_n || S < U)) {
-                have_n = 1;
-                U = S;
-            }
-            /* an exited thread's events are older than its exit */
-            if (!have_n && th->rt->has_stat && th->rt->st.exit_tsc) {
-                have_n = 1;
-                U = th->rt->st.exit_tsc;
-            }
+            rx_tsc_upper(d, th, u->end, &have_n, &U);
             u->hi = rx_tsc_resolve(u, have_n, U, u->have_l, u->L, ref);
         } else {
             u->hi = rx_addr_resolve(d, u, have_n, nx, u->have_prev, u->prev);

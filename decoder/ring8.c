@@ -126,7 +126,7 @@ static int is_boundary_escape(const struct dec *d, const struct ftr_thread *rt, 
         uint32_t w;
         if (ftr_read_entries(&d->src, rt, i, 1, &w) != 1)
             return 0;
-        return (w & 7u) == 3u && (FT_S4_ESC_TYPE(w) == FT_S4_ADDR_HI || FT_S4_ESC_TYPE(w) == FT_S4_TSC_HI);
+        return FT_S4_IS_ESC(w) && (FT_S4_ESC_TYPE(w) == FT_S4_ADDR_HI || FT_S4_ESC_TYPE(w) == FT_S4_TSC_HI);
     }
     uint64_t w;
     if (ftr_read_entries(&d->src, rt, i, 1, &w) != 1)
@@ -135,7 +135,7 @@ static int is_boundary_escape(const struct dec *d, const struct ftr_thread *rt, 
            (FT_E8_ESC_TYPE(w) == FT_E8_ADDR_HI || FT_E8_ESC_TYPE(w) == FT_E8_TSC_HI);
 }
 
-int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t idx, uint64_t *S)
+static int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t idx, uint64_t *S)
 {
     const struct ftr_thread *rt = th->rt;
     if (!rt->has_stat || !rt->st.ring_size || (rt->st.ring_size & (rt->st.ring_size - 1)))
@@ -160,6 +160,24 @@ int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t i
         return 1;
     }
     return 0;
+}
+
+void rx_tsc_upper(const struct dec *d, const struct dthread *th, uint64_t end, int *have, uint64_t *U)
+{
+    /* a tighter upper bound: the start of the first generation whose
+     * recorded ring position lies after the run (its events are older than
+     * that boundary; a thread that slept across boundaries has them all
+     * recorded at one position) */
+    uint64_t S;
+    if (rx_gen_bound_after(d, th, end, &S) && (!*have || S < *U)) {
+        *have = 1;
+        *U = S;
+    }
+    /* an exited thread's events are older than its exit */
+    if (!*have && th->rt->has_stat && th->rt->st.exit_tsc) {
+        *have = 1;
+        *U = th->rt->st.exit_tsc;
+    }
 }
 
 void rx_note_invalid(struct dthread *th, uint64_t i)
@@ -239,20 +257,7 @@ static void resolve_runs(struct dec *d, struct dthread *th, struct run *runs, si
                     break;
                 }
             }
-            /* a tighter upper bound: the start of the first generation
-             * whose recorded ring position lies after the run (its events
-             * are older than that boundary; a thread that slept across
-             * boundaries has them all recorded at one position) */
-            uint64_t S;
-            if (rx_gen_bound_after(d, th, u->end, &S) && (!have_u || S < U)) {
-                have_u = 1;
-                U = S;
-            }
-            /* an exited thread's events are older than its exit */
-            if (!have_u && th->rt->has_stat && th->rt->st.exit_tsc) {
-                have_u = 1;
-                U = th->rt->st.exit_tsc;
-            }
+            rx_tsc_upper(d, th, u->end, &have_u, &U);
             u->hi = rx_tsc_resolve(u, have_u, U, u->have_l, u->L, ref);
         } else {
             /* the next ADDR_HI escape after the run */

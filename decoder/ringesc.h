@@ -57,7 +57,10 @@ struct run *rx_run_new(struct ring8 *r, uint64_t start, int tsc);
 uint32_t rx_addr_resolve(const struct dec *d, const struct run *u, int have_next, uint32_t next, int have_prev,
                          uint32_t prev);
 uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l, uint64_t L, uint64_t ref);
-int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t idx, uint64_t *S);
+/* the upper bound U of a TSC run ending at item end (have: U known, from the
+ * escapes after it): tightened by the first generation boundary recorded after
+ * the run, else, unknown, the thread's exit */
+void rx_tsc_upper(const struct dec *d, const struct dthread *th, uint64_t end, int *have, uint64_t *U);
 void rx_note_invalid(struct dthread *th, uint64_t i);
 uint64_t rx_ring_lower(const struct dec *d, const struct dthread *th, int *have);
 int rx_run_hi(const struct ring8 *r, uint64_t idx, int tsc, uint32_t *hi);
