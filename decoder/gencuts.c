@@ -240,7 +240,9 @@ static void cuts(struct dec *d, struct dthread *th)
             }
             if (idx == NONE) {
                 idx = tsc_cut(d, th, S, &st, ref, &pt);
-                th->by_tsc[gi] = (uint8_t)had_pos;
+                /* a wrapped ring whose events all follow the boundary: its
+                 * position was overwritten (expected, not unusable) */
+                th->by_tsc[gi] = (uint8_t)(had_pos && (idx > 0 || !(rt->st.flags & FT_TSF_WRAPPED)));
             }
         }
         if (idx < prev)

@@ -23,13 +23,6 @@
 #include "xalloc.h"
 #include "ringesc.h"
 
-/* the 32-bit TSC high half of a TSC_HI payload (bits 58..32), the bits
- * above taken from ref */
-static uint32_t s4_thi(uint32_t payload, uint64_t ref)
-{
-    return (uint32_t)((ref >> 32) & ~(uint64_t)FT_S4_HI_MASK) | (payload & FT_S4_HI_MASK);
-}
-
 void rx_prepare4(struct dec *d, struct dthread *th)
 {
     const struct ftr_thread *rt = th->rt;
@@ -139,15 +132,7 @@ void rx_prepare4(struct dec *d, struct dthread *th)
                 continue;
             unsigned ty = FT_S4_ESC_TYPE(w);
             if (u->tsc && ty == FT_S4_TSC_HI) {
-                for (uint64_t m = j + 1; m < rt->n && m < j + 64 && !have_n; m++) {
-                    uint32_t w2;
-                    if (ftr_read_entries(&d->src, rt, m, 1, &w2) != 1 || !w2)
-                        break;
-                    if (FT_S4_IS_STAMP(w2)) {
-                        have_n = 1;
-                        U = ((uint64_t)s4_thi(w >> 5, ref) << 32) | (w2 & ~7u);
-                    }
-                }
+                have_n = rx_time_after_esc(d, rt, j, 1, &U);
                 break;
             }
             if (!u->tsc && ty == FT_S4_ADDR_HI) {

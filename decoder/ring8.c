@@ -118,8 +118,45 @@ uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l,
     return (uint32_t)best;
 }
 
-/* the start TSC of the oldest generation whose recorded ring position
- * (THRDSTAT gen_pos, as an item index) is at or after item idx; 1 if any */
+int rx_time_after_esc(const struct dec *d, const struct ftr_thread *rt, uint64_t i, uint64_t lim, uint64_t *T)
+{
+    const uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
+    for (uint64_t j = i; j < rt->n && j < i + lim; j++) {
+        if (rt->fmt == FT_FMT_SAMPLED4) {
+            uint32_t w, w2;
+            if (ftr_read_entries(&d->src, rt, j, 1, &w) != 1 || !w)
+                return 0;
+            if (!FT_S4_IS_ESC(w) || FT_S4_ESC_TYPE(w) != FT_S4_TSC_HI)
+                continue;
+            for (uint64_t m = j + 1; m < rt->n && m < j + 64; m++) {
+                if (ftr_read_entries(&d->src, rt, m, 1, &w2) != 1 || !w2)
+                    return 0;
+                if (FT_S4_IS_STAMP(w2)) {
+                    *T = ((uint64_t)s4_thi(w >> 5, ref) << 32) | (w2 & ~7u);
+                    return 1;
+                }
+            }
+            return 0;
+        }
+        uint64_t w, w2;
+        if (ftr_read_entries(&d->src, rt, j, 1, &w) != 1 || !w)
+            return 0;
+        if ((w & FT_E8_TAG_MASK) != FT_E8_ESC || FT_E8_ESC_TYPE(w) != FT_E8_TSC_HI)
+            continue;
+        for (uint64_t m = j + 1; m < rt->n && m < j + 8; m++) {
+            if (ftr_read_entries(&d->src, rt, m, 1, &w2) != 1 || !w2)
+                return 0;
+            if (is_event(w2)) {
+                *T = (w & 0xFFFFFFFF00000000ull) | (w2 >> 32);
+                return 1;
+            }
+        }
+        return 0;
+    }
+    return 0;
+}
+
+/* item i is an escape a generation boundary makes the next event carry */
 static int is_boundary_escape(const struct dec *d, const struct ftr_thread *rt, uint64_t i)
 {
     if (rt->fmt == FT_FMT_SAMPLED4) {
@@ -135,25 +172,54 @@ static int is_boundary_escape(const struct dec *d, const struct ftr_thread *rt, 
            (FT_E8_ESC_TYPE(w) == FT_E8_ADDR_HI || FT_E8_ESC_TYPE(w) == FT_E8_TSC_HI);
 }
 
+/* *rel: generation g's recorded position in rt's ring, in bytes from the
+ * first emitted item; 0 if not recorded */
+static int pos_rel(const struct ftr_thread *rt, uint64_t g, uint64_t *rel)
+{
+    const uint64_t pg = rt->st.gen_pos[g % FT_GEN_SLOTS].gen, off = rt->st.gen_pos[g % FT_GEN_SLOTS].off;
+    if (pg != g)
+        return 0;
+    *rel = (off - rt->st.first_off) & (rt->st.ring_size - 1);
+    return 1;
+}
+
+/* *S: an upper bound of the events before item idx, from the oldest
+ * generation whose recorded ring position (THRDSTAT gen_pos, as an item
+ * index) is at or after idx and is that generation's; 1 if any */
 static int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uint64_t idx, uint64_t *S)
 {
     const struct ftr_thread *rt = th->rt;
     if (!rt->has_stat || !rt->st.ring_size || (rt->st.ring_size & (rt->st.ring_size - 1)))
         return 0;
+    const uint64_t tol = d->tsc_hz ? d->tsc_hz / 500 : 6000000; /* 2 ms */
     for (size_t gi = 0; gi < d->ngens; gi++) {
         const struct dgen *g = &d->gens[gi];
-        if (g->synthetic || rt->st.gen_pos[g->gen % FT_GEN_SLOTS].gen != g->gen)
+        uint64_t rel, rel2;
+        if (g->synthetic || !pos_rel(rt, g->gen, &rel))
             continue;
-        uint64_t rel = (rt->st.gen_pos[g->gen % FT_GEN_SLOTS].off - rt->st.first_off) & (rt->st.ring_size - 1);
         size_t isz = ftr_item_size(rt->fmt);
         if (rel % isz || rel / isz > rt->n || rel / isz < idx)
             continue;
-        /* a position of a wrapped ring may be laps old (any item, or the
-         * current end); one still in the window is an escape (the runtime
-         * makes the first event after a boundary carry them), or the end of
-         * a ring that has not wrapped */
-        if (rel / isz < rt->n ? !is_boundary_escape(d, rt, rel / isz) : (rt->st.flags & FT_TSF_WRAPPED) != 0)
-            continue;
+        const uint64_t k = rel / isz;
+        if (k < rt->n) {
+            /* a position in the window counts where the boundary's escapes
+             * lie (the runtime makes the first event after a boundary carry
+             * them) and the time after them is this generation's: a wrapped
+             * ring's position may be laps old and fall on the escapes of a
+             * later boundary (or of a high half's change).  A thread that
+             * slept across boundaries has them all at one position: the
+             * time is the last one's, the bound the first one's. */
+            uint64_t T;
+            if (!is_boundary_escape(d, rt, k) || !rx_time_after_esc(d, rt, k, rt->fmt == FT_FMT_SAMPLED4 ? 64 : 2, &T))
+                continue;
+            size_t gj = gi; /* the last of the generations recorded at this position */
+            while (gj + 1 < d->ngens && pos_rel(rt, d->gens[gj + 1].gen, &rel2) && rel2 == rel)
+                gj++;
+            if (T + tol < g->start_tsc || (gj + 1 < d->ngens && T >= d->gens[gj + 1].start_tsc + tol))
+                continue;
+        } else if (rt->st.flags & FT_TSF_WRAPPED) {
+            continue; /* the end of a wrapped ring: any lap's */
+        }
         /* the housekeeper reads the position a little after the boundary's
          * time: events just before that position may be up to this late */
         *S = g->start_tsc + (d->tsc_hz ? d->tsc_hz / 100 : 30000000);
@@ -238,25 +304,7 @@ static void resolve_runs(struct dec *d, struct dthread *th, struct run *runs, si
             /* U: the first event after the run with a known TSC */
             int have_u = 0;
             uint64_t U = 0;
-            uint64_t j = u->end;
-            for (uint64_t lim = 0; j < rt->n && lim < 64; j++, lim++) {
-                uint64_t w;
-                if (ftr_read_entries(&d->src, rt, j, 1, &w) != 1 || !w)
-                    break;
-                if ((w & FT_E8_TAG_MASK) == FT_E8_ESC && FT_E8_ESC_TYPE(w) == FT_E8_TSC_HI) {
-                    uint64_t w2;
-                    for (uint64_t m = j + 1; m < rt->n && m < j + 8; m++) {
-                        if (ftr_read_entries(&d->src, rt, m, 1, &w2) != 1 || !w2)
-                            break;
-                        if (is_event(w2)) {
-                            have_u = 1;
-                            U = (w & 0xFFFFFFFF00000000ull) | (w2 >> 32);
-                            break;
-                        }
-                    }
-                    break;
-                }
-            }
+            have_u = rx_time_after_esc(d, th->rt, u->end, 64, &U);
             rx_tsc_upper(d, th, u->end, &have_u, &U);
             u->hi = rx_tsc_resolve(u, have_u, U, u->have_l, u->L, ref);
         } else {

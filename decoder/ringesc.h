@@ -61,6 +61,16 @@ uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l,
  * escapes after it): tightened by the first generation boundary recorded after
  * the run, else, unknown, the thread's exit */
 void rx_tsc_upper(const struct dec *d, const struct dthread *th, uint64_t end, int *have, uint64_t *U);
+/* the full TSC of the first timed item after the first TSC_HI escape in
+ * items [i, i + lim) (fmt 3: the event right after it; fmt 4: the next
+ * stamp); 1 if found */
+int rx_time_after_esc(const struct dec *d, const struct ftr_thread *rt, uint64_t i, uint64_t lim, uint64_t *T);
+/* fmt 4: the 32-bit TSC high half of a TSC_HI payload (bits 58..32), the
+ * bits above taken from ref */
+static inline uint32_t s4_thi(uint32_t payload, uint64_t ref)
+{
+    return (uint32_t)((ref >> 32) & ~(uint64_t)FT_S4_HI_MASK) | (payload & FT_S4_HI_MASK);
+}
 void rx_note_invalid(struct dthread *th, uint64_t i);
 uint64_t rx_ring_lower(const struct dec *d, const struct dthread *th, int *have);
 int rx_run_hi(const struct ring8 *r, uint64_t idx, int tsc, uint32_t *hi);

@@ -119,6 +119,57 @@ def test_summary_view(tree, compiled, run_crash):
     assert re.search(r"tid \d+ +sleeper +alive +exact +\d+ events", s)
 
 
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_laps_old_generation_position(tree, compiled, run_crash, tmp_path, time):
+    """A wrapped ring's recorded generation positions are laps old: one can
+    fall on the escapes of a later boundary.  Taken as that generation's
+    boundary, it made the ring's oldest events 2^32 ticks too old (a 1.6 s
+    span, events before the oldest generation: a CI failure).  Point the
+    busy thread's oldest recorded position at the first TSC_HI escape in its
+    ring, as the runtime can leave it, and check the times stay true."""
+    import struct
+    from rawfile import GEN_NONE, parse
+    exe = compiled("dec_gens.c", "pg")
+    env = {"FUNTRACE_GEN_MS": "10", **({"FUNTRACE_TIME": "sampled"} if time == "sampled" else {})}
+    # 2 leaf calls a round: the busy ring spans ~30 ms, several boundaries
+    raw = crash_raw(tree, run_crash, exe, ["300", "2"], env=env)
+    data = bytearray(raw.read_bytes())
+    busy = [t for t in parse(bytes(data)).threads if t.name == "busy"]
+    assert len(busy) == 1 and busy[0].flags & 1, "the busy thread's ring wrapped"
+    t = busy[0]
+    if t.fmt == 3:
+        k = [i for i, w in enumerate(t.items) if w & 3 == 3 and (w >> 2) & 63 == 2]
+    else:
+        assert t.fmt == 4
+        k = [i for i, w in enumerate(t.items) if w & 7 == 3 and (w >> 3) & 3 == 1]
+    assert k, "a boundary's TSC_HI escape in the busy ring"
+    k = k[0]
+    g0 = min(g for g, _ in t.gen_pos if g != GEN_NONE)
+    # the THRDSTAT chunk after the busy thread's THREADID: gen_pos at payload offset 96
+    off, cur, stat = 0, None, None
+    while off < len(data):
+        magic = bytes(data[off:off + 8])
+        (ln,) = struct.unpack_from("<Q", data, off + 8)
+        if magic == b"THREADID":
+            cur = bytes(data[off + 32:off + 48]).split(b"\0")[0]
+        elif magic == b"THRDSTAT" and cur == b"busy":
+            stat = off + 16
+        off += 16 + ln
+    isz = 8 if t.fmt == 3 else 4
+    struct.pack_into("<QQ", data, stat + 96 + 16 * (g0 % 64), g0, (t.first_off + isz * k) % t.ring_size)
+    mod = tmp_path / "laps-old.raw"
+    mod.write_bytes(bytes(data))
+    for path in (raw, mod):
+        r, _ = decode(tree, path, "--summary")
+        assert r.returncode == 0, r.stderr
+        s = r.stdout
+        line = s[s.index(" busy "):].split("\n")
+        span = re.search(r"span ([\d.]+) (ns|us|ms|s) ", line[0])
+        assert span and span.group(2) != "s", line[0]
+        assert "incomplete (older events overwritten) in generations: #" in line[1], line[:3]
+        assert "(before #" not in line[1]
+
+
 # ---- generations -----------------------------------------------------------
 
 def gens_trace(tree, compiled, run_crash, tmp_path, mode="pg", *args, env=None):

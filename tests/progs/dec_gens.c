@@ -5,6 +5,8 @@
  *              forever: every generation boundary falls inside outer (mostly in napper)
  *   "busy":    a 2 KiB ring (256 exact entries) that wraps many times per generation:
  *              busy_main -> busy_outer -> { busy_step -> leaf x50; napper (1 ms) }
+ *              (argv[2]: leaf calls per round, default 50; 2 makes the ring span
+ *              ~30 ms, so it holds several boundaries' escapes)
  *   main:      waits (untraced) until both threads have done their first round, then
  *              main -> main_wait (usleep argv[1] ms, default 120) -> crash_here (SIGSEGV)
  * Run with FUNTRACE_GEN_MS=10 to get ~12 generations.
@@ -17,6 +19,7 @@
 
 #define NI __attribute__((noinline))
 volatile int sink;
+static int busy_leaves = 50;
 static int started; /* threads that have done a first round (a busy machine may start them late) */
 
 NI void leaf(void) { sink++; __asm__ volatile(""); }
@@ -40,7 +43,7 @@ NI void *sleeper_main(void *arg)
 }
 NI void busy_step(void)
 {
-    for (int i = 0; i < 50; i++)
+    for (int i = 0; i < busy_leaves; i++)
         leaf();
 }
 NI void busy_outer(void)
@@ -67,6 +70,8 @@ int main(int argc, char **argv)
 {
     pthread_t a, b;
     sink = 0;
+    if (argc > 2)
+        busy_leaves = atoi(argv[2]);
     pthread_create(&a, 0, sleeper_main, 0);
     pthread_create(&b, 0, busy_main, 0);
     while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < 2)
