@@ -434,8 +434,23 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
                 }
                 struct run *u = &t->runs[ar];
                 u->end = idx + 1;
-                if (u->nsamples < NSAMPLE)
+                if (u->nsamples < NSAMPLE) {
                     u->samples[u->nsamples++] = (uint32_t)(w & FT_E8_ADDR_LO_MASK);
+                } else if (!s.tknown) {
+                    /* both high halves unknown, the samples taken: until the
+                     * next escape, zeroed item or checkpoint only the runs'
+                     * ends move (a wrapped ring's oldest lap, up to its first
+                     * boundary: the text view reads it to date the ring's
+                     * oldest event) */
+                    size_t k2 = k + 1;
+                    while (k2 < got && is_event(buf[k2]) && (i + k2) % CK != 0)
+                        k2++;
+                    if (k2 > k + 1) {
+                        u->end = t->runs[tr].end = i + k2;
+                        t->runs[tr].lo_last = (uint32_t)(buf[k2 - 1] >> 32);
+                        k = k2 - 1;
+                    }
+                }
             } else {
                 have_prev_ahi = 1;
                 prev_ahi = s.ahi;
