@@ -212,8 +212,10 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
                 last_call = 0;
             } else if (FT_S4_IS_STAMP(w)) {
                 uint32_t thi = s.thi;
-                if (!s.tknown)
-                    rx_run_hi(r, idx, 1, &thi);
+                if (!s.tknown && rx_run_hi(r, idx, 1, &thi)) { /* the run's: the state until its end */
+                    s.thi = thi;
+                    s.tknown = 1;
+                }
                 if (last_call) { /* else: its call is not in the window */
                     e.kind = EVS_STAMPED;
                     e.word = FT_F_RET | last_call;
@@ -235,8 +237,11 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
                 }
             } else {
                 uint32_t ahi = s.ahi;
-                if (!s.aknown)
-                    rx_run_hi(r, idx, 0, &ahi);
+                if (!s.aknown && rx_run_hi(r, idx, 0, &ahi)) { /* the run's: the state until its end */
+                    s.ahi = ahi;
+                    s.aknown = 1;
+                    ahi_sh = (uint64_t)ahi << 32;
+                }
                 e.kind = EVS_EVENT;
                 e.word = ((uint64_t)ahi << 32) | (w & ~3u);
                 last_call = (w & 3u) == 1u ? 0 : e.word;

@@ -777,11 +777,20 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
                     s.catch_next = 1;
                 }
             } else {
+                /* in a run: its resolved high half holds up to the next
+                 * escape of its kind or zeroed item, so it becomes the
+                 * state (the following items take the common path) */
                 uint32_t ahi = s.ahi, thi = s.thi;
-                if (!s.aknown)
-                    rx_run_hi(r, idx, 0, &ahi);
-                if (!s.tknown)
-                    rx_run_hi(r, idx, 1, &thi);
+                if (!s.aknown && rx_run_hi(r, idx, 0, &ahi)) {
+                    s.ahi = ahi;
+                    s.aknown = 1;
+                    ahi_sh = (uint64_t)ahi << 32;
+                }
+                if (!s.tknown && rx_run_hi(r, idx, 1, &thi)) {
+                    s.thi = thi;
+                    s.tknown = 1;
+                    thi_sh = (uint64_t)thi << 32;
+                }
                 e.word = ((uint64_t)ahi << 32) | (w & FT_E8_ADDR_LO_MASK) | tagf[tag];
                 if (tag == FT_E8_CALL && s.catch_next)
                     e.word |= FT_F_CATCH;
