@@ -24,6 +24,7 @@ PACKAGES=(
     clang libclang-rt-14-dev                # funtrace-clang wrapper + its tests; libFuzzer/sanitizer runtimes (only Recommended by clang)
     gdb gdbserver                           # the gdb extension (gdbserver: its remote-target tests)
     libelf-dev libdw-dev libunwind-dev      # coreextract
+    libdeflate-dev                          # the decoder inflates compressed debug files (libc6-dbg) with it: twice zlib's speed
     libzstd-dev liblz4-dev liblzma-dev zlib1g-dev   # compressed cores / debug sections
     zstd lz4 xz-utils elfutils              # command-line tools used by the tests
     debuginfod libdebuginfod1               # the decoder fetches debug info through libdebuginfod; the tests run a local server

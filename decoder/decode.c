@@ -168,6 +168,19 @@ static int run(struct dec *d, struct outputs *out)
         return EXIT_BAD_INPUT;
     }
     build_gens(d);
+    /* the final stacks' modules (the C library's DWARF: tens of ms) load on a
+     * second thread while the rings are read */
+    if (!o->sym.no_symbols && t->nstacks) {
+        size_t npcs = 0;
+        for (size_t k = 0; k < t->nstacks; k++)
+            npcs += t->stacks[k].npcs;
+        uint64_t *pcs = xcalloc(npcs, sizeof *pcs);
+        for (size_t k = 0, at = 0; k < t->nstacks; at += t->stacks[k].npcs, k++)
+            if (t->stacks[k].npcs)
+                memcpy(pcs + at, t->stacks[k].pcs, t->stacks[k].npcs * sizeof *pcs);
+        sym_warm(d->sym, d->gens[d->ngens - 1].space, pcs, npcs);
+        free(pcs);
+    }
 
     /* threads */
     d->nth = t->nthreads;
@@ -200,8 +213,11 @@ static int run(struct dec *d, struct outputs *out)
         if (!whole)
             th->lo = tw_lo(th, text_view_wants(out->text, d, th) ? TW_BASE : TW_TINY);
         cuts_compute(d, th);
-        replay_discover(d, th);
-        d->total_events += th->nevents;
+    }
+    /* then the final stacks (their symbols, maybe still loading: sym_warm) */
+    for (size_t i = 0; i < d->nth; i++) {
+        replay_discover(d, &d->th[i]);
+        d->total_events += d->th[i].nevents;
     }
 
     /* the end of the trace */

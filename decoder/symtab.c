@@ -16,7 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dbginflate.h"
 #include "demangle.h"
+#include "symwarm.h"
 #include "xalloc.h"
 
 struct modfile {
@@ -33,6 +35,7 @@ struct modfile {
     int cur_built;
     int comment_clang; /* 0 unknown, 1 .comment names clang, 2 not */
     int syms_indexed; /* its function symbols are in symtab.symnames */
+    atomic_int warm;  /* claim word for the warming thread (symwarm.h) */
 };
 
 struct curange {
@@ -100,6 +103,7 @@ struct symtab {
     struct sym_stats stats;
     void *dbgd_lib;
     void *dbgd_client;
+    struct symwarm *warm; /* sym_warm's thread (files[] is not reallocated after sym_new) */
 };
 
 static void swarn(struct symtab *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -219,7 +223,7 @@ struct symtab *sym_new(const struct ftr_trace *t, const struct sym_opts *o, sym_
     s->warn = warn;
     s->wctx = ctx;
     s->cb.find_elf = dwfl_build_id_find_elf;
-    s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+    s->cb.find_debuginfo = dbg_find_debuginfo_inflated;
     s->cb.section_address = dwfl_offline_section_address;
     s->cb.debuginfo_path = &s->debuginfo_path;
 
@@ -290,6 +294,7 @@ void sym_free(struct symtab *s)
 {
     if (!s)
         return;
+    sw_end(s->warm);
     for (size_t i = 0; i < s->nfiles; i++) {
         if (s->files[i].dwfl)
             dwfl_end(s->files[i].dwfl);
@@ -387,15 +392,7 @@ static int debuginfod_fetch(struct symtab *s, const struct modfile *f, char **pa
 
 static char *build_id_path(const struct modfile *f)
 {
-    if (!f->bidlen || f->bidlen < 2)
-        return NULL;
-    char hex[2 * FT_BUILD_ID_MAX + 1];
-    for (uint32_t i = 0; i < f->bidlen; i++)
-        sprintf(hex + 2 * i, "%02x", f->bid[i]);
-    char *p;
-    if (asprintf(&p, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2) < 0)
-        return NULL;
-    return p;
+    return dbg_build_id_path(f->bid, f->bidlen);
 }
 
 static Dwfl_Module *report(struct symtab *s, struct modfile *f, const char *path)
@@ -437,6 +434,7 @@ static void drop(struct modfile *f)
 static int open_file(struct symtab *s, int32_t fi)
 {
     struct modfile *f = &s->files[fi];
+    sw_claim(s->warm, &f->warm); /* every use of f->mod comes through here */
     if (f->state)
         return f->state == 1;
     f->state = 2;
@@ -666,7 +664,7 @@ static uint32_t new_func_src(struct symtab *s, int32_t file, uint64_t vaddr, cha
     fn->vaddr = vaddr;
     fn->unknown = (uint8_t)unknown;
     fn->ignored = (uint8_t)ft_is_thunk(name);
-    if (src && !unknown && file >= 0 && s->files[file].mod) {
+    if (src && !unknown && file >= 0 && open_file(s, file)) {
         char *dname;
         src_of(s, &s->files[file], vaddr, fn, &dname);
         /* a C symbol that is an alias of the function (glibc's __libc_start_main
@@ -807,6 +805,52 @@ uint32_t sym_lookup_slow(struct symtab *s, int space, uint64_t addr)
     }
     hm_put(&s->hot.addr_cache, addr, (uint64_t)space, id);
     return id;
+}
+
+/* ---- loading the final stacks' modules on a second thread ----------------- */
+
+struct warm_key {
+    struct sw_item it;
+    int last;   /* the program's own file: the decoder needs it first (the rings' names) */
+    int32_t file;
+};
+
+static int warm_cmp(const void *a, const void *b)
+{
+    const struct warm_key *x = a, *y = b;
+    if (x->last != y->last)
+        return x->last - y->last;
+    if (x->file != y->file)
+        return x->file < y->file ? -1 : 1;
+    return (x->it.vaddr > y->it.vaddr) - (x->it.vaddr < y->it.vaddr);
+}
+
+void sym_warm(struct symtab *s, int space, const uint64_t *pcs, size_t n)
+{
+    if (s->warm || s->opts.no_symbols)
+        return;
+    int32_t exe = s->ninsts && !s->insts[0].from_map ? s->insts[0].file : -1;
+    struct warm_key *v = NULL;
+    size_t nv = 0, cap = 0;
+    for (size_t i = 0; i < 2 * n; i++) { /* pc (frame 0, signal frames) and pc - 1 (return addresses) */
+        uint64_t q = pcs[i / 2] - (i & 1);
+        struct modinst *in = resolve(s, space, q);
+        uint64_t vaddr;
+        if (!in || !open_file(s, in->file) || !inst_vaddr(s, in, q, &vaddr))
+            continue;
+        v = xgrow(v, &cap, nv + 1, sizeof *v);
+        struct modfile *f = &s->files[in->file];
+        v[nv++] = (struct warm_key){{&f->warm, f->mod, vaddr}, in->file == exe, in->file};
+    }
+    if (!nv)
+        return;
+    qsort(v, nv, sizeof *v, warm_cmp);
+    struct sw_item *it = xcalloc(nv, sizeof *it);
+    for (size_t i = 0; i < nv; i++)
+        it[i] = v[i].it;
+    s->warm = sw_start(it, nv);
+    free(it);
+    free(v);
 }
 
 struct func *sym_func(struct symtab *s, uint32_t id)
@@ -1181,7 +1225,7 @@ static size_t frames_uncached(struct symtab *s, int space, uint64_t pc, int exac
     inst_vaddr(s, in, q, &vaddr);
     struct func *fn = &s->funcs[out[0].func];
     struct modfile *f = &s->files[in->file];
-    if (fn->unknown || !f->mod)
+    if (fn->unknown || !open_file(s, in->file))
         return 1;
     Dwarf_Addr bias;
     Dwarf_Die cumem;

@@ -67,6 +67,11 @@ static inline uint32_t sym_lookup(struct symtab *s, int space, uint64_t addr)
     return v != HMAP_NONE ? v : sym_lookup_slow(s, space, addr);
 }
 
+/* Loads, on a second thread, the debug information of the modules holding
+ * pcs[0..n) in space (the final stacks' frames: symwarm.h) while the caller
+ * goes on reading the rings; a lookup in such a module waits for it.  Call
+ * it before any lookup, at most once. */
+void sym_warm(struct symtab *s, int space, const uint64_t *pcs, size_t n);
 struct func *sym_func(struct symtab *s, uint32_t id);
 uint32_t sym_nfuncs(const struct symtab *s);
 /* 1 if the function's code carries entry instrumentation (-pg fentry call,

@@ -1,0 +1,186 @@
+/*
+ * dbginflate.c -- see dbginflate.h
+ */
+#define _GNU_SOURCE
+#include "dbginflate.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <libdeflate.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return a > 1 ? (v + a - 1) / a * a : v;
+}
+
+/* the new layout: the file's bytes, each inflated section, the section
+ * header table; 0 if there is nothing to inflate or the file is not one we
+ * read */
+static size_t plan(const unsigned char *p, size_t size, Elf64_Shdr *sh, size_t *shoff)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
+    size_t end = size, n = eh->e_shnum, ninfl = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(sh[i].sh_flags & SHF_COMPRESSED) || sh[i].sh_type == SHT_NOBITS)
+            continue;
+        if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset || sh[i].sh_size < sizeof(Elf64_Chdr))
+            return 0;
+        Elf64_Chdr ch;
+        memcpy(&ch, p + sh[i].sh_offset, sizeof ch);
+        if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size > (1ull << 32))
+            continue; /* zstd, or absurd: libdw's business */
+        end = align_up(end, ch.ch_addralign);
+        sh[i].sh_offset = end;
+        sh[i].sh_size = ch.ch_size;
+        sh[i].sh_addralign = ch.ch_addralign;
+        sh[i].sh_flags &= ~(uint64_t)SHF_COMPRESSED;
+        end += ch.ch_size;
+        ninfl++;
+    }
+    if (!ninfl)
+        return 0;
+    *shoff = align_up(end, 8);
+    return *shoff + n * sizeof *sh;
+}
+
+/* the file's GNU build-id note equals bid[0..len) */
+static int build_id_is(const unsigned char *p, size_t size, const Elf64_Shdr *sh, size_t n,
+                       const unsigned char *bid, size_t len)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (sh[i].sh_type != SHT_NOTE || sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset)
+            continue;
+        const unsigned char *q = p + sh[i].sh_offset, *e = q + sh[i].sh_size;
+        while (e - q >= (ptrdiff_t)sizeof(Elf64_Nhdr)) {
+            Elf64_Nhdr nh;
+            memcpy(&nh, q, sizeof nh);
+            size_t nsz = (nh.n_namesz + 3u) & ~3u, dsz = (nh.n_descsz + 3u) & ~3u;
+            q += sizeof nh;
+            if ((size_t)(e - q) < nsz || (size_t)(e - q) - nsz < dsz)
+                break;
+            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && !memcmp(q, "GNU", 4))
+                return nh.n_descsz == len && !memcmp(q + nsz, bid, len);
+            q += nsz + dsz;
+        }
+    }
+    return 0;
+}
+
+int dbg_inflated_fd(int fd, const unsigned char *bid, size_t bidlen)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(Elf64_Ehdr))
+        return -1;
+    size_t size = (size_t)st.st_size;
+    const unsigned char *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    int out = -1;
+    Elf64_Shdr *sh = NULL, *osh;
+    unsigned char *q = MAP_FAILED;
+    size_t total = 0, shoff = 0;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_shentsize != sizeof(Elf64_Shdr) || !eh->e_shnum ||
+        eh->e_shoff > size || (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
+        goto done;
+    osh = (Elf64_Shdr *)(p + eh->e_shoff);
+    if (!(sh = malloc(eh->e_shnum * sizeof *sh)))
+        goto done;
+    memcpy(sh, osh, eh->e_shnum * sizeof *sh);
+    if (bid && !build_id_is(p, size, sh, eh->e_shnum, bid, bidlen))
+        goto done;
+    if (!(total = plan(p, size, sh, &shoff)))
+        goto done;
+    out = memfd_create("funtrace-debuginfo", MFD_CLOEXEC);
+    if (out < 0 || ftruncate(out, (off_t)total) != 0)
+        goto fail;
+    q = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, out, 0);
+    if (q == MAP_FAILED)
+        goto fail;
+    /* the file's header, program headers and other sections (the inflated
+     * sections' compressed bytes are left out: a hole, never touched) */
+    memcpy(q, p, sizeof *eh);
+    if (eh->e_phoff < size && (uint64_t)eh->e_phnum * eh->e_phentsize <= size - eh->e_phoff)
+        memcpy(q + eh->e_phoff, p + eh->e_phoff, (size_t)eh->e_phnum * eh->e_phentsize);
+    for (size_t i = 0; i < eh->e_shnum; i++)
+        if (sh[i].sh_flags == osh[i].sh_flags && sh[i].sh_type != SHT_NOBITS && osh[i].sh_offset <= size &&
+            osh[i].sh_size <= size - osh[i].sh_offset)
+            memcpy(q + osh[i].sh_offset, p + osh[i].sh_offset, osh[i].sh_size);
+    struct libdeflate_decompressor *dd = libdeflate_alloc_decompressor();
+    if (!dd)
+        goto fail;
+    for (size_t i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_flags == osh[i].sh_flags)
+            continue; /* not inflated */
+        size_t got = 0;
+        const unsigned char *z = p + osh[i].sh_offset + sizeof(Elf64_Chdr);
+        if (libdeflate_zlib_decompress(dd, z, osh[i].sh_size - sizeof(Elf64_Chdr), q + sh[i].sh_offset,
+                                       sh[i].sh_size, &got) != LIBDEFLATE_SUCCESS ||
+            got != sh[i].sh_size) {
+            libdeflate_free_decompressor(dd);
+            goto fail;
+        }
+    }
+    libdeflate_free_decompressor(dd);
+    memcpy(q + shoff, sh, eh->e_shnum * sizeof *sh);
+    ((Elf64_Ehdr *)q)->e_shoff = shoff;
+    goto done;
+fail:
+    if (out >= 0)
+        close(out);
+    out = -1;
+done:
+    if (q != MAP_FAILED)
+        munmap(q, total);
+    free(sh);
+    munmap((void *)p, size);
+    return out;
+}
+
+char *dbg_build_id_path(const unsigned char *bid, size_t n)
+{
+    if (n < 2 || n > 64)
+        return NULL;
+    char hex[2 * 64 + 1];
+    for (size_t i = 0; i < n; i++)
+        sprintf(hex + 2 * i, "%02x", bid[i]);
+    char *p;
+    if (asprintf(&p, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2) < 0)
+        return NULL;
+    return p;
+}
+
+int dbg_find_debuginfo_inflated(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                                const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                                char **debuginfo_file_name)
+{
+    /* the build-id's file in the debug directory, as libdwfl looks it up
+     * first (libdwfl would open it itself, compressed: it is not asked) */
+    const unsigned char *bid;
+    GElf_Addr vaddr;
+    int n = dwfl_module_build_id(mod, &bid, &vaddr);
+    char *path = n > 0 ? dbg_build_id_path(bid, (size_t)n) : NULL;
+    if (path) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            int m = dbg_inflated_fd(fd, bid, (size_t)n);
+            close(fd);
+            if (m >= 0) {
+                *debuginfo_file_name = path;
+                return m;
+            }
+        }
+        free(path);
+    }
+    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                        debuginfo_file_name);
+}
