@@ -22,6 +22,7 @@
 #define FT_HOT_OFF_SAMPLE_K 8
 #define FT_HOT_OFF_REG_BASE 16
 #define FT_HOT_OFF_REG_SPAN 24
+#define FT_HOT_OFF_SAMPLE_RETS 32
 #define FT_HOT_OFF_FREEZE_SEQ 64 /* park.S */
 
 #endif

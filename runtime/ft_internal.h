@@ -60,7 +60,8 @@ struct ft_hot_settings {
     uint64_t sample_k;    /* a time word every k events (hooks_pg.S; ft_hook_offsets.h) */
     uint64_t reg_base;    /* the registry mapping: a record pointer p is valid for */
     uint64_t reg_span;    /* the hooks iff p - reg_base < reg_span (0 until it exists) */
-    uint8_t pad1[32];
+    uint64_t sample_rets; /* sampled mode: returns from a stamp to the next, (k + 1) / 2 (hooks_pg.S) */
+    uint8_t pad1[24];
     /* the freeze (freeze.c); never read by the hooks */
     uint32_t freeze_seq;  /* futex word: bumped at every thaw */
     uint32_t freeze_tid;  /* thread whose fatal signal froze tracing (0: not frozen) */

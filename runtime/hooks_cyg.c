@@ -37,6 +37,7 @@ _Static_assert(FT_MODE_OFF == FT_HOT_MODE_OFF_BIT && FT_MODE_EXACT == 0 && FT_MO
 _Static_assert(offsetof(struct ft_hot_settings, sample_k) == FT_HOT_OFF_SAMPLE_K, "hooks_pg.S ft_hot+8");
 _Static_assert(offsetof(struct ft_hot_settings, reg_base) == FT_HOT_OFF_REG_BASE, "hooks_pg.S ft_hot+16");
 _Static_assert(offsetof(struct ft_hot_settings, reg_span) == FT_HOT_OFF_REG_SPAN, "hooks_pg.S ft_hot+24");
+_Static_assert(offsetof(struct ft_hot_settings, sample_rets) == FT_HOT_OFF_SAMPLE_RETS, "hooks_pg.S ft_hot+32");
 
 /* xsave area size for the asm cold path (hooks_pg.S computes it on first use) */
 uint32_t ft_xsave_size;
@@ -127,7 +128,7 @@ static __attribute__((noinline)) void sampled_slow(struct ft_thread *t, uint64_t
             slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_TSC_HI, thi & FT_S4_HI_MASK));
         }
         put_s4(t, slot, mask, FT_S4_STAMP(tsc));
-        t->countdown = ft_sample_k;
+        t->countdown = ft_hot.sample_rets;
         return;
     }
     uint64_t addr = word & FT_ADDR_MASK;
@@ -146,13 +147,15 @@ static __attribute__((noinline)) void sampled_slow(struct ft_thread *t, uint64_t
     put_s4(t, slot, mask, ((uint32_t)addr & ~3u) | tag);
 }
 
-/* FT_FMT_SAMPLED4 (FORMAT.md 1.4): every event counts down; a leaf return
- * when the count is due is a stamped return (no address), else an item with
- * the address (an ADDR_HI escape first when its high half changed) */
+/* FT_FMT_SAMPLED4 (FORMAT.md 1.4): every return counts down ((k + 1) / 2
+ * of them between stamps: k events, calls included; calls touch no count);
+ * a leaf return when the count is due is a stamped return (no address),
+ * else an item with the address (an ADDR_HI escape first when its high half
+ * changed) */
 static inline __attribute__((always_inline)) void write_sampled(struct ft_thread *t, uint64_t slot,
                                                                 uint64_t mask, uint64_t word)
 {
-    int due = (int64_t)--t->countdown <= 0;
+    int due = (word & FT_F_CATCH) == FT_F_RET && (int64_t)--t->countdown <= 0;
     uint64_t addr = word & FT_ADDR_MASK;
     if (__builtin_expect(due || (uint32_t)(addr >> 32) != t->addr_hi || (word & FT_F_CATCH) == FT_F_CATCH, 0)) {
         sampled_slow(t, slot, mask, word, due);

@@ -177,8 +177,8 @@
     movq POS(%rcx), %r11
     andq MASK(%rcx), %r11           /* slot; 0 => paused / disabled / exited */
     jz 18f
-    decq COUNTDOWN(%rcx)            /* every event counts */
   .if \isret
+    decq COUNTDOWN(%rcx)            /* returns count ((k + 1) / 2 of them: k events) */
     jle 16f                         /* a return when a stamp is due: a stamped return */
   .endif
     movl RA_SAMPLED+4(%rsp), %eax   /* address bits 63..32 */
@@ -240,7 +240,7 @@
     addq $4, %r11
     andq WRAP(%rcx), %r11
     movq %r11, POS(%rcx)
-    movq ft_hot+FT_HOT_OFF_SAMPLE_K(%rip), %rax /* ft_hot.sample_k */
+    movq ft_hot+FT_HOT_OFF_SAMPLE_RETS(%rip), %rax /* ft_hot.sample_rets */
     movq %rax, COUNTDOWN(%rcx)
     POP %rdx
     jmp 18b

@@ -189,6 +189,7 @@ static void read_settings(void)
             r->sample_k = v;
     }
     ft_sample_k = r->sample_k;
+    ft_hot.sample_rets = (r->sample_k + 1) / 2; /* the countdown runs on returns: k events, calls included */
     r->time_mode = FT_TIME_EXACT;
     s = getenv("FUNTRACE_TIME");
     if (s && *s) {

@@ -56,16 +56,18 @@ def test_pattern_sequence(compiled, tmp_path, mode):
 def check_stamps(ev, k):
     """FT_FMT_SAMPLED4 events [(word, tsc or None)]: the stamped ones are leaf returns
     (the event before is the call of the same address), the first one is the first
-    leaf return, each next one the first leaf return k events after the previous,
-    and their times increase."""
+    leaf return, each next one the first leaf return once (k + 1) // 2 returns (k
+    events, calls included) have followed the previous, and their times increase."""
     leaf = [i for i in range(1, len(ev)) if ev[i][0] & rawfile.F_RET and not ev[i - 1][0] & rawfile.F_RET]
+    rets = [i for i in range(len(ev)) if ev[i][0] & rawfile.F_RET]
     idx = [i for i, (_, tsc) in enumerate(ev) if tsc is not None]
     assert len(idx) >= 3, idx
     assert idx[0] == leaf[0]
     for i in idx:
         assert i in leaf and ev[i][0] & rawfile.ADDR_MASK == ev[i - 1][0] & rawfile.ADDR_MASK
     for a, b in zip(idx, idx[1:]):
-        assert b == next(i for i in leaf if i >= a + k), (a, b)
+        due = [i for i in rets if i > a][(k + 1) // 2 - 1]  # the return that brings the count to 0
+        assert b == next(i for i in leaf if i >= due), (a, b)
     tsc = [ev[i][1] for i in idx]
     assert tsc == sorted(tsc) and tsc[0] > 0
 

@@ -136,8 +136,9 @@ struct ft_entry {
  *     FT_S4_ADDR_HI  payload = address bits 58..32 of the following events
  *     FT_S4_TSC_HI   payload = TSC bits 58..32 of the following stamps
  *     FT_S4_CATCH    the next call item (tag 0) is a catch
- * Once sample_k events have passed since the last stamp (and after every
- * generation boundary), the next leaf return is a stamped return. */
+ * Once (sample_k + 1) / 2 returns (sample_k events, calls included) have
+ * passed since the last stamp (and after every generation boundary), the next
+ * leaf return is a stamped return. */
 #define FT_S4_TAG_MASK 3u
 #define FT_S4_SPECIAL 3u
 #define FT_S4_STAMP_BIT 4u
@@ -184,7 +185,7 @@ struct ft_thread {
     uint64_t pos;       /* ADDRESS of the next slot to write (exact after the
                            thread's last committed event; see FORMAT.md "torn") */
     uint64_t mask;      /* hot path: slot = pos & mask; 0 => tracing paused */
-    uint64_t countdown; /* sampled mode: events left until the next time word */
+    uint64_t countdown; /* sampled mode: returns left until the next time word */
     uint64_t wrap;      /* runtime-private (appended in reserved space): the
                            hot path's immutable copy of ring | (ring_size - 1),
                            used to wrap pos (mask may drop to 0 meanwhile);
