@@ -146,6 +146,13 @@ done:
     return out;
 }
 
+static const char *debug_dir = "/usr/lib/debug";
+
+void dbg_set_debug_dir(const char *dir)
+{
+    debug_dir = dir && *dir ? dir : "/usr/lib/debug";
+}
+
 char *dbg_build_id_path(const unsigned char *bid, size_t n)
 {
     if (n < 2 || n > 64)
@@ -154,7 +161,7 @@ char *dbg_build_id_path(const unsigned char *bid, size_t n)
     for (size_t i = 0; i < n; i++)
         sprintf(hex + 2 * i, "%02x", bid[i]);
     char *p;
-    if (asprintf(&p, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2) < 0)
+    if (asprintf(&p, "%s/.build-id/%.2s/%s.debug", debug_dir, hex, hex + 2) < 0)
         return NULL;
     return p;
 }

@@ -21,12 +21,15 @@
  * anything fails (use fd as it is: libdw inflates them itself) */
 int dbg_inflated_fd(int fd, const unsigned char *bid, size_t bidlen);
 
-/* "/usr/lib/debug/.build-id/xx/yyyy.debug" for build-id bid[0..n) (malloc'd;
- * NULL when n is not 2..64) */
+/* the debug directory (default /usr/lib/debug; --debug-dir): one per
+ * process, set before any lookup; dir is kept, not copied */
+void dbg_set_debug_dir(const char *dir);
+/* "DIR/.build-id/xx/yyyy.debug" for build-id bid[0..n) (malloc'd; NULL when
+ * n is not 2..64) */
 char *dbg_build_id_path(const unsigned char *bid, size_t n);
 
-/* a Dwfl_Callbacks.find_debuginfo: the module's build-id file in
- * /usr/lib/debug/.build-id, inflated; else dwfl_standard_find_debuginfo's */
+/* a Dwfl_Callbacks.find_debuginfo: the module's build-id file in the debug
+ * directory, inflated; else dwfl_standard_find_debuginfo's */
 int dbg_find_debuginfo_inflated(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
                                 const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
                                 char **debuginfo_file_name);

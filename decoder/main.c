@@ -78,8 +78,11 @@ static const char usage[] =
     "      --no-symbols         do not open binaries: names are module+0xOFFSET of the\n"
     "                           call; a -pg return closes the innermost open -pg call\n"
     "\n"
-    "Binaries are looked up by their recorded path, then by build-id in\n"
-    "/usr/lib/debug/.build-id, then through debuginfod when DEBUGINFOD_URLS is set.\n"
+    "      --debug-dir DIR      separate debug files by build-id are in\n"
+    "                           DIR/.build-id/xx/yyyy.debug (default /usr/lib/debug)\n"
+    "\n"
+    "Binaries are looked up by their recorded path, then by build-id in the debug\n"
+    "directory, then through debuginfod when DEBUGINFOD_URLS is set.\n"
     "\n"
     "Other options:\n"
     "  -q, --quiet              no warnings\n"
@@ -126,7 +129,7 @@ static int sort_key(const char *s)
 #define ARGS_OK (-1)
 
 enum {
-    O_SAMPLE = 256, O_SUBST, O_NOSRC, O_NOSYM, O_THREADS, O_SORT, O_BYTHREAD, O_TID, O_SINCE, O_UNTIL, O_DEPTH,
+    O_SAMPLE = 256, O_SUBST, O_DEBUGDIR, O_NOSRC, O_NOSYM, O_THREADS, O_SORT, O_BYTHREAD, O_TID, O_SINCE, O_UNTIL, O_DEPTH,
     O_MINDUR,
 };
 
@@ -170,7 +173,8 @@ static int parse_args(int argc, char **argv, struct dec_opts *o)
         {"summary", no_argument, 0, 's'},         {"report", no_argument, 0, 'r'},
         {"calls", required_argument, 0, 'n'},     {"generations", required_argument, 0, 'g'},
         {"sample", required_argument, 0, O_SAMPLE}, {"wallclock", no_argument, 0, 'w'},
-        {"substitute-path", required_argument, 0, O_SUBST}, {"no-source", no_argument, 0, O_NOSRC},
+        {"substitute-path", required_argument, 0, O_SUBST}, {"debug-dir", required_argument, 0, O_DEBUGDIR},
+        {"no-source", no_argument, 0, O_NOSRC},
         {"no-symbols", no_argument, 0, O_NOSYM},  {"threads", required_argument, 0, O_THREADS},
         {"sort", required_argument, 0, O_SORT},   {"by-thread", no_argument, 0, O_BYTHREAD},
         {"tid", required_argument, 0, O_TID},     {"function", required_argument, 0, 'F'},
@@ -194,6 +198,7 @@ static int parse_args(int argc, char **argv, struct dec_opts *o)
         case 'w': o->wallclock = 1; break;
         case 'q': o->sym.quiet = 1; break;
         case O_NOSRC: o->no_source = 1; break;
+        case O_DEBUGDIR: o->sym.debug_dir = optarg; break;
         case O_NOSYM: o->sym.no_symbols = 1; break;
         case O_BYTHREAD: o->by_thread = 1; break;
         case O_TID: o->tids = optarg; break;

@@ -226,6 +226,9 @@ struct symtab *sym_new(const struct ftr_trace *t, const struct sym_opts *o, sym_
     s->cb.find_debuginfo = dbg_find_debuginfo_inflated;
     s->cb.section_address = dwfl_offline_section_address;
     s->cb.debuginfo_path = &s->debuginfo_path;
+    dbg_set_debug_dir(o->debug_dir);
+    if (o->debug_dir && *o->debug_dir && asprintf(&s->debuginfo_path, ":.debug:%s", o->debug_dir) < 0)
+        s->debuginfo_path = NULL; /* libdwfl's default path (":.debug:/usr/lib/debug") */
 
     /* MODULES: one instance per record */
     for (size_t i = 0; i < t->nmods; i++) {
@@ -331,6 +334,7 @@ void sym_free(struct symtab *s)
     for (size_t i = 0; i < s->nstrs; i++)
         free(s->strs[i]);
     free(s->strs);
+    free(s->debuginfo_path);
     if (s->dbgd_lib) {
         void (*end)(void *) = (void (*)(void *))dlsym(s->dbgd_lib, "debuginfod_end");
         if (end && s->dbgd_client)
@@ -565,7 +569,8 @@ static void cu_ranges(struct modfile *f)
         }
         off = next;
     }
-    qsort(f->cur, f->ncur, sizeof *f->cur, cur_cmp);
+    if (f->ncur)
+        qsort(f->cur, f->ncur, sizeof *f->cur, cur_cmp);
 }
 
 /* the CU DIE holding vaddr: libdw's lookup (.debug_aranges), then our own

@@ -41,6 +41,7 @@ struct sym_opts {
     int nsubst;
     char **subst_from, **subst_to;
     int no_symbols;  /* never open ELF files: names are module+0xoffset */
+    const char *debug_dir; /* build-id debug files are DIR/.build-id/xx/yyyy.debug (NULL: /usr/lib/debug) */
     int quiet;
 };
 
