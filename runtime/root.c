@@ -46,7 +46,8 @@ static const volatile uint8_t ft_magic_c[FT_ROOT_MAGIC_LEN] = {
 
 struct ft_rt ft_rt = { .lock = PTHREAD_MUTEX_INITIALIZER };
 __thread int ft_in_runtime __attribute__((tls_model("initial-exec")));
-struct ft_hot_settings ft_hot __attribute__((aligned(4096))) = { .sample_k = FT_DEFAULT_SAMPLE_K };
+struct ft_hot_settings ft_hot __attribute__((aligned(4096))) = {
+    .sample_k = FT_DEFAULT_SAMPLE_K, .sample_rets = (FT_DEFAULT_SAMPLE_K + 1) / 2};
 
 /* The registry lock.  While tracing is frozen by another thread's fatal
  * signal (freeze.c) the caller's bookkeeping is skipped, not delayed: the
