@@ -37,21 +37,22 @@ $(DEC_GEN)/perfetto_subset.pb-c.o: $(DEC_GEN)/perfetto_subset.pb-c.c
 	$(CC) $(DEC_CFLAGS) -c -o $@ $<
 $(OBJ)/decoder/perfetto.o: $(DEC_GEN)/perfetto_subset.pb-c.h
 
-$(DEC_BIN): $(DEC_LIB_OBJS) $(OBJ)/decoder/main.o $(CLI_LIB)
+$(DEC_BIN): $(DEC_LIB_OBJS) $(OBJ)/decoder/main.o $(CLI_LIB) $(RD_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(DEC_LDFLAGS) -o $@ $^ $(DEC_LDLIBS)
 
 # ---- fuzzing (clang libFuzzer + ASan/UBSan) --------------------------------
 DEC_FUZZ_BIN := $(BUILD)/fuzz/decoder-fuzz
 DEC_FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 \
-                  $(CSTD) -Iruntime/include -Idecoder -Icli -DFT_VERSION='"$(FT_VERSION)"'
+                  $(CSTD) -Iruntime/include -Ireader -Idecoder -Icli -DFT_VERSION='"$(FT_VERSION)"'
 FUZZ_TIME ?= 60
 
+# (the reader's ELF note parser, dbginflate.c's, built with the harness's flags too)
 $(DEC_FUZZ_BIN): decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(CLI_SRCS) $(wildcard decoder/*.h cli/*.h) \
-                 $(DEC_GEN)/perfetto_subset.pb-c.c
+                 $(DEC_GEN)/perfetto_subset.pb-c.c reader/elfinfo.c reader/elfinfo.h
 	@mkdir -p $(@D)
 	clang $(DEC_FUZZ_FLAGS) -I$(DEC_GEN) -o $@ decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) \
-	    $(DEC_GEN)/perfetto_subset.pb-c.c $(CLI_SRCS) $(DEC_LDLIBS)
+	    $(DEC_GEN)/perfetto_subset.pb-c.c reader/elfinfo.c $(CLI_SRCS) $(DEC_LDLIBS)
 
 fuzz-decoder: $(DEC_FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/decoder-corpus $(BUILD)/fuzz/decoder-artifacts decoder/fuzz/corpus

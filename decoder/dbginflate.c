@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "dbginflate.h"
+#include "elfinfo.h" /* the reader's note parser */
 
 #include <elf.h>
 #include <fcntl.h>
@@ -51,25 +52,18 @@ static size_t plan(const unsigned char *p, size_t size, Elf64_Shdr *sh, size_t *
     return *shoff + n * sizeof *sh;
 }
 
-/* the file's GNU build-id note equals bid[0..len) */
+/* the file's GNU build-id note (in its SHT_NOTE sections: a debug file's
+ * program headers may not point at them) equals bid[0..len) */
 static int build_id_is(const unsigned char *p, size_t size, const Elf64_Shdr *sh, size_t n,
                        const unsigned char *bid, size_t len)
 {
+    uint8_t got[FT_BUILD_ID_MAX];
     for (size_t i = 0; i < n; i++) {
         if (sh[i].sh_type != SHT_NOTE || sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset)
             continue;
-        const unsigned char *q = p + sh[i].sh_offset, *e = q + sh[i].sh_size;
-        while (e - q >= (ptrdiff_t)sizeof(Elf64_Nhdr)) {
-            Elf64_Nhdr nh;
-            memcpy(&nh, q, sizeof nh);
-            size_t nsz = (nh.n_namesz + 3u) & ~3u, dsz = (nh.n_descsz + 3u) & ~3u;
-            q += sizeof nh;
-            if ((size_t)(e - q) < nsz || (size_t)(e - q) - nsz < dsz)
-                break;
-            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && !memcmp(q, "GNU", 4))
-                return nh.n_descsz == len && !memcmp(q + nsz, bid, len);
-            q += nsz + dsz;
-        }
+        uint32_t gl = elf_build_id_in_notes(p + sh[i].sh_offset, sh[i].sh_size, got);
+        if (gl)
+            return gl == len && !memcmp(got, bid, len);
     }
     return 0;
 }
