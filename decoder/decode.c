@@ -358,6 +358,7 @@ int decode_main(struct dec_opts *o)
     }
     free(d.th);
     free(d.gens);
+    free(d.sl_spare);
     if (d.t.nthreads || d.t.cmdline)
         ftr_free(&d.t);
     if (d.src.fd > 2)

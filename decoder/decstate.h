@@ -96,6 +96,11 @@ struct dec {
     uint64_t total_events;
     struct progress prog; /* ring items replayed (replay.c), on a terminal */
     struct dsched *sched; /* scheduling states (sched.h, sched_states.c) */
+    /* a replay's slice array between its batches (replay.c): the emission
+     * replays of the threads take turns with one array instead of each
+     * faulting in a fresh one for every generation */
+    struct slice *sl_spare;
+    size_t sl_spare_cap;
 };
 
 /* a warning on stderr (at most 40; none with --quiet) */

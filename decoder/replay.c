@@ -190,12 +190,27 @@ void replay_free(struct replay *r)
 
 /* ---- frames, slices and text records ------------------------------------ */
 
+static __attribute__((noinline)) void grow_slices(struct replay *r)
+{
+    struct dec *d = r->d;
+    if (d->sl_spare && d->sl_spare_cap > r->slcap) { /* the array another replay gave back */
+        if (r->nsl)
+            memcpy(d->sl_spare, r->sl, r->nsl * sizeof *r->sl);
+        free(r->sl);
+        r->sl = d->sl_spare;
+        r->slcap = d->sl_spare_cap;
+        d->sl_spare = NULL;
+        d->sl_spare_cap = 0;
+        return;
+    }
+    r->slcap = r->slcap ? r->slcap * 2 : 4096;
+    r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
+}
+
 static inline struct slice *new_slice(struct replay *r)
 {
-    if (__builtin_expect(r->nsl == r->slcap, 0)) {
-        r->slcap = r->slcap ? r->slcap * 2 : 4096;
-        r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
-    }
+    if (__builtin_expect(r->nsl == r->slcap, 0))
+        grow_slices(r);
     return &r->sl[r->nsl];
 }
 
@@ -873,8 +888,15 @@ void replay_gen(struct replay *r, size_t gi)
     }
     if (last && r->out->ops->thread_end)
         r->out->ops->thread_end(r->out, d, th);
-    if (r->slcap > 65536) { /* one thread's generation at a time in memory */
-        free(r->sl);
+    if (r->slcap > 65536) { /* one thread's generation at a time in memory: the
+                               array goes to the next replay (the larger one is kept) */
+        if (r->slcap > d->sl_spare_cap) {
+            free(d->sl_spare);
+            d->sl_spare = r->sl;
+            d->sl_spare_cap = r->slcap;
+        } else {
+            free(r->sl);
+        }
         r->sl = NULL;
         r->slcap = 0;
     }
