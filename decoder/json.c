@@ -48,6 +48,7 @@ struct json_view {
     size_t ntail;
     struct jpiece *args;   /* per SL_* flags (less SL_PENDING, SL_BOUND): ,"args":{... */
     uint64_t nslices;
+    struct us3_cache ts_c, dur_c; /* the last integer parts of "ts" and "dur" */
     struct outfile file;
 };
 
@@ -269,10 +270,10 @@ static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
         if (__builtin_expect(o->cap - o->len < need, 0))
             xalloc_die(); /* a name longer than the whole buffer */
         p = put_piece(p, pre);
-        p += fmt_us3(p, s[i].start - J->base);
+        p += fmt_us3_cached(p, s[i].start - J->base, &J->ts_c);
         memcpy(p, ",\"dur\":", 7);
         p += 7;
-        p += fmt_us3(p, s[i].end - s[i].start);
+        p += fmt_us3_cached(p, s[i].end - s[i].start, &J->dur_c);
         if (args) {
             p = put_piece(p, args);
             if (fl & SL_BOUND) { /* with "measured":false */

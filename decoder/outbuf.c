@@ -118,6 +118,27 @@ int fmt_i64(char *p, int64_t v)
     return fmt_u64(p, (uint64_t)v);
 }
 
+/* the 8 decimal digits of x < 10^8, one per byte, the first digit in the
+ * lowest byte (its first byte in memory): both halves of 4 digits, their
+ * pairs and their digits are split at once in the lanes of one word */
+static inline uint64_t digits8(uint32_t x)
+{
+    uint64_t merged = (uint64_t)(x / 10000) | (uint64_t)(x % 10000) << 32;
+    uint64_t top = (merged * 10486 >> 20) & 0x0000007F0000007Full; /* / 100 in each 32-bit lane */
+    uint64_t pairs = (merged - top * 100) << 16 | top;              /* 4 lanes of 16 bits, each < 100 */
+    uint64_t tens = (pairs * 103 >> 10) & 0x000F000F000F000Full;    /* / 10 in each lane */
+    return (pairs - tens * 10) << 8 | tens;
+}
+
+/* ".123" (f < 1000) */
+static inline int put_frac3(char *p, unsigned f)
+{
+    p[0] = '.';
+    p[1] = (char)('0' + f / 100);
+    memcpy(p + 2, digits2 + f % 100 * 2, 2);
+    return 4;
+}
+
 int fmt_us3(char *p, int64_t ns)
 {
     int n = 0;
@@ -128,12 +149,30 @@ int fmt_us3(char *p, int64_t ns)
     } else {
         a = (uint64_t)ns;
     }
-    n += fmt_u64(p + n, a / 1000);
-    unsigned f = (unsigned)(a % 1000);
-    p[n] = '.';
-    p[n + 1] = (char)('0' + f / 100);
-    memcpy(p + n + 2, digits2 + f % 100 * 2, 2);
-    return n + 4;
+    uint64_t us = a / 1000;
+    if (us < 100000000) { /* (the times of a trace: under 100 s) at most 8 digits, written as one word */
+        uint64_t dg = digits8((uint32_t)us);
+        int lead = dg ? __builtin_ctzll(dg) >> 3 : 7; /* leading zero digits ("0" keeps one) */
+        uint64_t w = (dg + 0x3030303030303030ull) >> (lead * 8);
+        memcpy(p + n, &w, 8);
+        n += 8 - lead;
+    } else {
+        n += fmt_u64(p + n, us);
+    }
+    return n + put_frac3(p + n, (unsigned)(a % 1000));
+}
+
+int fmt_us3_cached(char *p, int64_t ns, struct us3_cache *c)
+{
+    if (ns < 1000)
+        return ns < 0 ? fmt_us3(p, ns) : (*p = '0', 1 + put_frac3(p + 1, (unsigned)ns));
+    uint64_t us = (uint64_t)ns / 1000;
+    if (us != c->us) {
+        c->us = us;
+        c->len = (uint8_t)fmt_u64(c->s, us);
+    }
+    memcpy(p, c->s, sizeof c->s);
+    return c->len + put_frac3(p + c->len, (unsigned)((uint64_t)ns - us * 1000));
 }
 
 void ob_u64(struct outbuf *o, uint64_t v)

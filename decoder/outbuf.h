@@ -50,8 +50,16 @@ static inline void ob_char(struct outbuf *o, char c)
 /* decimal formatting into p; return the number of chars written */
 int fmt_u64(char *p, uint64_t v);
 int fmt_i64(char *p, int64_t v);
-/* ns as microseconds with 3 decimals ("12.345", "-0.001") */
+/* ns as microseconds with 3 decimals ("12.345", "-0.001"); p needs 32 bytes of room */
 int fmt_us3(char *p, int64_t ns);
+/* the same, for a run of close times (a batch's slice starts, durations):
+ * the integer part of the last one is kept in c (zeroed: none yet) */
+struct us3_cache {
+    uint64_t us;
+    uint8_t len;
+    char s[24]; /* the integer part's digits (copied whole) */
+};
+int fmt_us3_cached(char *p, int64_t ns, struct us3_cache *c);
 
 void ob_u64(struct outbuf *o, uint64_t v);
 void ob_i64(struct outbuf *o, int64_t v);
