@@ -63,7 +63,7 @@ static int loose(uint64_t ticks, uint64_t nev, uint64_t hz)
 }
 
 /* events per batch */
-#define EVB 1024
+#define EVB 4096
 
 /* the times of the unstamped events e[0..n) (consecutive ordinals from o0)
  * between the stamp (ta, oa) before them (if have_a) and (tb, ob) after them
