@@ -198,7 +198,7 @@ static int j_begin(struct view *v, struct dec *d)
 }
 
 /* ,"args":{ and the names of the flags f (not SL_BOUND's: its value follows) */
-static const struct jpiece *flag_args(struct json_view *J, unsigned f)
+static __attribute__((noinline)) const struct jpiece *make_flag_args(struct json_view *J, unsigned f)
 {
     static const struct {
         unsigned bit;
@@ -234,6 +234,17 @@ static const struct jpiece *flag_args(struct json_view *J, unsigned f)
     }
     *a = piece(",\"args\":{", 9, buf, n, "", 0);
     return a;
+}
+
+/* the same, made once per flag combination */
+static inline const struct jpiece *flag_args(struct json_view *J, unsigned f)
+{
+    if (__builtin_expect(J->args != NULL, 1)) {
+        const struct jpiece *a = &J->args[f & ARGS_KEYS & ~(SL_PENDING | SL_BOUND)];
+        if (__builtin_expect(a->s != NULL, 1))
+            return a;
+    }
+    return make_flag_args(J, f);
 }
 
 /* ,"name":NAME},\n of function f */
