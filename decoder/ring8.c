@@ -398,7 +398,7 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
                     s.thi = (uint32_t)(w >> 32);
                     s.tknown = 1;
                     tr = SIZE_MAX;
-                } else if (ty == FT_E8_CATCH && !(w & 0xFFFFFF00u)) {
+                } else if (ty == FT_E8_CATCH && !(w & FT_E8_ESC_ZERO_MASK)) {
                     s.catch_next = 1;
                 } else if (idx < count_hi) {
                     inval_note(inv, idx);
@@ -773,7 +773,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
                     s.thi = (uint32_t)(w >> 32);
                     s.tknown = 1;
                     thi_sh = (uint64_t)s.thi << 32;
-                } else if (ty == FT_E8_CATCH && !(w & 0xFFFFFF00u)) {
+                } else if (ty == FT_E8_CATCH && !(w & FT_E8_ESC_ZERO_MASK)) {
                     s.catch_next = 1;
                 }
             } else {

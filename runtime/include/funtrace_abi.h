@@ -114,6 +114,7 @@ struct ft_entry {
 #define FT_E8_ESC 3ULL
 #define FT_E8_ADDR_LO_MASK 0xFFFFFFFCULL
 #define FT_E8_ESC_TYPE(e) (((e) >> 2) & 0x3F)
+#define FT_E8_ESC_ZERO_MASK 0xFFFFFF00ULL /* an escape's bits 31..8: 0 */
 #define FT_E8_ADDR_HI 1u
 #define FT_E8_TSC_HI 2u
 #define FT_E8_CATCH 3u
