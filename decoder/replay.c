@@ -106,8 +106,7 @@ struct frame {
  * table: the hot addresses of a thread are few) */
 #define FC_SIZE 1024u
 struct fcache {
-    uint64_t addr;
-    int space;        /* -1: empty */
+    uint64_t addr;    /* FC_EMPTY: empty */
     uint32_t f, match;
     int32_t modfile;
     uint8_t ignored, throws;
@@ -115,6 +114,7 @@ struct fcache {
     uint8_t rot;  /* FR_ROT / FR_ROTK of a bit-61 call (rot_flags), ROT_UNSET */
 };
 #define ROT_UNSET 0xFFu
+#define FC_EMPTY UINT64_MAX /* (no event's address: FT_ADDR_MASK) */
 
 struct replay {
     struct dec *d;
@@ -145,7 +145,8 @@ struct replay {
     int cur_exact, prev_q;   /* EV_EXACT / EV_DENSE / EV_LOOSE */
     int64_t cur_lo_m, cur_hi_m; /* the current event's bracket (measured) */
     struct ev_carry carry;
-    struct fcache *fc; /* [FC_SIZE]: address -> function, per address space */
+    struct fcache *fc; /* [FC_SIZE]: address -> function in address space fc_space */
+    int fc_space;      /* -1: none yet */
     uint32_t expect; /* bit-62 returns: the last function returned into */
     /* the catch run being read (consecutive catch entries: the catcher,
      * then its callers): at the run's first entry */
@@ -169,7 +170,8 @@ static struct replay *rnew(struct dec *d, struct dthread *th, int discovery)
     r->discovery = discovery;
     r->fc = xmalloc(FC_SIZE * sizeof *r->fc);
     for (size_t i = 0; i < FC_SIZE; i++)
-        r->fc[i].space = -1;
+        r->fc[i].addr = FC_EMPTY;
+    r->fc_space = -1;
     r->expect = HMAP_NONE;
     r->last_ns = INT64_MIN / 4;
     r->pair_nesting = d->o.sym.no_symbols;
@@ -529,7 +531,6 @@ static __attribute__((noinline)) struct fcache *fc_fill(struct replay *r, struct
     uint32_t f = sym_lookup(d->sym, r->g->space, addr);
     struct func *fn = sym_func(d->sym, f);
     c->addr = addr;
-    c->space = r->g->space;
     c->f = f;
     c->match = fn->match;
     c->modfile = fn->modfile;
@@ -543,7 +544,7 @@ static __attribute__((noinline)) struct fcache *fc_fill(struct replay *r, struct
 static inline struct fcache *func_of(struct replay *r, uint64_t addr)
 {
     struct fcache *c = &r->fc[((addr >> 2) ^ (addr >> 13)) & (FC_SIZE - 1)];
-    if (__builtin_expect(c->addr == addr && c->space == r->g->space, 1))
+    if (__builtin_expect(c->addr == addr, 1))
         return c;
     return fc_fill(r, c, addr);
 }
@@ -799,6 +800,11 @@ void replay_gen(struct replay *r, size_t gi)
     const struct dgen *g = &d->gens[gi];
     r->gi = gi;
     r->g = g;
+    if (g->space != r->fc_space) { /* another address space (dlopen, dlclose): the cache starts over */
+        for (size_t i = 0; i < FC_SIZE; i++)
+            r->fc[i].addr = FC_EMPTY;
+        r->fc_space = g->space;
+    }
     if (r->finished)
         return;
     r->emitting = !r->discovery && g->emit;
