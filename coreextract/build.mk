@@ -61,7 +61,14 @@ CE_AFL_ENV := AFL_SKIP_CPUFREQ=1 AFL_NO_UI=1 AFL_AUTORESUME=1 AFL_I_DONT_CARE_AB
 .PHONY: fuzz fuzz-coreextract fuzz-coreextract-afl
 fuzz-coreextract: $(CE_FUZZ)
 fuzz-coreextract-afl: $(CE_AFL)
-$(CE_FUZZ): $(CE_FUZZ_DEPS)
+# the libFuzzer build's own flags, in a file rewritten only when they change:
+# `make fuzz-coreextract CE_FUZZ_SAN=undefined` rebuilds the harness
+CE_FUZZ_FLAGS := $(BUILD)/fuzz/coreextract-fuzz.flags
+.PHONY: ce-fuzz-flags-force
+$(CE_FUZZ_FLAGS): ce-fuzz-flags-force
+	@mkdir -p $(@D)
+	@echo '$(CE_FUZZ_SAN) $(CE_FUZZ_EXTRA)' | cmp -s - $@ || echo '$(CE_FUZZ_SAN) $(CE_FUZZ_EXTRA)' > $@
+$(CE_FUZZ): $(CE_FUZZ_DEPS) $(CE_FUZZ_FLAGS)
 	@mkdir -p $(@D)
 	clang $(CE_FUZZ_CFLAGS) -fsanitize=fuzzer,$(CE_FUZZ_SAN) $(CE_FUZZ_EXTRA) -fsanitize-coverage-ignorelist=$(CE_NOCOV) \
 	    -o $@ $(CE_FUZZ_SRCS) $(CE_LDLIBS)
