@@ -183,6 +183,13 @@ static int pos_rel(const struct ftr_thread *rt, uint64_t g, uint64_t *rel)
     return 1;
 }
 
+/* rx_gen_bound_after's tolerances, in TSC ticks (3 GHz when the frequency
+ * is unknown): how far a recorded position's time may lie outside its
+ * generation (2 ms), and how late after a boundary the housekeeper may read
+ * a ring's position (10 ms) */
+#define POS_TIME_TOL(hz) ((hz) ? (hz) / 500 : 6000000ull)
+#define POS_READ_LATE(hz) ((hz) ? (hz) / 100 : 30000000ull)
+
 /* *S: an upper bound of the events before item idx, from the oldest
  * generation whose recorded ring position (THRDSTAT gen_pos, as an item
  * index) is at or after idx and is that generation's; 1 if any */
@@ -191,7 +198,7 @@ static int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uin
     const struct ftr_thread *rt = th->rt;
     if (!rt->has_stat || !rt->st.ring_size || (rt->st.ring_size & (rt->st.ring_size - 1)))
         return 0;
-    const uint64_t tol = d->tsc_hz ? d->tsc_hz / 500 : 6000000; /* 2 ms */
+    const uint64_t tol = POS_TIME_TOL(d->tsc_hz);
     for (size_t gi = 0; gi < d->ngens; gi++) {
         const struct dgen *g = &d->gens[gi];
         uint64_t rel, rel2;
@@ -222,7 +229,7 @@ static int rx_gen_bound_after(const struct dec *d, const struct dthread *th, uin
         }
         /* the housekeeper reads the position a little after the boundary's
          * time: events just before that position may be up to this late */
-        *S = g->start_tsc + (d->tsc_hz ? d->tsc_hz / 100 : 30000000);
+        *S = g->start_tsc + POS_READ_LATE(d->tsc_hz);
         return 1;
     }
     return 0;
