@@ -26,6 +26,7 @@
 #include "outbuf.h"
 #include "outfile.h"
 #include "perfetto_subset.pb-c.h"
+#include "pfwire.h"
 #include "textfmt.h"
 #include "tracefacts.h"
 #include "views.h"
@@ -64,6 +65,11 @@ struct pseq {
     uint64_t annot_iid[NFLAGS + 1];
     int64_t *ends;        /* the open slices' ends, outermost first */
     size_t nends, cap;
+    /* the packed begin events of this sequence (their names interned): (flags,
+     * func) -> offset in arena of a 2-byte length and the event's bytes */
+    struct hmap evc;
+    uint8_t *arena;
+    size_t alen, acap;
 };
 
 struct pview {
@@ -76,12 +82,17 @@ struct pview {
     size_t nth;
     uint8_t *buf;
     size_t bufcap;
+    int fast;          /* pfw_init: the common packets are assembled (pfwire.h) */
+    uint8_t end_ev[PFW_EVENT_SLACK]; /* the packed TrackEvent of every slice end */
+    size_t end_len;
     /* the interned data going into the packet being built */
     Perfetto__Protos__EventName names[1], *pnames[1];
     Perfetto__Protos__SourceLocation locs[1], *plocs[1];
     Perfetto__Protos__DebugAnnotationName anames[NFLAGS + 1], *panames[NFLAGS + 1];
     Perfetto__Protos__InternedData interned;
 };
+
+static uint64_t ts(const struct pview *P, int64_t ns);
 
 /* one packet: field 1 of Trace, length-delimited */
 static void put_packet(struct pview *P, struct pseq *q, Packet *pkt)
@@ -112,13 +123,18 @@ static void put_packet(struct pview *P, struct pseq *q, Packet *pkt)
     protobuf_c_message_pack(&pkt->base, P->buf);
     char *p = ob_reserve(&P->o, 11);
     *p++ = 0x0a; /* field 1, length-delimited */
-    size_t len = n;
-    do {
-        *p++ = (char)((len & 0x7f) | (len > 0x7f ? 0x80 : 0));
-        len >>= 7;
-    } while (len);
-    P->o.len = (size_t)(p - P->o.buf);
+    P->o.len = (size_t)(p - P->o.buf) + pfw_varint((uint8_t *)p, n);
     ob_write(&P->o, P->buf, n);
+}
+
+/* the same for a packet of a started thread sequence whose track event
+ * (on the sequence's track) is packed already: the bytes protobuf-c would
+ * write (pfwire.h) */
+static void put_event_packet(struct pview *P, struct pseq *q, int64_t ns, const uint8_t *ev, size_t n)
+{
+    uint8_t *p = (uint8_t *)ob_reserve(&P->o, PFW_ROOM + n);
+    P->o.len += pfw_packet(p, ts(P, ns), q->id,
+                           PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE, ev, n);
 }
 
 static uint64_t ts(const struct pview *P, int64_t ns)
@@ -183,6 +199,17 @@ static int p_begin(struct view *v, struct dec *d)
     for (size_t i = 0; i < d->nth; i++) {
         P->th[i].id = SEQ_THREAD0 + (uint32_t)i;
         P->th[i].track = UUID_THREAD0 + i;
+    }
+    P->fast = pfw_init();
+    if (P->fast) { /* a slice end on its sequence's track: the same bytes every time */
+        Event end = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+        end.has_type = 1;
+        end.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+        P->end_len = protobuf_c_message_get_packed_size(&end.base);
+        if (P->end_len <= sizeof P->end_ev)
+            protobuf_c_message_pack(&end.base, P->end_ev);
+        else
+            P->fast = 0;
     }
 
     const char *cmd = d->t.cmdline[0] ? d->t.cmdline : "traced process";
@@ -314,6 +341,10 @@ static uint64_t intern_annot(struct pview *P, struct pseq *q, size_t k)
 
 static void slice_end(struct pview *P, struct pseq *q, uint64_t track)
 {
+    if (P->fast && q->started && q->track == track) {
+        put_event_packet(P, q, q->ends[--q->nends], P->end_ev, P->end_len);
+        return;
+    }
     Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
     ev.has_type = 1;
     ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
@@ -326,8 +357,28 @@ static void slice_end(struct pview *P, struct pseq *q, uint64_t track)
     put_packet(P, q, &pkt);
 }
 
+/* the flags that make a begin event's annotations (SL_BOUND's value varies) */
+static unsigned annot_flags(unsigned f)
+{
+    unsigned m = 0;
+    for (size_t k = 0; k < NFLAGS; k++)
+        m |= flag_names[k].bit;
+    return f & m;
+}
+
 static void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t track, const struct slice *s)
 {
+    int cacheable = P->fast && q->started && q->track == track && !(s->flags & SL_BOUND);
+    if (cacheable) {
+        uint32_t at = hm_get(&q->evc, annot_flags(s->flags), s->func);
+        if (at != HMAP_NONE) {
+            size_t n = (size_t)q->arena[at] | (size_t)q->arena[at + 1] << 8;
+            put_event_packet(P, q, s->start, q->arena + at + 2, n);
+            q->ends = xgrow(q->ends, &q->cap, q->nends + 1, sizeof *q->ends);
+            q->ends[q->nends++] = s->end;
+            return;
+        }
+    }
     perfetto__protos__interned_data__init(&P->interned);
     P->interned.event_names = P->pnames;
     P->interned.source_locations = P->plocs;
@@ -367,6 +418,27 @@ static void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t
     }
     ev.n_debug_annotations = na;
     ev.debug_annotations = pa;
+    if (cacheable && !P->interned.n_event_names && !P->interned.n_source_locations &&
+        !P->interned.n_debug_annotation_names) {
+        /* its names are interned: packed once, kept for the next ones */
+        ev.has_track_uuid = 0; /* the sequence's default track */
+        size_t n = protobuf_c_message_get_packed_size(&ev.base);
+        if (n <= 0xFFFF && q->alen + n + 2 <= UINT32_MAX - 1) {
+            q->arena = xgrow(q->arena, &q->acap, q->alen + n + 2 + PFW_EVENT_SLACK, 1); /* (readable past its end) */
+            uint32_t at = (uint32_t)q->alen;
+            q->arena[at] = (uint8_t)n;
+            q->arena[at + 1] = (uint8_t)(n >> 8);
+            protobuf_c_message_pack(&ev.base, q->arena + at + 2);
+            q->alen += n + 2;
+            if (hm_put(&q->evc, annot_flags(s->flags), s->func, at))
+                xalloc_die();
+            put_event_packet(P, q, s->start, q->arena + at + 2, n);
+            q->ends = xgrow(q->ends, &q->cap, q->nends + 1, sizeof *q->ends);
+            q->ends[q->nends++] = s->end;
+            return;
+        }
+        ev.has_track_uuid = 1;
+    }
     Packet pkt = PERFETTO__PROTOS__TRACE_PACKET__INIT;
     pkt.has_timestamp = 1;
     pkt.timestamp = ts(P, s->start);
@@ -425,7 +497,9 @@ static void p_destroy(struct view *v)
     struct pview *P = (struct pview *)v;
     for (size_t i = 0; i < P->nth; i++) {
         hm_free(&P->th[i].iids);
+        hm_free(&P->th[i].evc);
         free(P->th[i].ends);
+        free(P->th[i].arena);
     }
     free(P->th);
     free(P->buf);
