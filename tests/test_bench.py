@@ -159,7 +159,9 @@ def test_bench_quick_writes_every_table(tree, tmp_path):
     for heap in (16, 64):
         assert re.search(rf"\| {heap} MiB \| {NUM} MiB \| {STAT} \| {STAT} \| {NUM} MiB \| {STAT} \| {STAT} \| {NUM}× \|", md)
     for v in ("pg", "finstr", "sampled"):
-        assert re.search(rf"\| {v}, {NUM} MiB \| on \| {STAT} \| {NUM} \| {NUM} MiB \| [0-9]+ slices \|", md), v
+        assert re.search(rf"\| {v}, {NUM} MiB \| JSON, on \| {STAT} \| {NUM} \| {NUM} MiB \| [0-9]+ slices \|", md), v
+        assert re.search(rf"\| {v}, {NUM} MiB \| Perfetto, on \| {STAT} \| {NUM} \| {NUM} MiB \| [0-9]+ slices \(as the JSON\) \|",
+                         md), v
 
     # --- README: only the marked block changed; it quotes this run's headline figures
     after = readme.read_text()
