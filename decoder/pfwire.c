@@ -5,7 +5,6 @@
  */
 #include "pfwire.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "perfetto_subset.pb-c.h"
