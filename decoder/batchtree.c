@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "batchtree.h"
+#include "satadd.h"
 #include "xalloc.h"
 
 void batch_tree(const struct slice *s, size_t n, int64_t *parent, int64_t *self)
@@ -17,9 +18,9 @@ void batch_tree(const struct slice *s, size_t n, int64_t *parent, int64_t *self)
             last = xgrow(last, &cap, d + 1, sizeof *last);
         int64_t p = d > 0 && d - 1 < top ? last[d - 1] : -1;
         parent[i] = p;
-        self[i] = s[i].end - s[i].start;
+        self[i] = sat_sub64(s[i].end, s[i].start);
         if (p >= 0)
-            self[p] -= s[i].end - s[i].start;
+            self[p] = sat_sub64(self[p], self[i]);
         last[d] = (int64_t)i;
         top = d + 1;
     }

@@ -19,6 +19,7 @@
 #include "hmap.h"
 #include "outbuf.h"
 #include "outfile.h"
+#include "satadd.h"
 #include "views.h"
 #include "xalloc.h"
 
@@ -76,7 +77,7 @@ static void f_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
             F->at[i] = node_of(F, up, KEY_DEEPER);
         else
             F->at[i] = up; /* inside the [deeper frames] frame */
-        F->nodes[F->at[i]].weight += F->self[i];
+        F->nodes[F->at[i]].weight = sat_add64(F->nodes[F->at[i]].weight, F->self[i]);
     }
 }
 

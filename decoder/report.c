@@ -17,6 +17,7 @@
 #include "decstate.h"
 #include "hmap.h"
 #include "outbuf.h"
+#include "satadd.h"
 #include "textfmt.h"
 #include "tracefacts.h"
 #include "views.h"
@@ -89,10 +90,10 @@ static void r_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
             memset(R->active + old, 0, (R->nactive - old) * sizeof *R->active);
         }
         struct row *r = row_of(R, thread, sl->func);
-        int64_t dur = sl->end - sl->start;
+        int64_t dur = sat_sub64(sl->end, sl->start);
         if (!R->active[sl->func])
-            r->total += dur; /* not inside another call of itself */
-        r->self += R->self[i];
+            r->total = sat_add64(r->total, dur); /* not inside another call of itself */
+        r->self = sat_add64(r->self, R->self[i]);
         /* a call's pieces (one per generation it spans) add up to it */
         if (dp >= rt->cap)
             rt->acc = xgrow(rt->acc, &rt->cap, dp + 1, sizeof *rt->acc);
@@ -100,11 +101,11 @@ static void r_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
             r->calls++;
             rt->acc[dp] = 0;
         }
-        rt->acc[dp] += dur;
+        rt->acc[dp] = sat_add64(rt->acc[dp], dur);
         if (!(sl->flags & SL_TO_NEXT)) {
             if (rt->acc[dp] > r->max)
                 r->max = rt->acc[dp];
-            r->sum += rt->acc[dp];
+            r->sum = sat_add64(r->sum, rt->acc[dp]);
         }
         R->open = xgrow(R->open, &R->ocap, depth + 1, sizeof *R->open);
         R->open[depth++] = sl->func;
@@ -161,7 +162,7 @@ static void table(struct dec *d, const struct row *rows, size_t n, struct outbuf
     int64_t all = 0;
     uint64_t calls = 0;
     for (size_t i = 0; i < n; i++) {
-        all += rows[i].self;
+        all = sat_add64(all, rows[i].self);
         calls += rows[i].calls;
     }
     char b[5][32];

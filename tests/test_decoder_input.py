@@ -192,6 +192,27 @@ def test_odd_events(tree, san_decoder, good_raw, tmp_path):
     assert "out-of-order timestamps" in r.stdout
 
 
+# found by `make fuzz-decoder` (UBSan: signed overflow adding up durations in --report):
+# an original-format ring of garbage whose times are ~2^62 ticks apart
+HUGE_TIMES_RAW = ("VFJBQ0VCVUZUUvPHIk0A8////wAAABhDAAAiCj4AGQAAAAATQ0VFr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+v"
+                  "r6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr6+vr68wuCJNGEP/"
+                  "AwAAAAAiCkUAGQAAAAATAAEA")
+
+
+def test_huge_times_saturate_in_report_and_flamegraph(tree, san_decoder, tmp_path):
+    """A damaged ring whose times add up past 2^63 ns: --report and --flamegraph sum
+    durations without overflowing (no sanitizer report, every figure non-negative), and
+    the damage is the exit code (3)."""
+    import base64
+    p = tmp_path / "huge.raw"
+    p.write_bytes(base64.b64decode(HUGE_TIMES_RAW))
+    fl = tmp_path / "f.folded"
+    r, _ = both(tree, san_decoder, p, "--report", "--flamegraph", fl, tmp_path=tmp_path, expect=3)
+    rows = [l for l in r.stdout.splitlines() if re.match(r"\s+\d+\s", l)]
+    assert rows and not any("-" in l.split("0x")[0] for l in rows), r.stdout
+    assert all(int(l.rsplit(" ", 1)[1]) >= 0 for l in fl.read_text().splitlines()), fl.read_text()
+
+
 def test_no_events(tree, san_decoder, good_raw, tmp_path):
     chunks = rawfile.chunks(good_raw.read_bytes())
     p = tmp_path / "empty-rings.raw"
