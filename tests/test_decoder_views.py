@@ -221,8 +221,22 @@ def test_flamegraph_by_thread_starts_with_the_thread(tree, crash):
 
 # ---------------------------------------------------------------- Perfetto
 
-@pytest.mark.parametrize("filt", [[], ["-F", "parse_record"]], ids=["all", "filtered"])
-def test_perfetto_parses_with_perfettos_schema_and_matches_the_json(tree, crash, filt):
+@pytest.fixture(scope="module")
+def crash_sampled(tree, tmp_path_factory):
+    """the crash example in sampled time (FUNTRACE_TIME=sampled): its slices carry
+    measured: false and, where a bracket is loose, upper_bound_ns"""
+    d = tmp_path_factory.mktemp("views-sampled")
+    raw, full = core_trace(tree, tree.example("crash"), [], d, env={"FUNTRACE_TIME": "sampled"})
+    tids = {n.split(" [")[0]: t for t, n in full.names.items() if n != "funtrace"}
+    return SimpleNamespace(raw=raw, dir=d, full=full, tids=tids)
+
+
+@pytest.mark.parametrize("filt,sampled", [([], 0), (["-F", "parse_record"], 0), ([], 1)],
+                         ids=["all", "filtered", "sampled"])
+def test_perfetto_parses_with_perfettos_schema_and_matches_the_json(tree, request, filt, sampled):
+    """every slice as the JSON has it: name, start, end, depth and flags (the annotations;
+    most begin events are packed once and reused: decoder/pfwire.c)"""
+    crash = request.getfixturevalue("crash_sampled" if sampled else "crash")
     pf = crash.dir / "t.pftrace"
     r, tr = decode(tree, crash.raw, "--perfetto", pf, *filt, json_out=crash.dir / "p.json")
     assert r.returncode == 0, r.stderr
@@ -230,15 +244,18 @@ def test_perfetto_parses_with_perfettos_schema_and_matches_the_json(tree, crash,
     p = subprocess.run(["protoc", f"--proto_path={PERFETTO_PROTO.parent}", "--decode=perfetto.protos.Trace",
                         PERFETTO_PROTO.name], stdin=pf.open("rb"), capture_output=True, timeout=300)
     assert p.returncode == 0, p.stderr.decode()[-2000:]
-    tracks, slices, instants = perfetto_slices(p.stdout.decode())
+    tracks, slices, instants = perfetto_slices(p.stdout.decode(), args=True)
     # one process track, one thread track per thread of the JSON, with tid and name
     procs = [t for t in tracks.values() if "process" in t]
     assert len(procs) == 1 and procs[0]["process"][0]["pid"][0] == tr.pid
     by_tid = {t["thread"][0]["tid"][0]: (u, t["thread"][0]["thread_name"][0])
               for u, t in tracks.items() if "thread" in t}
     assert {tid: name for tid, (_, name) in by_tid.items()} == tr.names
-    # slice for slice: names, start, end, nesting
-    want = as_kept(tr)
+    # slice for slice: names, start, end, nesting, flags
+    want = as_kept(tr, args=True)
+    assert any(a for v in want.values() for *_, a in v), "no slice with flags: nothing checked"
+    if sampled:
+        assert any(("measured", False) in a for v in want.values() for *_, a in v)
     got = {tid: slices.get(u, []) for tid, (u, _) in by_tid.items() if slices.get(u)}
     assert got == want
     # the crash, on the crashing thread, at the end

@@ -97,9 +97,11 @@ def filtered(tr, F=None, N=None, depth=None, min_dur=None, since=None, until=Non
     return out
 
 
-def as_kept(tr):
-    """the same shape for a (filtered) decoder output"""
-    return {tid: sorted((n.name, n.s.start, n.s.end, n.depth) for n in nodes)
+def as_kept(tr, args=False):
+    """the same shape for a (filtered) decoder output (args: with each slice's JSON
+    args, as a sorted tuple of (key, value))"""
+    return {tid: sorted((n.name, n.s.start, n.s.end, n.depth) + ((tuple(sorted(n.s.args.items())),) if args else ())
+                        for n in nodes)
             for tid, nodes in trees(tr).items() if nodes}
 
 
@@ -212,17 +214,21 @@ def parse_textproto(text):
     return msg()
 
 
-def perfetto_slices(text):
+def perfetto_slices(text, args=False):
     """From `protoc --decode=perfetto.protos.Trace` output: (tracks, slices, instants):
     tracks {uuid: descriptor}, slices {track uuid: sorted [(name, start, end, depth)]},
-    instants [(track, ts, name)].  Interned names are resolved per sequence."""
+    instants [(track, ts, name)].  Interned names are resolved per sequence.  args: each
+    slice also has its debug annotations, as a sorted tuple of (name, value) (the JSON's
+    args: bool and int values)."""
     trace = parse_textproto(text)
     tracks, open_, slices, instants, names, seqs, default_track = {}, {}, {}, [], {}, {}, {}
+    anames = {}
     for p in trace.get("packet", []):
         seq = p["trusted_packet_sequence_id"][0]
         flags = p.get("sequence_flags", [0])[0]
         if flags & 1:
             names[seq] = {}
+            anames[seq] = {}
             default_track.pop(seq, None)
         for d in p.get("trace_packet_defaults", []):
             for ted in d.get("track_event_defaults", []):
@@ -230,6 +236,8 @@ def perfetto_slices(text):
         for idata in p.get("interned_data", []):
             for en in idata.get("event_names", []):
                 names[seq][en["iid"][0]] = en["name"][0]
+            for an in idata.get("debug_annotation_names", []):
+                anames[seq][an["iid"][0]] = an["name"][0]
         if "track_descriptor" in p:
             td = p["track_descriptor"][0]
             tracks[td["uuid"][0]] = td
@@ -241,11 +249,15 @@ def perfetto_slices(text):
             seqs.setdefault(tr, set()).add(seq)
             if typ == "TYPE_SLICE_BEGIN":
                 nm = names[seq][ev["name_iid"][0]] if "name_iid" in ev else ev["name"][0]
-                open_.setdefault(tr, []).append((nm, ts, len(open_.get(tr, []))))
+                a = {}
+                for da in ev.get("debug_annotations", []):
+                    key = anames[seq][da["name_iid"][0]] if "name_iid" in da else da["name"][0]
+                    a[key] = da["bool_value"][0] == "true" if "bool_value" in da else da["int_value"][0]
+                open_.setdefault(tr, []).append((nm, ts, len(open_.get(tr, [])), tuple(sorted(a.items()))))
             elif typ == "TYPE_SLICE_END":
-                nm, start, depth = open_[tr].pop()
+                nm, start, depth, a = open_[tr].pop()
                 assert ts >= start, (nm, start, ts)
-                slices.setdefault(tr, []).append((nm, start, ts, depth))
+                slices.setdefault(tr, []).append((nm, start, ts, depth) + ((a,) if args else ()))
             elif typ == "TYPE_INSTANT":
                 instants.append((tr, ts, ev.get("name", ["?"])[0]))
     assert all(not v for v in open_.values()), "slices left open at the end of the file"
