@@ -118,36 +118,44 @@ uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l,
     return (uint32_t)best;
 }
 
+/* item i of rt's ring (a 4-byte item widened); 0 if it cannot be read */
+static uint64_t item_at(const struct dec *d, const struct ftr_thread *rt, uint64_t i)
+{
+    if (rt->fmt == FT_FMT_SAMPLED4) {
+        uint32_t w;
+        return ftr_read_entries(&d->src, rt, i, 1, &w) == 1 ? w : 0;
+    }
+    uint64_t w;
+    return ftr_read_entries(&d->src, rt, i, 1, &w) == 1 ? w : 0;
+}
+
+/* w (item_at) is a TSC_HI (tsc) or ADDR_HI escape in rt's format */
+static int is_hi_escape(const struct ftr_thread *rt, uint64_t w, int tsc)
+{
+    if (rt->fmt == FT_FMT_SAMPLED4)
+        return FT_S4_IS_ESC(w) && FT_S4_ESC_TYPE(w) == (tsc ? FT_S4_TSC_HI : FT_S4_ADDR_HI);
+    return (w & FT_E8_TAG_MASK) == FT_E8_ESC && FT_E8_ESC_TYPE(w) == (tsc ? FT_E8_TSC_HI : FT_E8_ADDR_HI);
+}
+
 int rx_time_after_esc(const struct dec *d, const struct ftr_thread *rt, uint64_t i, uint64_t lim, uint64_t *T)
 {
     const uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
+    const int s4 = rt->fmt == FT_FMT_SAMPLED4;
     for (uint64_t j = i; j < rt->n && j < i + lim; j++) {
-        if (rt->fmt == FT_FMT_SAMPLED4) {
-            uint32_t w, w2;
-            if (ftr_read_entries(&d->src, rt, j, 1, &w) != 1 || !w)
-                return 0;
-            if (!FT_S4_IS_ESC(w) || FT_S4_ESC_TYPE(w) != FT_S4_TSC_HI)
-                continue;
-            for (uint64_t m = j + 1; m < rt->n && m < j + 64; m++) {
-                if (ftr_read_entries(&d->src, rt, m, 1, &w2) != 1 || !w2)
-                    return 0;
-                if (FT_S4_IS_STAMP(w2)) {
-                    *T = ((uint64_t)s4_thi(w >> 5, ref) << 32) | (w2 & ~7u);
-                    return 1;
-                }
-            }
+        uint64_t w = item_at(d, rt, j);
+        if (!w)
             return 0;
-        }
-        uint64_t w, w2;
-        if (ftr_read_entries(&d->src, rt, j, 1, &w) != 1 || !w)
-            return 0;
-        if ((w & FT_E8_TAG_MASK) != FT_E8_ESC || FT_E8_ESC_TYPE(w) != FT_E8_TSC_HI)
+        if (!is_hi_escape(rt, w, 1))
             continue;
-        for (uint64_t m = j + 1; m < rt->n && m < j + 8; m++) {
-            if (ftr_read_entries(&d->src, rt, m, 1, &w2) != 1 || !w2)
+        /* its time: with the next stamp (sampled, within 64 items) or
+         * event (exact, within 8) */
+        for (uint64_t m = j + 1; m < rt->n && m < j + (s4 ? 64 : 8); m++) {
+            uint64_t w2 = item_at(d, rt, m);
+            if (!w2)
                 return 0;
-            if (is_event(w2)) {
-                *T = (w & 0xFFFFFFFF00000000ull) | (w2 >> 32);
+            if (s4 ? FT_S4_IS_STAMP(w2) : is_event(w2)) {
+                *T = s4 ? (uint64_t)s4_thi((uint32_t)(w >> 5), ref) << 32 | (w2 & ~7ull)
+                        : (w & 0xFFFFFFFF00000000ull) | (w2 >> 32);
                 return 1;
             }
         }
@@ -159,17 +167,8 @@ int rx_time_after_esc(const struct dec *d, const struct ftr_thread *rt, uint64_t
 /* item i is an escape a generation boundary makes the next event carry */
 static int is_boundary_escape(const struct dec *d, const struct ftr_thread *rt, uint64_t i)
 {
-    if (rt->fmt == FT_FMT_SAMPLED4) {
-        uint32_t w;
-        if (ftr_read_entries(&d->src, rt, i, 1, &w) != 1)
-            return 0;
-        return FT_S4_IS_ESC(w) && (FT_S4_ESC_TYPE(w) == FT_S4_ADDR_HI || FT_S4_ESC_TYPE(w) == FT_S4_TSC_HI);
-    }
-    uint64_t w;
-    if (ftr_read_entries(&d->src, rt, i, 1, &w) != 1)
-        return 0;
-    return (w & FT_E8_TAG_MASK) == FT_E8_ESC &&
-           (FT_E8_ESC_TYPE(w) == FT_E8_ADDR_HI || FT_E8_ESC_TYPE(w) == FT_E8_TSC_HI);
+    uint64_t w = item_at(d, rt, i);
+    return is_hi_escape(rt, w, 0) || is_hi_escape(rt, w, 1);
 }
 
 /* *rel: generation g's recorded position in rt's ring, in bytes from the

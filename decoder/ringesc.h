@@ -62,8 +62,8 @@ uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l,
  * the run, else, unknown, the thread's exit */
 void rx_tsc_upper(const struct dec *d, const struct dthread *th, uint64_t end, int *have, uint64_t *U);
 /* the full TSC of the first timed item after the first TSC_HI escape in
- * items [i, i + lim) (fmt 3: the event right after it; fmt 4: the next
- * stamp); 1 if found */
+ * items [i, i + lim) (fmt 3: the first event within 8 items after it; fmt
+ * 4: the first stamp within 64); 1 if found */
 int rx_time_after_esc(const struct dec *d, const struct ftr_thread *rt, uint64_t i, uint64_t lim, uint64_t *T);
 /* fmt 4: the 32-bit TSC high half of a TSC_HI payload (bits 58..32), the
  * bits above taken from ref */
