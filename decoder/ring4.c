@@ -128,7 +128,7 @@ void rx_prepare4(struct dec *d, struct dthread *th)
             uint32_t w;
             if (ftr_read_entries(&d->src, rt, j, 1, &w) != 1 || !w)
                 break;
-            if ((w & 7u) != 3u)
+            if (!FT_S4_IS_ESC(w))
                 continue;
             unsigned ty = FT_S4_ESC_TYPE(w);
             if (u->tsc && ty == FT_S4_TSC_HI) {

@@ -394,11 +394,6 @@ static int debuginfod_fetch(struct symtab *s, const struct modfile *f, char **pa
     return 0;
 }
 
-static char *build_id_path(const struct modfile *f)
-{
-    return dbg_build_id_path(f->bid, f->bidlen);
-}
-
 static Dwfl_Module *report(struct symtab *s, struct modfile *f, const char *path)
 {
     Dwfl *d = dwfl_begin(&s->cb);
@@ -456,7 +451,7 @@ static int open_file(struct symtab *s, int32_t fi)
         }
     }
     if (!f->mod) { /* by build-id: the local debug directory, then debuginfod */
-        char *bp = build_id_path(f);
+        char *bp = dbg_build_id_path(f->bid, f->bidlen);
         if (bp && access(bp, R_OK) == 0) {
             f->mod = report(s, f, bp);
             if (f->mod && !bid_matches(f, f->mod))
