@@ -63,33 +63,55 @@ static inline __attribute__((always_inline)) uint64_t put_exact(struct ft_thread
     return slot;
 }
 
-/* FT_FMT_EXACT8: word = address | FT_F_* flags (FORMAT.md 1.4).  Escapes
- * first when a high half changed (the record's value is stored before the
- * escape, as in hooks_pg.S), each committed on its own. */
-static inline __attribute__((always_inline)) void write_exact(struct ft_thread *t, uint64_t slot,
-                                                              uint64_t mask, uint64_t word)
+/* FT_FMT_EXACT8, the address's high half: an ADDR_HI escape first when it
+ * changed (the record's value is stored before the escape, as in
+ * hooks_pg.S), committed on its own; the next slot */
+static inline __attribute__((always_inline)) uint64_t exact_addr_hi(struct ft_thread *t, uint64_t slot,
+                                                                    uint64_t mask, uint64_t addr)
 {
-    uint64_t addr = word & FT_ADDR_MASK, tag;
     uint32_t ahi = (uint32_t)(addr >> 32);
     if (__builtin_expect(ahi != t->addr_hi, 0)) {
         t->addr_hi = ahi;
         ft_barrier();
         slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_ADDR_HI, ahi));
     }
-    if (__builtin_expect((word & FT_F_CATCH) == FT_F_CATCH, 0)) {
-        slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_CATCH, 0));
-        tag = FT_E8_CALL;
-    } else {
-        tag = (word & FT_F_RET) ? FT_E8_RET : (word & FT_F_CALL_RET_ON_THROW) ? FT_E8_CALL_ROT : FT_E8_CALL;
-    }
-    uint64_t tsc = ft_rdtsc();
-    uint32_t thi = (uint32_t)(tsc >> 32);
+    return slot;
+}
+
+/* FT_FMT_EXACT8, the entry: rdtsc, a TSC_HI escape first when its high half
+ * changed, then TSC bits 31..0 above lo (address bits 31..2 | tag).  The
+ * halves are taken as rdtsc gives them (edx:eax), never joined and split. */
+static inline __attribute__((always_inline)) void exact_entry(struct ft_thread *t, uint64_t slot, uint64_t mask,
+                                                              uint32_t lo)
+{
+    uint32_t tlo, thi;
+    __asm__ volatile("rdtsc" : "=a"(tlo), "=d"(thi));
     if (__builtin_expect(thi != t->tsc_hi, 0)) {
         t->tsc_hi = thi;
         ft_barrier();
         slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_TSC_HI, thi));
     }
-    put_exact(t, slot, mask, (tsc << 32) | (addr & FT_E8_ADDR_LO_MASK) | tag);
+    put_exact(t, slot, mask, ((uint64_t)tlo << 32) | lo);
+}
+
+/* An event is given as addr (bits 60..2 of its address; bits 1..0 are
+ * ignored, 63..61 clear) and flags (FT_F_*), apart: the -finstrument-functions
+ * hooks' flags are constants, so every test of them folds away. */
+
+/* FT_FMT_EXACT8 (FORMAT.md 1.4).  Escapes first when a high half changed,
+ * each committed on its own. */
+static inline __attribute__((always_inline)) void write_exact(struct ft_thread *t, uint64_t slot,
+                                                              uint64_t mask, uint64_t addr, uint64_t flags)
+{
+    uint64_t tag;
+    slot = exact_addr_hi(t, slot, mask, addr);
+    if (__builtin_expect((flags & FT_F_CATCH) == FT_F_CATCH, 0)) {
+        slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_CATCH, 0));
+        tag = FT_E8_CALL;
+    } else {
+        tag = (flags & FT_F_RET) ? FT_E8_RET : (flags & FT_F_CALL_RET_ON_THROW) ? FT_E8_CALL_ROT : FT_E8_CALL;
+    }
+    exact_entry(t, slot, mask, ((uint32_t)addr & (uint32_t)FT_E8_ADDR_LO_MASK) | (uint32_t)tag);
 }
 
 /* store one 4-byte sampled-mode item at slot and commit it; the next slot */
@@ -152,16 +174,25 @@ static __attribute__((noinline)) void sampled_slow(struct ft_thread *t, uint64_t
  * a leaf return when the count is due is a stamped return (no address),
  * else an item with the address (an ADDR_HI escape first when its high half
  * changed) */
-static inline __attribute__((always_inline)) void write_sampled(struct ft_thread *t, uint64_t slot,
-                                                                uint64_t mask, uint64_t word)
+/* --t->countdown <= 0 (as a signed count): one read-modify-write whose
+ * flags are branched on (the compiler would load, subtract, store and test) */
+static inline __attribute__((always_inline)) int countdown_due(struct ft_thread *t)
 {
-    int due = (word & FT_F_CATCH) == FT_F_RET && (int64_t)--t->countdown <= 0;
-    uint64_t addr = word & FT_ADDR_MASK;
-    if (__builtin_expect(due || (uint32_t)(addr >> 32) != t->addr_hi || (word & FT_F_CATCH) == FT_F_CATCH, 0)) {
-        sampled_slow(t, slot, mask, word, due);
+    __asm__ goto("decq %0\n\tjle %l[due]" : "+m"(t->countdown) : : "cc" : due);
+    return 0;
+due:
+    return 1;
+}
+
+static inline __attribute__((always_inline)) void write_sampled(struct ft_thread *t, uint64_t slot,
+                                                                uint64_t mask, uint64_t addr, uint64_t flags)
+{
+    int due = (flags & FT_F_CATCH) == FT_F_RET && countdown_due(t);
+    if (__builtin_expect(due || (uint32_t)(addr >> 32) != t->addr_hi || (flags & FT_F_CATCH) == FT_F_CATCH, 0)) {
+        sampled_slow(t, slot, mask, (addr & FT_ADDR_MASK & ~3ULL) | flags, due);
         return;
     }
-    uint32_t tag = (word & FT_F_RET) ? 1 : (word & FT_F_CALL_RET_ON_THROW) ? 2 : 0;
+    uint32_t tag = (flags & FT_F_RET) ? 1 : (flags & FT_F_CALL_RET_ON_THROW) ? 2 : 0;
     *(uint32_t *)(uintptr_t)slot = ((uint32_t)addr & ~3u) | tag;
     ft_barrier();
     t->pos = (slot + 4) & mask;
@@ -174,9 +205,9 @@ void ft_write_event(struct ft_thread *t, uint64_t word)
     if (!slot)
         return;
     if (t->fmt == FT_FMT_SAMPLED4)
-        write_sampled(t, slot, mask, word);
+        write_sampled(t, slot, mask, word & FT_ADDR_MASK, word & ~FT_ADDR_MASK);
     else
-        write_exact(t, slot, mask, word);
+        write_exact(t, slot, mask, word & FT_ADDR_MASK, word & ~FT_ADDR_MASK);
 }
 
 /* the validity check of FORMAT.md 1.4 "Hot path": 1 if t is a record in
@@ -189,59 +220,61 @@ static inline __attribute__((always_inline)) int rec_valid(const struct ft_threa
 /* not a valid record: the thread has no record yet (dummy_init: create it),
  * or it is ignored / exited (dummy_dead), or its state is garbage: record
  * nothing */
-static __attribute__((noinline)) void cold(struct ft_thread *t, uint64_t word)
+static __attribute__((noinline)) void cold(struct ft_thread *t, uint64_t addr, uint64_t flags)
 {
     if (t == &ft_thread_dummy_init)
-        ft_slow_event(word);
+        ft_slow_event((addr & FT_ADDR_MASK & ~3ULL) | flags);
 }
 
-static inline __attribute__((always_inline)) void event(uint64_t word)
+static inline __attribute__((always_inline)) void event(uint64_t addr, uint64_t flags)
 {
     if (__builtin_expect(ft_hook_mode != FT_MODE_EXACT, 0)) {
         if (ft_hook_mode & FT_MODE_OFF)
             return; /* frozen: touch nothing (TLS may be garbage meanwhile) */
         struct ft_thread *s = SELF_LOAD(ft_self_s);
         if (__builtin_expect(!rec_valid(s), 0)) {
-            cold(s, word);
+            cold(s, addr, flags);
             return;
         }
         uint64_t mask = s->mask, slot = s->pos & mask;
         if (__builtin_expect(!slot, 0))
             return;
-        write_sampled(s, slot, mask, word);
+        write_sampled(s, slot, mask, addr, flags);
         return;
     }
     struct ft_thread *t = SELF_LOAD(ft_self);
     if (__builtin_expect(!rec_valid(t), 0)) {
-        cold(t, word);
+        cold(t, addr, flags);
         return;
     }
     uint64_t mask = t->mask, slot = t->pos & mask;
     if (__builtin_expect(!slot, 0))
         return;
-    write_exact(t, slot, mask, word);
+    write_exact(t, slot, mask, addr, flags);
 }
 
 /* Under -finstrument-functions the address is the function's start; the
- * 8-byte entry keeps it 4-byte granular, so it is rounded UP to stay inside
- * the function (an instrumented function is longer than 3 bytes). */
-#define CYG_ADDR(fn) (((uint64_t)(uintptr_t)(fn) + 3) & FT_ADDR_MASK & ~3ULL)
+ * entries keep it 4-byte granular, so it is rounded UP to stay inside the
+ * function (an instrumented function is longer than 3 bytes): + 3 here, the
+ * low two bits dropped where the entry is built.  A user-space address has
+ * bits 63..61 clear. */
+#define CYG_ADDR(fn) ((uint64_t)(uintptr_t)(fn) + 3)
 
 FT_EXPORT void __cyg_profile_func_enter(void *fn, void *call_site)
 {
     (void)call_site;
-    event(CYG_ADDR(fn) | FT_F_CALL_RET_ON_THROW);
+    event(CYG_ADDR(fn), FT_F_CALL_RET_ON_THROW);
 }
 
 FT_EXPORT void __cyg_profile_func_exit(void *fn, void *call_site)
 {
     (void)call_site;
-    event(CYG_ADDR(fn) | FT_F_RET);
+    event(CYG_ADDR(fn), FT_F_RET);
 }
 
 /* an event from runtime C code (e.g. the __cxa_begin_catch interposer) */
 void ft_log_event(uint64_t word) FT_HIDDEN;
 void ft_log_event(uint64_t word)
 {
-    event(word);
+    event(word & FT_ADDR_MASK, word & ~FT_ADDR_MASK);
 }

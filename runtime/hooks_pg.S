@@ -166,9 +166,8 @@
 
 3:  /* ---- not exact: frozen (FT_MODE_OFF set) or sampled ---- */
     .cfi_def_cfa_offset 8
-    je 9f                           /* FT_MODE_SAMPLED; above it: FT_MODE_OFF set */
-    ret                             /* frozen: record nothing */
-9:  /* ---- sampled mode: 4-byte items (FT_FMT_SAMPLED4) ---- */
+    jne 20f                         /* above FT_MODE_SAMPLED: FT_MODE_OFF set */
+    /* ---- sampled mode: 4-byte items (FT_FMT_SAMPLED4) ---- */
     PUSH %r11
     PUSH %rax
     PUSH %rcx                       /* CFA = rsp + 32 */
@@ -181,11 +180,12 @@
     decq COUNTDOWN(%rcx)            /* returns count ((k + 1) / 2 of them: k events) */
     jle 16f                         /* a return when a stamp is due: a stamped return */
   .endif
-    movl RA_SAMPLED+4(%rsp), %eax   /* address bits 63..32 */
+19:
+    movq RA_SAMPLED(%rsp), %rax     /* the address (one load for both halves) */
+    rorq $32, %rax                  /* eax: bits 63..32 */
     cmpl %eax, AHI(%rcx)
     jne 14f                         /* changed: an ADDR_HI escape first */
-15:
-    movl RA_SAMPLED(%rsp), %eax     /* address bits 31..0 */
+    rorq $32, %rax                  /* eax: bits 31..0 */
     andl $-4, %eax                  /* tag 0: call */
   .if \isret
     incl %eax                       /* tag 1: return */
@@ -209,7 +209,7 @@
     addq $4, %r11
     andq WRAP(%rcx), %r11
     movq %r11, POS(%rcx)
-    jmp 15b
+    jmp 19b                         /* the high half now matches */
   .if \isret /* (only returns are stamped) */
 16: /* a stamp is due: a stamped return (TSC bits 31..3 | 7, no address) if
      * the previous item is this function's call (a leaf return: the decoder
@@ -258,10 +258,7 @@
 10: /* not a leaf return: a plain return */
     .cfi_def_cfa_offset 40
     POP %rdx
-    movl RA_SAMPLED+4(%rsp), %eax
-    cmpl %eax, AHI(%rcx)
-    jne 14b
-    jmp 15b
+    jmp 19b
   .endif
 17: /* sampled, not a registry record: dummy_init (cold path), else nothing */
     .cfi_def_cfa_offset 32
@@ -276,6 +273,9 @@
     call ft_asm_slow
     POP %rdx
     jmp 18b
+20: /* frozen: record nothing */
+    .cfi_def_cfa_offset 8
+    ret
     .cfi_endproc
     .size \name, .-\name
 .endm
