@@ -7,6 +7,8 @@
 #                hooks bench/floor_*.{S,c} instead of the runtime; the -pg
 #                ones are compiled with -pg but linked without it, so they get
 #                crt1.o, not gcrt1.o, and never write gmon.out),
+#                empty-* (linked with bench/floor_empty.S: hooks that only
+#                return, the instrumentation's own cost),
 #                pg-nomode / finstr-nomode (control: the runtime with its own
 #                hook source minus the mode test, see below)
 #   thr-*        thread create+join (bench/threads.c), none / pg
@@ -34,9 +36,9 @@ BENCH_WRAP_DEPS := $(BIN)/funtrace-gcc $(BIN)/funtrace-clang $(LIB)/libfuntrace.
 
 BENCH_HP := $(BB)/hp-none $(BB)/hp-pg $(BB)/hp-finstr $(BB)/hp-floor-pg \
     $(BB)/hp-floor-pg-counter $(BB)/hp-floor-finstr $(BB)/hp-pg-nomode \
-    $(BB)/hp-finstr-nomode
+    $(BB)/hp-finstr-nomode $(BB)/hp-empty-pg $(BB)/hp-empty-finstr
 ifneq ($(BENCH_HAVE_CLANG),)
-BENCH_HP += $(BB)/hp-clang $(BB)/hp-floor-clang
+BENCH_HP += $(BB)/hp-clang $(BB)/hp-floor-clang $(BB)/hp-empty-clang
 endif
 BENCH_PROGS := $(BENCH_HP) $(BB)/thr-none $(BB)/thr-pg $(BB)/dl-none $(BB)/dl-pg \
     $(BB)/libdl-none.so $(BB)/libdl-pg.so $(BB)/bigcore-pg $(BB)/bigcore-finstr $(BB)/runstat
@@ -72,6 +74,9 @@ $(BB)/obj/floor_pg.o: bench/floor_pg.S
 $(BB)/obj/floor_pg_counter.o: bench/floor_pg.S
 	@mkdir -p $(@D)
 	$(BENCH_GCC) -DBENCH_COUNTER -c -o $@ $<
+$(BB)/obj/floor_empty.o: bench/floor_empty.S
+	@mkdir -p $(@D)
+	$(BENCH_GCC) -c -o $@ $<
 $(BB)/obj/floor_cyg.o: bench/floor_cyg.c bench/floor.h
 	@mkdir -p $(@D)
 	$(BENCH_GCC) $(BENCH_CFLAGS) -fno-instrument-functions -c -o $@ $<
@@ -87,6 +92,12 @@ $(BB)/hp-floor-pg: $(BB)/obj/hotpath_pg.o $(BB)/obj/floor_pg.o $(BB)/obj/floor_r
 	$(BENCH_GCC) $(BENCH_CFLAGS) -o $@ $^
 $(BB)/hp-floor-pg-counter: $(BB)/obj/hotpath_pg.o $(BB)/obj/floor_pg_counter.o $(BB)/obj/floor_rec.o
 	$(BENCH_GCC) $(BENCH_CFLAGS) -o $@ $^
+$(BB)/hp-empty-pg: $(BB)/obj/hotpath_pg.o $(BB)/obj/floor_empty.o
+	$(BENCH_GCC) $(BENCH_CFLAGS) -o $@ $^
+$(BB)/hp-empty-finstr: $(HP_DEPS) $(BB)/obj/floor_empty.o
+	$(BENCH_GCC) $(BENCH_CFLAGS) -finstrument-functions -o $@ $(HP_SRC) $(filter %.o,$^)
+$(BB)/hp-empty-clang: $(HP_DEPS) $(BB)/obj/floor_empty.o
+	$(BENCH_CLANG) $(BENCH_CFLAGS) -finstrument-functions-after-inlining -o $@ $(HP_SRC) $(filter %.o,$^)
 $(BB)/hp-floor-finstr: $(HP_DEPS) $(BB)/obj/floor_cyg.o $(BB)/obj/floor_rec.o
 	$(BENCH_GCC) $(BENCH_CFLAGS) -finstrument-functions -o $@ $(HP_SRC) $(filter %.o,$^)
 $(BB)/hp-floor-clang: $(HP_DEPS) $(BB)/obj/floor_cyg.o $(BB)/obj/floor_rec.o

@@ -106,6 +106,9 @@ def test_bench_quick_writes_every_table(tree, tmp_path):
     per_mode = [float(x) for x in re.findall(rf"(?:-pg|finstr|clang) ({NUM})", fig)]
     assert len(per_mode) >= 2, fig
     assert met == (max(per_mode) <= 3), fig
+    # ... and what hooks that only return cost, per instrumentation (the part no hook can save)
+    empty = re.search(rf"hooks that only return cost ({NUM}) \(-pg\), ({NUM}) \(finstr\)", fig)
+    assert empty, fig
     fig, met, _ = got["exact: ≤ 16 bytes of ring per call+return"]
     b = [float(x) for x in re.findall(rf"(?:-pg|finstr) ({NUM})", fig)]
     assert len(b) == 2 and all(16 <= x < 16.5 for x in b) and met == (max(b) <= 16), fig
@@ -140,7 +143,9 @@ def test_bench_quick_writes_every_table(tree, tmp_path):
                   "funtrace-gcc (-pg), funtrace_disable_tracing()",
                   "control: -pg exact, runtime hook minus the sampled-mode test",
                   "funtrace-gcc FUNTRACE_INSTR=finstr, exact",
-                  "control: finstr exact, runtime hook minus the sampled-mode test"):
+                  "control: finstr exact, runtime hook minus the sampled-mode test",
+                  "empty hooks (`ret` only), -pg: the instrumentation alone",
+                  "empty hooks (`ret` only), gcc -finstrument-functions"):
         row = next((v for k, v in rows.items() if k.startswith(label)), None)
         assert row is not None, label
         assert len(re.findall(STAT, row)) == 2, row
