@@ -313,11 +313,16 @@ def test_tail_calls(tree, compiled, run_crash, mode, tmp_path):
 
 
 @pytest.mark.parametrize("mode", modes())
-def test_dlclose_reload_same_address(tree, compiled, run_crash, mode, tmp_path):
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_dlclose_reload_same_address(tree, compiled, run_crash, mode, time, tmp_path):
+    """calls back and forth between the executable and libraries (address high
+    halves that differ: an ADDR_HI escape at every crossing, in both time modes)"""
     liba = compiled("dec_plugin.c", mode, extra=["-shared", "-fPIC", "-DPLUGIN_A"], tag="a")
     libb = compiled("dec_plugin.c", mode, extra=["-shared", "-fPIC", "-DPLUGIN_B"], tag="b")
     exe = compiled("dec_dlmain.c", mode, extra=["-ldl"])
-    raw = crash_raw(tree, run_crash, exe, [liba, libb])
+    raw = crash_raw(tree, run_crash, exe, [liba, libb], env={"FUNTRACE_TIME": time})
+    import rawfile
+    assert rawfile.parse(raw).threads[0].fmt == (4 if time == "sampled" else 3)
     r, tr = decode(tree, raw, json_out=tmp_path / "d.json")
     assert r.returncode == 0, r.stderr
     check_nesting(tr)
