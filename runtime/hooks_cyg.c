@@ -94,12 +94,11 @@ static inline __attribute__((always_inline)) void exact_entry(struct ft_thread *
     put_exact(t, slot, mask, ((uint64_t)tlo << 32) | lo);
 }
 
-/* An event is given as addr (bits 60..2 of its address; bits 1..0 are
- * ignored, 63..61 clear) and flags (FT_F_*), apart: the -finstrument-functions
- * hooks' flags are constants, so every test of them folds away. */
-
 /* FT_FMT_EXACT8 (FORMAT.md 1.4).  Escapes first when a high half changed,
- * each committed on its own. */
+ * each committed on its own.  Here and in write_sampled an event comes as
+ * addr (bits 60..2 of its address; bits 1..0 are ignored, 63..61 clear) and
+ * flags (FT_F_*), apart: the -finstrument-functions hooks' flags are
+ * constants, so every test of them folds away. */
 static inline __attribute__((always_inline)) void write_exact(struct ft_thread *t, uint64_t slot,
                                                               uint64_t mask, uint64_t addr, uint64_t flags)
 {
@@ -169,11 +168,6 @@ static __attribute__((noinline)) void sampled_slow(struct ft_thread *t, uint64_t
     put_s4(t, slot, mask, ((uint32_t)addr & ~3u) | tag);
 }
 
-/* FT_FMT_SAMPLED4 (FORMAT.md 1.4): every return counts down ((k + 1) / 2
- * of them between stamps: k events, calls included; calls touch no count);
- * a leaf return when the count is due is a stamped return (no address),
- * else an item with the address (an ADDR_HI escape first when its high half
- * changed) */
 /* --t->countdown <= 0 (as a signed count): one read-modify-write whose
  * flags are branched on (the compiler would load, subtract, store and test) */
 static inline __attribute__((always_inline)) int countdown_due(struct ft_thread *t)
@@ -184,6 +178,11 @@ due:
     return 1;
 }
 
+/* FT_FMT_SAMPLED4 (FORMAT.md 1.4): every return counts down ((k + 1) / 2
+ * of them between stamps: k events, calls included; calls touch no count);
+ * a leaf return when the count is due is a stamped return (no address),
+ * else an item with the address (an ADDR_HI escape first when its high half
+ * changed) */
 static inline __attribute__((always_inline)) void write_sampled(struct ft_thread *t, uint64_t slot,
                                                                 uint64_t mask, uint64_t addr, uint64_t flags)
 {
