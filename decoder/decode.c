@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +17,6 @@
 #include "cli.h"
 #include "decstate.h"
 #include "gencuts.h"
-#include "outfile.h"
 #include "replay.h"
 #include "ringevents.h"
 #include "outputs.h"
@@ -124,47 +122,6 @@ static int core_hint(const char *input, const struct ftr_src *src)
     return 1;
 }
 
-/* The input is mapped (raw.c): if another process truncates the file while
- * it is decoded, reading a page past its new end raises SIGBUS.  Say so, in
- * one line, remove the outputs being written and exit 2; any other SIGBUS
- * takes its default action. */
-static const struct ftr_src *guarded;
-static char shrank_msg[512];
-static size_t shrank_len;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-    (void)uc;
-    if (guarded && ftr_src_holds(guarded, si->si_addr)) {
-        outfile_drop_all();
-        ssize_t w = write(2, shrank_msg, shrank_len);
-        (void)w;
-        _exit(EXIT_BAD_INPUT);
-    }
-    struct sigaction dfl; /* not ours: the fault repeats with the default action */
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(sig, &dfl, NULL);
-}
-
-static void guard_input(const struct ftr_src *src, const char *input)
-{
-    if (!src->mapped)
-        return;
-    int n = snprintf(shrank_msg, sizeof shrank_msg,
-                     "funtrace-decode: %s: the file got shorter while it was being read (another process "
-                     "truncated or rewrote it): decode it again once it is complete\n",
-                     !strcmp(input, "-") ? "stdin" : input);
-    shrank_len = n < 0 ? 0 : (size_t)n < sizeof shrank_msg ? (size_t)n : sizeof shrank_msg - 1;
-    guarded = src;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_sigbus;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, NULL);
-}
-
 static int run(struct dec *d, struct outputs *out)
 {
     struct dec_opts *o = &d->o;
@@ -181,7 +138,6 @@ static int run(struct dec *d, struct outputs *out)
         fprintf(stderr, "funtrace-decode: %s: %s\n", o->input, err);
         return EXIT_BAD_INPUT;
     }
-    guard_input(&d->src, o->input);
     int rc = ftr_load(&d->src, o->sample, &d->t, raw_warn, d);
     if (rc == FTR_ENOSAMPLE) {
         fprintf(stderr, "funtrace-decode: %s: there is no sample %d in the file\n", o->input, o->sample);
@@ -405,7 +361,7 @@ int decode_main(struct dec_opts *o)
     free(d.sl_spare);
     if (d.t.nthreads || d.t.cmdline)
         ftr_free(&d.t);
-    guarded = NULL;
-    ftr_src_close(&d.src);
+    if (d.src.fd > 2)
+        close(d.src.fd);
     return rc;
 }

@@ -34,11 +34,6 @@ static void drop_all(void)
         drop(i);
 }
 
-void outfile_drop_all(void)
-{
-    drop_all();
-}
-
 static void on_fatal_signal(int sig)
 {
     drop_all();

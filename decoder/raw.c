@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,19 +28,6 @@ static int magic_ok(const char *m, size_t n)
     return 1;
 }
 
-/* map the whole file read-only (rings are read several times: no copies);
- * left to pread if it cannot be */
-static void map_src(struct ftr_src *s)
-{
-    if (!s->size || s->size > SIZE_MAX)
-        return;
-    void *m = mmap(NULL, (size_t)s->size, PROT_READ, MAP_PRIVATE, s->fd, 0);
-    if (m != MAP_FAILED) {
-        s->mem = m;
-        s->mapped = 1;
-    }
-}
-
 int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
 {
     struct stat st;
@@ -56,8 +42,6 @@ int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
         s->size = (uint64_t)st.st_size;
         ssize_t r = pread(fd, s->head, sizeof s->head, 0);
         s->nhead = r > 0 ? (size_t)r : 0;
-        if (S_ISREG(st.st_mode))
-            map_src(s);
         return 0;
     }
     /* a pipe: spool it into an unlinked temporary file */
@@ -110,24 +94,7 @@ int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
     }
     s->fd = tfd;
     s->size = total;
-    map_src(s);
     return 0;
-}
-
-int ftr_src_holds(const struct ftr_src *s, const void *addr)
-{
-    return s->mapped && (const uint8_t *)addr >= s->mem && (const uint8_t *)addr < s->mem + s->size;
-}
-
-void ftr_src_close(struct ftr_src *s)
-{
-    if (s->mapped)
-        munmap((void *)(uintptr_t)s->mem, (size_t)s->size);
-    s->mapped = 0;
-    s->mem = NULL;
-    if (s->fd > 2)
-        close(s->fd);
-    s->fd = -1;
 }
 
 void ftr_src_mem(struct ftr_src *s, const void *p, size_t n)
@@ -143,7 +110,7 @@ size_t ftr_read(const struct ftr_src *s, uint64_t off, void *buf, size_t len)
         return 0;
     if (len > s->size - off)
         len = (size_t)(s->size - off);
-    if (s->mem) {
+    if (s->fd < 0) {
         memcpy(buf, s->mem + off, len);
         return len;
     }
@@ -173,24 +140,6 @@ size_t ftr_read_entries(const struct ftr_src *src, const struct ftr_thread *th, 
     if (got < first || first == n)
         return got;
     return got + ftr_read(src, th->data_off, (char *)buf + first * isz, (size_t)((n - first) * isz)) / isz;
-}
-
-const void *ftr_entries(const struct ftr_src *src, const struct ftr_thread *th, uint64_t i, uint64_t n,
-                        void *buf, size_t *got)
-{
-    size_t isz = ftr_item_size(th->fmt);
-    if (src->mem && i < th->n) {
-        if (n > th->n - i)
-            n = th->n - i;
-        uint64_t p = th->rot ? (i + th->rot) % th->n : i; /* stored position */
-        uint64_t off = th->data_off + p * isz;
-        if (n <= th->n - p && off <= src->size && n * isz <= src->size - off) {
-            *got = (size_t)n;
-            return src->mem + off;
-        }
-    }
-    *got = ftr_read_entries(src, th, i, n, buf);
-    return buf;
 }
 
 const char *ftr_strerror(int code)

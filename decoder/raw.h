@@ -18,26 +18,18 @@
 #include <stdint.h>
 #include "funtrace_abi.h"
 
-/* ---- input: a file (mapped, else pread) or a memory buffer --------------- */
+/* ---- input: a file (pread) or a memory buffer --------------------------- */
 struct ftr_src {
     int fd;             /* -1: memory source */
-    const uint8_t *mem; /* the memory source, or the file mapped read-only (NULL: pread) */
+    const uint8_t *mem;
     uint64_t size;
-    int mapped;         /* mem is a mapping of fd: ftr_src_close unmaps it */
     uint8_t head[32];   /* ftr_src_fd: the input's first bytes (to say what it is) */
     size_t nhead;
 };
 
 /* Use fd as the source.  A non-seekable fd (pipe) is first copied to an
- * unlinked temporary file.  The file is mapped read-only when it can be
- * (else read with pread): a file that shrinks while it is mapped makes the
- * next read of a page past its new end raise SIGBUS, whose address
- * ftr_src_holds() recognizes.  0 on success, -1 with a message in err. */
+ * unlinked temporary file.  0 on success, -1 with a message in err. */
 int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen);
-/* 1 if addr lies in s's mapping */
-int ftr_src_holds(const struct ftr_src *s, const void *addr);
-/* unmap and close (the fd if above 2) */
-void ftr_src_close(struct ftr_src *s);
 void ftr_src_mem(struct ftr_src *s, const void *p, size_t n);
 /* bytes read at off (short at end of input) */
 size_t ftr_read(const struct ftr_src *s, uint64_t off, void *buf, size_t len);
@@ -141,15 +133,6 @@ static inline size_t ftr_item_size(uint32_t fmt)
 }
 size_t ftr_read_entries(const struct ftr_src *src, const struct ftr_thread *th, uint64_t i,
                         uint64_t n, void *buf);
-/* The same items without a copy where possible: a pointer to them in the
- * mapped file when [i, i + n) is one piece of it (the ring does not wrap
- * inside it), else buf after ftr_read_entries (room for n items); *got =
- * the number of items (0: none).  Ring data in a raw file has no alignment:
- * read the items through ftr_u64 / ftr_u32. */
-typedef uint64_t ftr_u64 __attribute__((aligned(1), may_alias));
-typedef uint32_t ftr_u32 __attribute__((aligned(1), may_alias));
-const void *ftr_entries(const struct ftr_src *src, const struct ftr_thread *th, uint64_t i, uint64_t n,
-                        void *buf, size_t *got);
 
 /* Parse /proc/PID/maps text into mappings (used for PROCMAPS).  Returns the
  * number of mappings, -1 on allocation failure. */

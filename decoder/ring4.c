@@ -30,8 +30,7 @@ void rx_prepare4(struct dec *d, struct dthread *th)
     th->ring8 = r;
     r->nck = rt->n / CK + 1;
     r->ck = xcalloc(r->nck, sizeof *r->ck);
-    uint32_t *bufmem = xmalloc(BLK * sizeof *bufmem);
-    const ftr_u32 *buf;
+    uint32_t *buf = xmalloc(BLK * sizeof *buf);
     uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
     struct ck s = {0};
     size_t tr = SIZE_MAX, ar = SIZE_MAX;
@@ -40,8 +39,7 @@ void rx_prepare4(struct dec *d, struct dthread *th)
     uint32_t prev_ahi = 0;
 
     for (uint64_t i = 0; i < rt->n;) {
-        size_t got;
-        buf = ftr_entries(&d->src, rt, i, BLK, bufmem, &got);
+        size_t got = ftr_read_entries(&d->src, rt, i, BLK, buf);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
@@ -118,7 +116,7 @@ void rx_prepare4(struct dec *d, struct dthread *th)
         }
         i += got;
     }
-    free(bufmem);
+    free(buf);
 
     /* resolve the runs (as ring8.c): the next escape after each */
     for (size_t ri = 0; ri < r->nruns; ri++) {
@@ -173,8 +171,7 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
     const struct ring8 *r = th->ring8;
     struct ck s;
     uint64_t last_call = 0; /* the address of the call item just before (0: none) */
-    static uint32_t bufmem[RB];
-    const ftr_u32 *buf;
+    static uint32_t buf[RB];
     size_t done = 0;
     uint64_t from, j;
     if (resume4.r == r && resume4.next == i) {
@@ -193,8 +190,7 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
     uint64_t ahi_sh = (uint64_t)s.ahi << 32;
     for (j = from; j < i + n;) {
         uint64_t want = i + n - j < RB ? i + n - j : RB;
-        size_t got;
-        buf = ftr_entries(&d->src, rt, j, want, bufmem, &got);
+        size_t got = ftr_read_entries(&d->src, rt, j, want, buf);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {

@@ -350,8 +350,7 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
 {
     const struct ftr_thread *rt = th->rt;
     struct ring8 *r = th->ring8;
-    uint64_t *bufmem = xmalloc(BLK * sizeof *bufmem);
-    const ftr_u64 *buf;
+    uint64_t *buf = xmalloc(BLK * sizeof *buf);
     struct ck s = st->s;
     size_t tr = SIZE_MAX, ar = SIZE_MAX; /* open runs (indices: runs[] grows) */
     int have_known = st->have_known;   /* a full TSC seen (L for the next TSC run) */
@@ -363,8 +362,7 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
     uint64_t i = p0, stop = rt->n;
 
     while (i < rt->n) {
-        size_t got;
-        buf = ftr_entries(&d->src, rt, i, BLK, bufmem, &got);
+        size_t got = ftr_read_entries(&d->src, rt, i, BLK, buf);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
@@ -469,7 +467,7 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
     }
     stop = i < rt->n ? i : rt->n;
 done:
-    free(bufmem);
+    free(buf);
     return stop;
 }
 
@@ -716,8 +714,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
         from = i / CK * CK;
         s = r->ck[i / CK];
     }
-    static uint64_t bufmem[RB];
-    const ftr_u64 *buf;
+    static uint64_t buf[RB];
     /* flags of an event item by its tag (FT_E8_CALL: a catch after a CATCH escape) */
     static const uint64_t tagf[4] = {0, FT_F_RET, FT_F_CALL_RET_ON_THROW, 0};
     size_t done = 0, ne = 0;
@@ -725,8 +722,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
     uint64_t ahi_sh = (uint64_t)s.ahi << 32, thi_sh = (uint64_t)s.thi << 32;
     while (j < i + n) {
         uint64_t want = i + n - j < RB ? i + n - j : RB;
-        size_t got;
-        buf = ftr_entries(&d->src, rt, j, want, bufmem, &got);
+        size_t got = ftr_read_entries(&d->src, rt, j, want, buf);
         if (!got)
             break;
         size_t k = 0;
