@@ -376,3 +376,27 @@ def test_help_and_readme_agree(tree):
     limits = sec[sec.index("**Limits and costs.**"):]
     assert "BENCHMARKS.md" in limits
     assert not re.search(r"\d+(\.\d+)? ?(MB|MiB|GB|ms)\b|\d+(\.\d+)? s\b", limits), limits
+
+
+def test_resident_memory_does_not_grow_with_the_raw(tree, compiled, tmp_path):
+    """memory stays O(one generation), not O(raw): decoding a ~96 MiB one-thread raw (30
+    rounds of 200000 calls, a 12 ms sleep after each, 10 ms generations: at most about a
+    round per generation) stays far below the raw's size in peak resident memory (as
+    getrusage counts it: file pages mapped into the process would count too)"""
+    from conftest import run_program
+    exe = compiled("dec_many.c", "pg")
+    r = run_program([exe, "30", "200000", "12"], tmp_path / "run",
+                    env={"FUNTRACE_BUF": str(128 << 20), "FUNTRACE_GEN_MS": "10"}, want_core=False)
+    assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+    raw = r.dir / "funtrace.raw"
+    size = raw.stat().st_size
+    assert size > 90 * 2**20
+    # the decoder as the only child of a process that reports its children's peak RSS
+    probe = ("import resource, subprocess, sys\n"
+             "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+             "print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    p = subprocess.run(["/usr/bin/python3", "-c", probe, tree.tool("funtrace-decode"), "--json", "/dev/null",
+                        "--no-symbols", "-q", raw], capture_output=True, text=True, timeout=300)
+    rc, maxrss_kib = map(int, p.stdout.split())
+    assert rc == 0, p.stderr
+    assert maxrss_kib * 1024 < size / 3, (maxrss_kib, size)
