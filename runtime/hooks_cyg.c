@@ -94,11 +94,17 @@ static inline __attribute__((always_inline)) void exact_entry(struct ft_thread *
     put_exact(t, slot, mask, ((uint64_t)tlo << 32) | lo);
 }
 
+/* Here and in write_sampled an event comes as addr (bits 60..2 of its
+ * address; bits 1..0 are ignored, 63..61 clear) and flags (FT_F_*), apart:
+ * the -finstrument-functions hooks' flags are constants, so every test of
+ * them folds away.  The slow paths take them joined into one word: */
+static inline uint64_t event_word(uint64_t addr, uint64_t flags)
+{
+    return (addr & FT_ADDR_MASK & ~3ULL) | flags;
+}
+
 /* FT_FMT_EXACT8 (FORMAT.md 1.4).  Escapes first when a high half changed,
- * each committed on its own.  Here and in write_sampled an event comes as
- * addr (bits 60..2 of its address; bits 1..0 are ignored, 63..61 clear) and
- * flags (FT_F_*), apart: the -finstrument-functions hooks' flags are
- * constants, so every test of them folds away. */
+ * each committed on its own. */
 static inline __attribute__((always_inline)) void write_exact(struct ft_thread *t, uint64_t slot,
                                                               uint64_t mask, uint64_t addr, uint64_t flags)
 {
@@ -188,7 +194,7 @@ static inline __attribute__((always_inline)) void write_sampled(struct ft_thread
 {
     int due = (flags & FT_F_CATCH) == FT_F_RET && countdown_due(t);
     if (__builtin_expect(due || (uint32_t)(addr >> 32) != t->addr_hi || (flags & FT_F_CATCH) == FT_F_CATCH, 0)) {
-        sampled_slow(t, slot, mask, (addr & FT_ADDR_MASK & ~3ULL) | flags, due);
+        sampled_slow(t, slot, mask, event_word(addr, flags), due);
         return;
     }
     uint32_t tag = (flags & FT_F_RET) ? 1 : (flags & FT_F_CALL_RET_ON_THROW) ? 2 : 0;
@@ -222,7 +228,7 @@ static inline __attribute__((always_inline)) int rec_valid(const struct ft_threa
 static __attribute__((noinline)) void cold(struct ft_thread *t, uint64_t addr, uint64_t flags)
 {
     if (t == &ft_thread_dummy_init)
-        ft_slow_event((addr & FT_ADDR_MASK & ~3ULL) | flags);
+        ft_slow_event(event_word(addr, flags));
 }
 
 static inline __attribute__((always_inline)) void event(uint64_t addr, uint64_t flags)
