@@ -2,7 +2,8 @@
  * fuzz_raw.c -- libFuzzer harness: the raw parser (every sample of the
  * input, every ring read back) and the whole decoding pipeline without
  * symbols (cuts, discovery, replay, every view into /dev/null, with filters on
- * every other input).
+ * every other input), and the JSON with and without the replay's fast paths
+ * (--reference-replay), which must be the same: an abort() when they differ.
  *
  *   make fuzz-decoder [FUZZ_TIME=60]       (clang; seeds: decoder/fuzz/corpus)
  */
@@ -51,6 +52,55 @@ static void parse_all(const uint8_t *data, size_t size)
     }
 }
 
+/* the JSON of the input at path into a memory file (stdout for the decode);
+ * its fd, or -1 */
+static int json_of(const char *path, int reference)
+{
+    int fd = memfd_create("json", 0);
+    if (fd < 0)
+        return -1;
+    fflush(stdout);
+    int keep = dup(1);
+    dup2(fd, 1);
+    struct dec_opts o;
+    memset(&o, 0, sizeof o);
+    o.input = path;
+    o.json_path = "-";
+    o.sample = -1;
+    o.no_source = 1;
+    o.sym.no_symbols = 1;
+    o.sym.quiet = 1;
+    o.reference_replay = reference;
+    decode_main(&o);
+    fflush(stdout);
+    dup2(keep, 1);
+    close(keep);
+    return fd;
+}
+
+/* the fast replay and the reference replay write the same JSON */
+static void same_replays(const char *path)
+{
+    int a = json_of(path, 0), b = json_of(path, 1);
+    if (a >= 0 && b >= 0) {
+        off_t na = lseek(a, 0, SEEK_END), nb = lseek(b, 0, SEEK_END);
+        char *ma = na > 0 ? mmap(NULL, (size_t)na, PROT_READ, MAP_SHARED, a, 0) : NULL;
+        char *mb = nb > 0 ? mmap(NULL, (size_t)nb, PROT_READ, MAP_SHARED, b, 0) : NULL;
+        if (na != nb || (na > 0 && (ma == MAP_FAILED || mb == MAP_FAILED || memcmp(ma, mb, (size_t)na)))) {
+            fprintf(stderr, "fuzz_raw: the fast replay's JSON differs from the reference replay's\n");
+            abort();
+        }
+        if (na > 0) {
+            munmap(ma, (size_t)na);
+            munmap(mb, (size_t)nb);
+        }
+    }
+    if (a >= 0)
+        close(a);
+    if (b >= 0)
+        close(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     parse_all(data, size);
@@ -86,6 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.sym.no_symbols = 1;
     o.sym.quiet = 1;
     decode_main(&o);
+    same_replays(path);
     close(fd);
     return 0;
 }

@@ -86,6 +86,9 @@ static const char usage[] =
     "\n"
     "Other options:\n"
     "  -q, --quiet              no warnings\n"
+    "      --reference-replay   rebuild the stacks without the decoder's fast paths\n"
+    "                           (slower; the outputs are the same: a check of the\n"
+    "                           decoder itself, for a suspected decoding bug)\n"
     "  -h, --help               this text\n"
     "  -V, --version            the version of funtrace and of its file formats\n"
     "\n"
@@ -130,7 +133,7 @@ static int sort_key(const char *s)
 
 enum {
     O_SAMPLE = 256, O_SUBST, O_DEBUGDIR, O_NOSRC, O_NOSYM, O_THREADS, O_SORT, O_BYTHREAD, O_TID, O_SINCE, O_UNTIL, O_DEPTH,
-    O_MINDUR,
+    O_MINDUR, O_REFREPLAY,
 };
 
 /* -F/-N values: collected into a list of argc entries */
@@ -181,6 +184,7 @@ static int parse_args(int argc, char **argv, struct dec_opts *o)
         {"not-function", required_argument, 0, 'N'}, {"since", required_argument, 0, O_SINCE},
         {"until", required_argument, 0, O_UNTIL}, {"depth", required_argument, 0, O_DEPTH},
         {"min-duration", required_argument, 0, O_MINDUR}, {"quiet", no_argument, 0, 'q'},
+        {"reference-replay", no_argument, 0, O_REFREPLAY},
         {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0},
     };
@@ -200,6 +204,7 @@ static int parse_args(int argc, char **argv, struct dec_opts *o)
         case O_NOSRC: o->no_source = 1; break;
         case O_DEBUGDIR: o->sym.debug_dir = optarg; break;
         case O_NOSYM: o->sym.no_symbols = 1; break;
+        case O_REFREPLAY: o->reference_replay = 1; break;
         case O_BYTHREAD: o->by_thread = 1; break;
         case O_TID: o->tids = optarg; break;
         case 'F': add_re(&o->func_re, &o->nfunc_re, argc, optarg); break;

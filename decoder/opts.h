@@ -49,6 +49,7 @@ struct dec_opts {
     struct ta_point since, until;
     int depth;             /* 0: any */
     int64_t min_dur;       /* 0: any */
+    int reference_replay;  /* --reference-replay: no fast paths in the replay (replay.c) */
 };
 
 #endif

@@ -541,9 +541,14 @@ static __attribute__((noinline)) struct fcache *fc_fill(struct replay *r, struct
     return c;
 }
 
+static inline struct fcache *fc_slot(const struct replay *r, uint64_t addr)
+{
+    return &r->fc[((addr >> 2) ^ (addr >> 13)) & (FC_SIZE - 1)];
+}
+
 static inline struct fcache *func_of(struct replay *r, uint64_t addr)
 {
-    struct fcache *c = &r->fc[((addr >> 2) ^ (addr >> 13)) & (FC_SIZE - 1)];
+    struct fcache *c = fc_slot(r, addr);
     if (__builtin_expect(c->addr == addr, 1))
         return c;
     return fc_fill(r, c, addr);
@@ -654,6 +659,19 @@ static __attribute__((noinline)) void event_catch(struct replay *r, uint64_t wor
     catch_entry(r, sym_func(r->d->sym, f), f, word & FT_ADDR_MASK, t, tm, exact);
 }
 
+/* an event's time: *tm its measured time (not before the generation's start
+ * for this thread), the result its own ns (after the previous event's:
+ * each event of a thread at its own ns, no ambiguous nesting) */
+static ALWAYS_INLINE int64_t step_time(const struct ft_clock *clk, int64_t gstart, uint64_t tsc, int64_t last_ns,
+                                       int64_t *tm)
+{
+    int64_t t = ft_clock_ns(clk, tsc);
+    if (t < gstart)
+        t = gstart;
+    *tm = t;
+    return t <= last_ns ? last_ns + 1 : t;
+}
+
 static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const int k)
 {
     const int disc = IS_DISC(r, k);
@@ -664,15 +682,10 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
     uint64_t addr = word & FT_ADDR_MASK;
     struct fcache *c = func_of(r, addr);
     uint32_t f = c->f;
-    int64_t t = ft_clock_ns(&g->clk, tsc);
-    if (t < r->gstart)
-        t = r->gstart;
-    const int64_t tm = t;
-    if (t <= r->last_ns) { /* each event of a thread at its own ns: no ambiguous nesting */
-        if (disc && tsc + 1 < r->last_tsc)
-            th->out_of_order++;
-        t = r->last_ns + 1;
-    }
+    int64_t tm;
+    const int64_t t = step_time(&g->clk, r->gstart, tsc, r->last_ns, &tm);
+    if (disc && tm <= r->last_ns && tsc + 1 < r->last_tsc)
+        th->out_of_order++;
     r->last_tsc = tsc;
     r->prev_ns = r->last_ns;
     r->last_ns = t;
@@ -736,18 +749,204 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
         nf->mlo = r->cur_lo_m;
 }
 
+/* The fast loops (discovery, VIEW_PIECES emission): the common events -- a
+ * call, or the top frame's return, of a function in the cache, not ignored,
+ * outside a catch run, in a thread without frames proven live (th->live:
+ * every call is looked up there), not a measuring replay, room for the
+ * frame (and its slice) -- with the replay's state in locals: the
+ * compiler cannot keep it in registers (every store to a frame, a slice or
+ * the thread's counters may alias it).  They stop before any other event,
+ * which goes through on_event; for the events they take they do exactly
+ * what on_event does (--reference-replay: every event through on_event, to
+ * check that). */
+static int fast_ok(const struct replay *r)
+{
+    return r->started && !r->crun && !r->th->nlive && !r->measuring && !r->d->o.reference_replay;
+}
+
+/* the cache entry of a common event's function, or NULL: another kind of
+ * event (catches and bit-62 returns have bit 62), not in the cache, ignored,
+ * a return that does not close the top frame, a call without room or whose
+ * bit-61 flags are not known yet */
+struct fast {
+    const struct replay *r;
+    struct frame *stk; /* the replay's, while the loop runs */
+    size_t cap;
+    int64_t gstart;
+};
+
+static ALWAYS_INLINE struct fast fast_begin(const struct replay *r)
+{
+    return (struct fast){r, r->stk, r->cap, r->gstart};
+}
+
+static ALWAYS_INLINE const struct fcache *fast_func(const struct fast *x, uint64_t word, size_t sn)
+{
+    uint64_t addr = word & FT_ADDR_MASK;
+    const struct fcache *c = fc_slot(x->r, addr);
+    if (c->addr != addr || c->ignored || (word & FT_F_RET_WITH_CALLER))
+        return NULL;
+    if (word & FT_F_RET)
+        return sn && x->stk[sn - 1].match == c->match ? c : NULL;
+    if (sn == x->cap || ((word & FT_F_CALL_RET_ON_THROW) && c->rot == ROT_UNSET))
+        return NULL;
+    return c;
+}
+
+/* a call's frame flags (on_event's, without FR_LIVE: no frame is live here) */
+static ALWAYS_INLINE unsigned fast_call_flags(const struct fcache *c, uint64_t word, int q)
+{
+    return ((word & FT_F_CALL_RET_ON_THROW) ? c->rot : 0) | (c->throws ? FR_THROW : 0) |
+           (q == EV_EXACT ? FR_EXACT : 0) | (q == EV_LOOSE ? FR_LOOSE : 0);
+}
+
+static ALWAYS_INLINE void fast_push(struct frame *fr, const struct fcache *c, uint64_t word, unsigned fl,
+                                    uint64_t idx)
+{
+    fr->func = c->f;
+    fr->match = c->match;
+    fr->flags = fl;
+    fr->addr = word & FT_ADDR_MASK;
+    fr->call_idx = idx;
+}
+
 static void on_events_disc(void *ctx, const struct ev *e, size_t n)
 {
     struct replay *r = ctx;
-    for (size_t i = 0; i < n; i++)
-        on_event(r, &e[i], K_DISC);
+    struct dthread *th = r->th;
+    const struct ft_clock ck = r->g->clk, *clk = &ck; /* (a copy: in registers) */
+    size_t i = 0;
+    while (i < n) {
+        if (fast_ok(r)) {
+            int64_t last_ns = r->last_ns, prev_ns = r->prev_ns, tm = 0;
+            uint64_t last_tsc = r->last_tsc, ooo = 0, ncalls = 0;
+            size_t sn = r->n, nrot = r->nrot, i0 = i;
+            const struct fast x = fast_begin(r);
+            for (; i < n; i++) {
+                const struct ev *v = &e[i];
+                uint64_t word = v->word;
+                const struct fcache *c = fast_func(&x, word, sn);
+                if (!c || !c->seen) /* (discovery marks a function seen at its first event) */
+                    break;
+                const int64_t t = step_time(clk, x.gstart, v->tsc, last_ns, &tm);
+                ooo += tm <= last_ns && v->tsc + 1 < last_tsc;
+                last_tsc = v->tsc;
+                prev_ns = last_ns;
+                last_ns = t;
+                if (word & FT_F_RET) {
+                    nrot -= (x.stk[--sn].flags & FR_ROT) != 0;
+                } else {
+                    unsigned fl = fast_call_flags(c, word, v->q);
+                    fast_push(&x.stk[sn++], c, word, fl, v->idx);
+                    nrot += (fl & FR_ROT) != 0;
+                    ncalls++;
+                }
+            }
+            if (i > i0) {
+                r->last_ns = last_ns;
+                r->prev_ns = prev_ns;
+                r->last_tsc = last_tsc;
+                r->n = sn;
+                r->nrot = nrot;
+                th->out_of_order += ooo;
+                th->ncalls += ncalls;
+                th->nrets += i - i0 - ncalls;
+                th->nevents += i - i0;
+                th->last_ns = last_ns;
+                th->last_mns = tm;
+            }
+            if (i == n)
+                break;
+        }
+        on_event(r, &e[i++], K_DISC);
+    }
 }
 
 static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
 {
     struct replay *r = ctx;
-    for (size_t i = 0; i < n; i++)
-        on_event(r, &e[i], K_PIECES);
+    const struct ft_clock ck = r->g->clk, *clk = &ck; /* (a copy: in registers) */
+    const int sampled = r->d->sampled;
+    size_t i = 0;
+    while (i < n) {
+        if (fast_ok(r)) {
+            int64_t last_ns = r->last_ns, prev_ns = r->prev_ns, last_m = r->last_m, prev_m = r->prev_m;
+            int cur_q = r->cur_exact, prev_q = r->prev_q;
+            uint64_t last_tsc = r->last_tsc;
+            size_t sn = r->n, nrot = r->nrot, nsl = r->nsl, i0 = i;
+            struct slice *const sl = r->sl;
+            const size_t slcap = r->slcap;
+            const struct fast x = fast_begin(r);
+            for (; i < n; i++) {
+                const struct ev *v = &e[i];
+                uint64_t word = v->word;
+                const int q = v->q;
+                const struct fcache *c = fast_func(&x, word, sn);
+                /* (a loose bracket: on_event's bounds; a call: room for its slice) */
+                if (!c || q == EV_LOOSE || (!(word & FT_F_RET) && nsl == slcap))
+                    break;
+                int64_t tm;
+                const int64_t t = step_time(clk, x.gstart, v->tsc, last_ns, &tm);
+                last_tsc = v->tsc;
+                prev_ns = last_ns;
+                last_ns = t;
+                prev_m = last_m;
+                last_m = tm;
+                prev_q = cur_q;
+                cur_q = q;
+                if (word & FT_F_RET) { /* pop_k, close_out_k (the end's bracket is tm's own) */
+                    struct frame *fr = &x.stk[--sn];
+                    nrot -= (fr->flags & FR_ROT) != 0;
+                    if (fr->slice < 0)
+                        continue;
+                    int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
+                    unsigned unm = sampled && (!(fr->flags & FR_EXACT) || q != EV_EXACT) ? SL_UNMEASURED : 0;
+                    if (unm && !(fr->flags & FR_PRE) && (fr->flags & FR_LOOSE))
+                        unm |= SL_BOUND;
+                    struct slice *sp = &sl[fr->slice];
+                    sp->cdur = end - fr->start;
+                    sp->end = end < sp->start ? sp->start : end;
+                    sp->flags = (uint16_t)((sp->flags & ~SL_PENDING) | unm);
+                    sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
+                    fr->slice = -1;
+                } else { /* push_k, open_out_k (t >= gstart: not from the previous generation) */
+                    struct frame *fr = &x.stk[sn];
+                    unsigned fl = fast_call_flags(c, word, q);
+                    fast_push(fr, c, word, fl, v->idx);
+                    nrot += (fl & FR_ROT) != 0;
+                    fr->start = t;
+                    fr->mstart = tm;
+                    fr->mlo = tm;
+                    fr->cell = NONE32;
+                    struct slice *sp = &sl[nsl];
+                    sp->func = c->f;
+                    sp->depth = (uint16_t)(sn > 65535 ? 65535 : sn);
+                    sp->flags = SL_PENDING;
+                    sp->ub = 0;
+                    sp->cdur = -1;
+                    sp->start = sp->end = t;
+                    fr->slice = (int64_t)nsl++;
+                    sn++;
+                }
+            }
+            if (i > i0) {
+                r->last_ns = last_ns;
+                r->prev_ns = prev_ns;
+                r->last_m = last_m;
+                r->prev_m = prev_m;
+                r->cur_exact = cur_q;
+                r->prev_q = prev_q;
+                r->cur_lo_m = r->cur_hi_m = last_m;
+                r->last_tsc = last_tsc;
+                r->n = sn;
+                r->nrot = nrot;
+                r->nsl = nsl;
+            }
+            if (i == n)
+                break;
+        }
+        on_event(r, &e[i++], K_PIECES);
+    }
 }
 
 static void on_events_any(void *ctx, const struct ev *e, size_t n)

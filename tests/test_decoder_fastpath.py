@@ -1,0 +1,70 @@
+"""funtrace-decode's fast replay loops change nothing.
+
+The discovery replay and the replay into the pieces views (JSON, Perfetto, --report,
+--flamegraph) take the common events -- a call, or the return of the top frame -- in loops
+of their own (decoder/replay.c: on_events_disc, on_events_pieces) and hand every other
+event to the general code.  --reference-replay sends every event through the general code.
+On real raws of every kind (exceptions, catches and unwinding, longjmp, tail calls, an
+exception escaping to std::terminate, generations, sampled time with loose brackets, a
+wrapped ring, no symbols, filters that measure whole calls first) every view must come out
+byte for byte the same either way.
+"""
+import pytest
+
+from conftest import CLANG_MODES, INSTR_MODES
+from dec_util import crash_raw, decode
+
+VIEWS = [
+    ("--json", "-"),
+    ("--perfetto", "-"),
+    ("--report",),
+    ("--flamegraph", "-"),
+    ("--text", "-n", "60"),
+    ("--summary",),
+    ("--json", "-", "--no-symbols"),
+    ("--json", "-", "--min-duration", "1us"),  # measures whole calls first (replay_measure)
+    ("--json", "-", "--depth", "3", "-N", "leaf"),
+]
+
+
+def same_either_way(tree, raw, tmp_path):
+    for view in VIEWS:
+        out = {}
+        for kind, extra in (("fast", ()), ("ref", ("--reference-replay",))):
+            f = tmp_path / f"{kind}.out"
+            r, _ = decode(tree, raw, *[str(f) if a == "-" else a for a in view], *extra)
+            assert r.returncode in (0, 3), (view, kind, r.stderr)
+            out[kind] = (r.returncode, r.stdout, r.stderr.replace(str(f), "OUT"),
+                         f.read_bytes() if "-" in view else b"")
+        assert out["fast"][:3] == out["ref"][:3], view
+        assert out["fast"][3] == out["ref"][3], f"{' '.join(view)}: the fast replay's output differs"
+
+
+def modes():
+    return [pytest.param(m, marks=pytest.mark.clang) if m in CLANG_MODES else m for m in INSTR_MODES]
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_exceptions_longjmp_tail_calls(tree, compiled, run_crash, mode, tmp_path):
+    for src, extra in (("dec_exc.cc", None), ("dec_catch.cc", None), ("dec_longjmp.c", None),
+                       ("dec_tail.c", ["-foptimize-sibling-calls"])):
+        exe = compiled(src, mode, extra=extra)
+        raw = crash_raw(tree, run_crash, exe, name=src)
+        same_either_way(tree, raw, tmp_path)
+
+
+@pytest.mark.parametrize("stacks", [True, False], ids=["finstack", "no-finstack"])
+def test_exception_escaping_to_terminate(tree, run_crash, tmp_path, stacks):
+    """(with the final stack: the liveness pass of the discovery, frames proven live)"""
+    raw = crash_raw(tree, run_crash, tree.example("abort"), stacks=stacks)
+    same_either_way(tree, raw, tmp_path)
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_generations_and_wrapped_rings(tree, compiled, run_crash, time, tmp_path):
+    """many generations, calls that span them, a wrapped ring (frames open at its start);
+    sampled time: unmeasured calls, calls bounded by a loose bracket (dec_gens sleeps)"""
+    env = {"FUNTRACE_GEN_MS": "10", **({"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "4"}
+                                       if time == "sampled" else {})}
+    raw = crash_raw(tree, run_crash, compiled("dec_gens.c", "pg"), env=env)
+    same_either_way(tree, raw, tmp_path)
