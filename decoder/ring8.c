@@ -754,7 +754,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
                             break;
                         struct ev *v = &evs[ne++];
                         v->word = ahi_sh | (w & FT_E8_ADDR_LO_MASK) | tagf[tag];
-                        v->tsc = v->lo = v->hi = last = thi_sh | (w >> 32);
+                        v->tsc = last = thi_sh | (w >> 32);
                         v->idx = j + k;
                         v->q = EV_EXACT;
                         done++;
@@ -811,7 +811,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
             } else if (e.word) {
                 struct ev *v = &evs[ne++];
                 v->word = e.word;
-                v->tsc = v->lo = v->hi = e.tsc;
+                v->tsc = e.tsc;
                 v->idx = idx;
                 v->q = EV_EXACT;
             }

@@ -133,7 +133,7 @@ static void run_exact(struct dec *d, struct dthread *th, uint64_t lo, uint64_t h
                 continue;
             struct ev *e = &out[m++];
             e->word = buf[k].word;
-            e->tsc = e->lo = e->hi = buf[k].tsc;
+            e->tsc = buf[k].tsc;
             e->idx = i + k;
             e->q = EV_EXACT;
         }

@@ -29,7 +29,7 @@ struct ev {
     uint64_t word;       /* address | FT_F_* flags */
     uint64_t tsc;
     uint64_t idx;        /* ring item index */
-    uint64_t lo, hi;     /* EV_LOOSE: the bracket; else tsc */
+    uint64_t lo, hi;     /* EV_LOOSE: the bracket (other events: not set) */
     int q;               /* EV_EXACT / EV_DENSE / EV_LOOSE */
 };
 /* the events in batches, in ring order */
