@@ -9,13 +9,15 @@
  * once without touching TLS or the record, else sampled.  Then the validity
  * check (the record pointer lies in the registry and the record names
  * itself: FORMAT.md 1.4 "Hot path"), then:
- *   exact:   rec = ft_self; slot = rec->pos & rec->mask; if 0 -> nothing;
+ *   exact:   rec = ft_self; slot = rec->pos; if slot & rec->mask is 0 -> nothing;
  *            [escape entries when the address's or the TSC's high half
  *            changed]; store the 8-byte entry; rec->pos = (slot + 8) & mask.
- *   sampled: rec = ft_self_s; slot = rec->pos & rec->mask; if 0 -> nothing;
+ *   sampled: rec = ft_self_s; slot = rec->pos; if slot & rec->mask is 0 -> nothing;
  *            a 4-byte item per event (every sample_k-th event, if a return,
  *            a stamped return); rec->pos = (slot + 4) & mask (FORMAT.md 1.4).
- * The mask is read once per event (a pauser may store 0 at any time).
+ * The mask is read once per event (a pauser may store 0 at any time); the
+ * slot is pos itself (pos & mask == pos while recording: hooks_pg.S says why
+ * it is tested, not applied).
  * These are ordinary C functions for their callers: they keep what the ABI
  * says a callee keeps, nothing more.
  */
@@ -206,8 +208,8 @@ static inline __attribute__((always_inline)) void write_sampled(struct ft_thread
 /* write one event for t in its format (cold path and C hooks) */
 void ft_write_event(struct ft_thread *t, uint64_t word)
 {
-    uint64_t mask = t->mask, slot = t->pos & mask;
-    if (!slot)
+    uint64_t mask = t->mask, slot = t->pos;
+    if (!(slot & mask))
         return;
     if (t->fmt == FT_FMT_SAMPLED4)
         write_sampled(t, slot, mask, word & FT_ADDR_MASK, word & ~FT_ADDR_MASK);
@@ -241,8 +243,8 @@ static inline __attribute__((always_inline)) void event(uint64_t addr, uint64_t 
             cold(s, addr, flags);
             return;
         }
-        uint64_t mask = s->mask, slot = s->pos & mask;
-        if (__builtin_expect(!slot, 0))
+        uint64_t mask = s->mask, slot = s->pos;
+        if (__builtin_expect(!(slot & mask), 0))
             return;
         write_sampled(s, slot, mask, addr, flags);
         return;
@@ -252,8 +254,8 @@ static inline __attribute__((always_inline)) void event(uint64_t addr, uint64_t 
         cold(t, addr, flags);
         return;
     }
-    uint64_t mask = t->mask, slot = t->pos & mask;
-    if (__builtin_expect(!slot, 0))
+    uint64_t mask = t->mask, slot = t->pos;
+    if (__builtin_expect(!(slot & mask), 0))
         return;
     write_exact(t, slot, mask, addr, flags);
 }

@@ -39,10 +39,14 @@
  * returns at once without touching TLS, the record or the stack beyond the
  * return address.
  *
- * The mask (pause control) is read ONCE per event, to compute the slot; the
- * new pos is wrapped with the record's `wrap` (ring | (ring_size - 1), set
- * when the record is created and never changed while it is in use), not with
- * a second read of mask: a pauser may store mask = 0 at any moment, and
+ * The mask (pause control) is read ONCE per event, to test pos & mask: 0 is
+ * paused, else the slot is pos itself (mask = ring | (ring_size - 1) while
+ * recording and pos lies in the ring, so pos & mask == pos: testing instead
+ * of masking keeps the mask off the chain of pos from one event's store to
+ * the next event's load, ~0.1 ns per call+return in sampled mode).  The new
+ * pos is wrapped with the record's `wrap` (ring | (ring_size - 1), set when
+ * the record is created and never changed while it is in use), not with a
+ * second read of mask: a pauser may store mask = 0 at any moment, and
  * (slot + size) & 0 would commit pos = 0 (outside the ring: the thread would
  * never record again).
  *
@@ -104,8 +108,8 @@
     PUSH %rcx                       /* CFA = rsp + 40 */
     movq %fs:ft_self@tpoff, %rcx    /* the thread's record */
     CHECK %rcx, %rax, 2f, 1f
-    movq POS(%rcx), %r11
-    andq MASK(%rcx), %r11           /* slot; 0 => paused / disabled / exited */
+    movq POS(%rcx), %r11            /* the slot (pos & mask == pos while recording) */
+    testq %r11, MASK(%rcx)          /* pos & mask == 0 => paused / disabled / exited */
     jz 1f
     movl RA_EXACT+4(%rsp), %eax     /* address bits 63..32 */
     cmpl %eax, AHI(%rcx)
@@ -173,8 +177,8 @@
     PUSH %rcx                       /* CFA = rsp + 32 */
     movq %fs:ft_self_s@tpoff, %rcx  /* the thread's record */
     CHECK %rcx, %rax, 17f, 18f
-    movq POS(%rcx), %r11
-    andq MASK(%rcx), %r11           /* slot; 0 => paused / disabled / exited */
+    movq POS(%rcx), %r11            /* the slot */
+    testq %r11, MASK(%rcx)          /* 0 => paused / disabled / exited */
     jz 18f
   .if \isret
     decq COUNTDOWN(%rcx)            /* returns count ((k + 1) / 2 of them: k events) */

@@ -185,7 +185,8 @@ struct ft_thread {
     /* --- hot line --- */
     uint64_t pos;       /* ADDRESS of the next slot to write (exact after the
                            thread's last committed event; see FORMAT.md "torn") */
-    uint64_t mask;      /* hot path: slot = pos & mask; 0 => tracing paused */
+    uint64_t mask;      /* hot path: pos & mask == 0 => tracing paused, else
+                           the slot is pos (pos & mask == pos while recording) */
     uint64_t countdown; /* sampled mode: returns left until the next time word */
     uint64_t wrap;      /* runtime-private (appended in reserved space): the
                            hot path's immutable copy of ring | (ring_size - 1),
