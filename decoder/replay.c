@@ -764,50 +764,80 @@ static int fast_ok(const struct replay *r)
     return r->started && !r->crun && !r->th->nlive && !r->measuring && !r->d->o.reference_replay;
 }
 
-/* the cache entry of a common event's function, or NULL: another kind of
- * event (catches and bit-62 returns have bit 62), not in the cache, ignored,
- * a return that does not close the top frame, a call without room or whose
- * bit-61 flags are not known yet */
+/* the state the fast loops keep in locals (the replay's, from fast_begin
+ * to fast_end) */
 struct fast {
     const struct replay *r;
-    struct frame *stk; /* the replay's, while the loop runs */
-    size_t cap;
-    int64_t gstart;
+    struct frame *stk;
+    size_t cap, sn, nrot; /* the stack: r->stk, r->cap, r->n, r->nrot */
+    int64_t gstart, last_ns, prev_ns;
+    uint64_t last_tsc;
 };
 
 static ALWAYS_INLINE struct fast fast_begin(const struct replay *r)
 {
-    return (struct fast){r, r->stk, r->cap, r->gstart};
+    return (struct fast){r, r->stk, r->cap, r->n, r->nrot, r->gstart, r->last_ns, r->prev_ns, r->last_tsc};
 }
 
-static ALWAYS_INLINE const struct fcache *fast_func(const struct fast *x, uint64_t word, size_t sn)
+static ALWAYS_INLINE void fast_end(const struct fast *x, struct replay *r)
+{
+    r->last_ns = x->last_ns;
+    r->prev_ns = x->prev_ns;
+    r->last_tsc = x->last_tsc;
+    r->n = x->sn;
+    r->nrot = x->nrot;
+}
+
+/* the cache entry of a common event's function, or NULL: another kind of
+ * event (catches and bit-62 returns have bit 62), not in the cache, ignored,
+ * a return that does not close the top frame, a call without room or whose
+ * bit-61 flags are not known yet */
+static ALWAYS_INLINE const struct fcache *fast_func(const struct fast *x, uint64_t word)
 {
     uint64_t addr = word & FT_ADDR_MASK;
     const struct fcache *c = fc_slot(x->r, addr);
     if (c->addr != addr || c->ignored || (word & FT_F_RET_WITH_CALLER))
         return NULL;
     if (word & FT_F_RET)
-        return sn && x->stk[sn - 1].match == c->match ? c : NULL;
-    if (sn == x->cap || ((word & FT_F_CALL_RET_ON_THROW) && c->rot == ROT_UNSET))
+        return x->sn && x->stk[x->sn - 1].match == c->match ? c : NULL;
+    if (x->sn == x->cap || ((word & FT_F_CALL_RET_ON_THROW) && c->rot == ROT_UNSET))
         return NULL;
     return c;
 }
 
-/* a call's frame flags (on_event's, without FR_LIVE: no frame is live here) */
-static ALWAYS_INLINE unsigned fast_call_flags(const struct fcache *c, uint64_t word, int q)
+/* the event's time (step_time), which becomes the last one; *tm: measured */
+static ALWAYS_INLINE int64_t fast_time(struct fast *x, const struct ft_clock *clk, uint64_t tsc, int64_t *tm)
 {
-    return ((word & FT_F_CALL_RET_ON_THROW) ? c->rot : 0) | (c->throws ? FR_THROW : 0) |
-           (q == EV_EXACT ? FR_EXACT : 0) | (q == EV_LOOSE ? FR_LOOSE : 0);
+    const int64_t t = step_time(clk, x->gstart, tsc, x->last_ns, tm);
+    x->last_tsc = tsc;
+    x->prev_ns = x->last_ns;
+    x->last_ns = t;
+    return t;
 }
 
-static ALWAYS_INLINE void fast_push(struct frame *fr, const struct fcache *c, uint64_t word, unsigned fl,
-                                    uint64_t idx)
+/* a call: its frame (on_event's flags, without FR_LIVE: no frame is live
+ * here), on the stack */
+static ALWAYS_INLINE struct frame *fast_push(struct fast *x, const struct fcache *c, uint64_t word, int q,
+                                             uint64_t idx)
 {
+    unsigned fl = ((word & FT_F_CALL_RET_ON_THROW) ? c->rot : 0) | (c->throws ? FR_THROW : 0) |
+                  (q == EV_EXACT ? FR_EXACT : 0) | (q == EV_LOOSE ? FR_LOOSE : 0);
+    struct frame *fr = &x->stk[x->sn++];
     fr->func = c->f;
     fr->match = c->match;
     fr->flags = fl;
     fr->addr = word & FT_ADDR_MASK;
     fr->call_idx = idx;
+    x->nrot += (fl & FR_ROT) != 0;
+    return fr;
+}
+
+/* the top frame's return: the frame, off the stack */
+static ALWAYS_INLINE struct frame *fast_pop(struct fast *x)
+{
+    struct frame *fr = &x->stk[--x->sn];
+    x->nrot -= (fr->flags & FR_ROT) != 0;
+    return fr;
 }
 
 static void on_events_disc(void *ctx, const struct ev *e, size_t n)
@@ -818,41 +848,33 @@ static void on_events_disc(void *ctx, const struct ev *e, size_t n)
     size_t i = 0;
     while (i < n) {
         if (fast_ok(r)) {
-            int64_t last_ns = r->last_ns, prev_ns = r->prev_ns, tm = 0;
-            uint64_t last_tsc = r->last_tsc, ooo = 0, ncalls = 0;
-            size_t sn = r->n, nrot = r->nrot, i0 = i;
-            const struct fast x = fast_begin(r);
+            struct fast x = fast_begin(r);
+            uint64_t ooo = 0, ncalls = 0;
+            int64_t tm = 0;
+            size_t i0 = i;
             for (; i < n; i++) {
                 const struct ev *v = &e[i];
-                uint64_t word = v->word;
-                const struct fcache *c = fast_func(&x, word, sn);
+                const struct fcache *c = fast_func(&x, v->word);
                 if (!c || !c->seen) /* (discovery marks a function seen at its first event) */
                     break;
-                const int64_t t = step_time(clk, x.gstart, v->tsc, last_ns, &tm);
-                ooo += tm <= last_ns && v->tsc + 1 < last_tsc;
-                last_tsc = v->tsc;
-                prev_ns = last_ns;
-                last_ns = t;
-                if (word & FT_F_RET) {
-                    nrot -= (x.stk[--sn].flags & FR_ROT) != 0;
+                const int64_t before_ns = x.last_ns;
+                const uint64_t before_tsc = x.last_tsc;
+                fast_time(&x, clk, v->tsc, &tm);
+                ooo += tm <= before_ns && v->tsc + 1 < before_tsc;
+                if (v->word & FT_F_RET) {
+                    fast_pop(&x);
                 } else {
-                    unsigned fl = fast_call_flags(c, word, v->q);
-                    fast_push(&x.stk[sn++], c, word, fl, v->idx);
-                    nrot += (fl & FR_ROT) != 0;
+                    fast_push(&x, c, v->word, v->q, v->idx);
                     ncalls++;
                 }
             }
             if (i > i0) {
-                r->last_ns = last_ns;
-                r->prev_ns = prev_ns;
-                r->last_tsc = last_tsc;
-                r->n = sn;
-                r->nrot = nrot;
+                fast_end(&x, r);
                 th->out_of_order += ooo;
                 th->ncalls += ncalls;
                 th->nrets += i - i0 - ncalls;
                 th->nevents += i - i0;
-                th->last_ns = last_ns;
+                th->last_ns = x.last_ns;
                 th->last_mns = tm;
             }
             if (i == n)
@@ -870,33 +892,28 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
     size_t i = 0;
     while (i < n) {
         if (fast_ok(r)) {
-            int64_t last_ns = r->last_ns, prev_ns = r->prev_ns, last_m = r->last_m, prev_m = r->prev_m;
+            struct fast x = fast_begin(r);
+            int64_t last_m = r->last_m, prev_m = r->prev_m;
             int cur_q = r->cur_exact, prev_q = r->prev_q;
-            uint64_t last_tsc = r->last_tsc;
-            size_t sn = r->n, nrot = r->nrot, nsl = r->nsl, i0 = i;
+            size_t nsl = r->nsl, i0 = i;
             struct slice *const sl = r->sl;
             const size_t slcap = r->slcap;
-            const struct fast x = fast_begin(r);
             for (; i < n; i++) {
                 const struct ev *v = &e[i];
                 uint64_t word = v->word;
                 const int q = v->q;
-                const struct fcache *c = fast_func(&x, word, sn);
+                const struct fcache *c = fast_func(&x, word);
                 /* (a loose bracket: on_event's bounds; a call: room for its slice) */
                 if (!c || q == EV_LOOSE || (!(word & FT_F_RET) && nsl == slcap))
                     break;
                 int64_t tm;
-                const int64_t t = step_time(clk, x.gstart, v->tsc, last_ns, &tm);
-                last_tsc = v->tsc;
-                prev_ns = last_ns;
-                last_ns = t;
+                const int64_t t = fast_time(&x, clk, v->tsc, &tm);
                 prev_m = last_m;
                 last_m = tm;
                 prev_q = cur_q;
                 cur_q = q;
                 if (word & FT_F_RET) { /* pop_k, close_out_k (the end's bracket is tm's own) */
-                    struct frame *fr = &x.stk[--sn];
-                    nrot -= (fr->flags & FR_ROT) != 0;
+                    struct frame *fr = fast_pop(&x);
                     if (fr->slice < 0)
                         continue;
                     int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
@@ -910,36 +927,28 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
                     sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
                     fr->slice = -1;
                 } else { /* push_k, open_out_k (t >= gstart: not from the previous generation) */
-                    struct frame *fr = &x.stk[sn];
-                    unsigned fl = fast_call_flags(c, word, q);
-                    fast_push(fr, c, word, fl, v->idx);
-                    nrot += (fl & FR_ROT) != 0;
+                    struct frame *fr = fast_push(&x, c, word, q, v->idx);
                     fr->start = t;
                     fr->mstart = tm;
                     fr->mlo = tm;
                     fr->cell = NONE32;
                     struct slice *sp = &sl[nsl];
                     sp->func = c->f;
-                    sp->depth = (uint16_t)(sn > 65535 ? 65535 : sn);
+                    sp->depth = (uint16_t)(x.sn - 1 > 65535 ? 65535 : x.sn - 1);
                     sp->flags = SL_PENDING;
                     sp->ub = 0;
                     sp->cdur = -1;
                     sp->start = sp->end = t;
                     fr->slice = (int64_t)nsl++;
-                    sn++;
                 }
             }
             if (i > i0) {
-                r->last_ns = last_ns;
-                r->prev_ns = prev_ns;
+                fast_end(&x, r);
                 r->last_m = last_m;
                 r->prev_m = prev_m;
                 r->cur_exact = cur_q;
                 r->prev_q = prev_q;
                 r->cur_lo_m = r->cur_hi_m = last_m;
-                r->last_tsc = last_tsc;
-                r->n = sn;
-                r->nrot = nrot;
                 r->nsl = nsl;
             }
             if (i == n)
