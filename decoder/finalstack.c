@@ -147,15 +147,10 @@ void final_stack_print(struct dec *d, const struct ftr_stack *fs, struct outbuf 
                 frame_line(d, &f[j], num++, o);
             ob_printf(o, "    ... #%llu..#%llu: %zu more frames repeating ", (unsigned long long)num,
                       (unsigned long long)(num + e - k - p - 1), e - k - p);
-            for (size_t j = k; j < k + p; j++) {
-                if (j > k)
-                    ob_str(o, " <- ");
-                if (j - k == 6 && p > 7) {
-                    ob_printf(o, "... (%zu functions)", p);
-                    break;
-                }
-                ob_text(o, sym_func(d->sym, f[j].func)->name);
-            }
+            uint32_t ids[FOLD_NAMES];
+            for (size_t j = 0; j < p && j < FOLD_NAMES; j++)
+                ids[j] = f[k + j].func;
+            fold_cycle_names(o, d->sym, ids, p, " <- ");
             ob_str(o, " ...\n");
             num += e - k - p;
             k = e - 1;

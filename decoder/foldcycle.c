@@ -2,6 +2,8 @@
  * foldcycle.c -- repeating cycles in lists of frames (see foldcycle.h).
  */
 #include "foldcycle.h"
+#include "outbuf.h"
+#include "symtab.h"
 
 size_t fold_cycle(size_t n, size_t k, size_t maxp, fold_same_fn same, const void *ctx, size_t *period)
 {
@@ -17,4 +19,17 @@ size_t fold_cycle(size_t n, size_t k, size_t maxp, fold_same_fn same, const void
         }
     }
     return best;
+}
+
+void fold_cycle_names(struct outbuf *o, struct symtab *sym, const uint32_t *ids, size_t p, const char *sep)
+{
+    for (size_t j = 0; j < p && j < FOLD_NAMES; j++) {
+        if (j)
+            ob_str(o, sep);
+        if (j == FOLD_NAMES - 1 && p > FOLD_NAMES) {
+            ob_printf(o, "... (%zu functions)", p);
+            break;
+        }
+        ob_text(o, sym_func(sym, ids[j])->name);
+    }
 }

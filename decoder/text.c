@@ -264,15 +264,10 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, int part
         if (p > 1) { /* a recursion through p functions */
             fold_prefix(o, anc[i].depth);
             ob_printf(o, "... %zu more open frames repeating ", c - i);
-            for (size_t j = i; j < i + p; j++) {
-                if (j > i)
-                    ob_str(o, " -> ");
-                if (j - i == 6 && p > 7) {
-                    ob_printf(o, "... (%zu functions)", p);
-                    break;
-                }
-                ob_text(o, sym_func(d->sym, anc[j].func)->name);
-            }
+            uint32_t ids[FOLD_NAMES];
+            for (size_t j = 0; j < p && j < FOLD_NAMES; j++)
+                ids[j] = anc[i + j].func;
+            fold_cycle_names(o, d->sym, ids, p, " -> ");
             ob_str(o, " ...\n");
             runs++;
             i = c;

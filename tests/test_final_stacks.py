@@ -110,6 +110,15 @@ def test_deep_cycle_cut_and_folded(compiled, run_crash, tool):
     assert not problems, "\n".join(problems) + "\n" + fs
 
 
+def test_long_cycle_names_folded(compiled, run_crash, tool):
+    """A recursion through a cycle of 9 functions: the fold's line names the
+    first 6 of them and then says how many there are."""
+    prog = compiled("fs_deep.c", "pg", extra=["-DLONG_CYCLE"], tag="long")
+    r, raw, text = core_and_text(tool, run_crash, prog)
+    fs = thread_block(text, r.pid).split("  final stack")[1]
+    assert re.search(r"more frames repeating c\d( <- c\d){5} <- \.\.\. \(9 functions\) \.\.\.", fs), fs
+
+
 def test_deep_cycle_max_frames(compiled, run_crash, tool):
     """--max-frames 2048 keeps the whole 1050-frame stack: nothing cut,
     still printed in a few lines, every frame gdb's."""
