@@ -165,6 +165,20 @@ void rx_forget4(const struct ring8 *r)
 
 #define RB 8192u /* items per read of the raw */
 
+/* an event item w's word with the address high half ahi_sh (tag 0 with
+ * catch_next: a catch); *last_call: its address if a call, else 0 */
+static inline __attribute__((always_inline)) uint64_t s4_word(uint64_t ahi_sh, uint32_t w, int catch_next,
+                                                              uint64_t *last_call)
+{
+    uint64_t a = ahi_sh | (w & ~3u);
+    *last_call = (w & 3u) == 1u ? 0 : a;
+    if ((w & 3u) == 1u)
+        return a | FT_F_RET;
+    if ((w & 3u) == 2u)
+        return a | FT_F_CALL_RET_ON_THROW;
+    return catch_next ? a | FT_F_CATCH : a;
+}
+
 static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev_sitem *out)
 {
     const struct ftr_thread *rt = th->rt;
@@ -200,12 +214,7 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
             if (__builtin_expect((w & 3u) != FT_S4_SPECIAL && w && s.aknown && !s.catch_next, 1)) {
                 /* the common case: a call or a return with its address */
                 e.kind = EVS_EVENT;
-                e.word = ahi_sh | (w & ~3u);
-                last_call = (w & 3u) == 1u ? 0 : e.word;
-                if ((w & 3u) == 1u)
-                    e.word |= FT_F_RET;
-                else if ((w & 3u) == 2u)
-                    e.word |= FT_F_CALL_RET_ON_THROW;
+                e.word = s4_word(ahi_sh, w, 0, &last_call);
             } else if (!w) {
                 s.aknown = s.tknown = 0;
                 s.catch_next = 0;
@@ -243,14 +252,7 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
                     ahi_sh = (uint64_t)ahi << 32;
                 }
                 e.kind = EVS_EVENT;
-                e.word = ((uint64_t)ahi << 32) | (w & ~3u);
-                last_call = (w & 3u) == 1u ? 0 : e.word;
-                if ((w & 3u) == 1u)
-                    e.word |= FT_F_RET;
-                else if ((w & 3u) == 2u)
-                    e.word |= FT_F_CALL_RET_ON_THROW;
-                else if (s.catch_next)
-                    e.word |= FT_F_CATCH;
+                e.word = s4_word((uint64_t)ahi << 32, w, s.catch_next, &last_call);
                 s.catch_next = 0;
             }
             if (idx >= i)
