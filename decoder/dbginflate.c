@@ -147,11 +147,15 @@ void dbg_set_debug_dir(const char *dir)
     debug_dir = dir && *dir ? dir : "/usr/lib/debug";
 }
 
+/* the longest build-id looked up (a raw's hold up to FT_BUILD_ID_MAX bytes;
+ * libdwfl gives a file's own, of any length: SHA-1's 20 in practice) */
+#define DBG_BID_MAX 64
+
 char *dbg_build_id_path(const unsigned char *bid, size_t n)
 {
-    if (n < 2 || n > 64)
+    if (n < 2 || n > DBG_BID_MAX)
         return NULL;
-    char hex[2 * 64 + 1];
+    char hex[2 * DBG_BID_MAX + 1];
     for (size_t i = 0; i < n; i++)
         sprintf(hex + 2 * i, "%02x", bid[i]);
     char *p;
