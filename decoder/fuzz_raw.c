@@ -61,7 +61,12 @@ static int json_of(const char *path, int reference)
         return -1;
     fflush(stdout);
     int keep = dup(1);
-    dup2(fd, 1);
+    if (keep < 0 || dup2(fd, 1) < 0) {
+        if (keep >= 0)
+            close(keep);
+        close(fd);
+        return -1;
+    }
     struct dec_opts o;
     memset(&o, 0, sizeof o);
     o.input = path;
@@ -86,14 +91,15 @@ static void same_replays(const char *path)
         off_t na = lseek(a, 0, SEEK_END), nb = lseek(b, 0, SEEK_END);
         char *ma = na > 0 ? mmap(NULL, (size_t)na, PROT_READ, MAP_SHARED, a, 0) : NULL;
         char *mb = nb > 0 ? mmap(NULL, (size_t)nb, PROT_READ, MAP_SHARED, b, 0) : NULL;
-        if (na != nb || (na > 0 && (ma == MAP_FAILED || mb == MAP_FAILED || memcmp(ma, mb, (size_t)na)))) {
+        int mapped = ma != MAP_FAILED && mb != MAP_FAILED; /* (else: not compared) */
+        if (na != nb || (na > 0 && mapped && memcmp(ma, mb, (size_t)na))) {
             fprintf(stderr, "fuzz_raw: the fast replay's JSON differs from the reference replay's\n");
             abort();
         }
-        if (na > 0) {
+        if (ma && ma != MAP_FAILED)
             munmap(ma, (size_t)na);
+        if (mb && mb != MAP_FAILED)
             munmap(mb, (size_t)nb);
-        }
     }
     if (a >= 0)
         close(a);
