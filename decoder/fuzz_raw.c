@@ -52,6 +52,18 @@ static void parse_all(const uint8_t *data, size_t size)
     }
 }
 
+/* what every decode here asks: the input at path, its last sample, no
+ * symbols, no sources, no warnings; no view yet */
+static void base_opts(struct dec_opts *o, const char *path)
+{
+    memset(o, 0, sizeof *o);
+    o->input = path;
+    o->sample = -1;
+    o->no_source = 1;
+    o->sym.no_symbols = 1;
+    o->sym.quiet = 1;
+}
+
 /* the JSON of the input at path into a memory file (stdout for the decode);
  * its fd, or -1 */
 static int json_of(const char *path, int reference)
@@ -68,13 +80,8 @@ static int json_of(const char *path, int reference)
         return -1;
     }
     struct dec_opts o;
-    memset(&o, 0, sizeof o);
-    o.input = path;
+    base_opts(&o, path);
     o.json_path = "-";
-    o.sample = -1;
-    o.no_source = 1;
-    o.sym.no_symbols = 1;
-    o.sym.quiet = 1;
     o.reference_replay = reference;
     decode_main(&o);
     fflush(stdout);
@@ -121,8 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     struct dec_opts o;
-    memset(&o, 0, sizeof o);
-    o.input = path;
+    base_opts(&o, path);
     o.json_path = "/dev/null";
     o.perfetto_path = "/dev/null";
     o.flame_path = "/dev/null";
@@ -137,10 +143,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         o.since.ns = -1000000;
     }
     o.ncalls = 8;
-    o.sample = -1;
-    o.no_source = 1;
-    o.sym.no_symbols = 1;
-    o.sym.quiet = 1;
     decode_main(&o);
     same_replays(path);
     close(fd);
