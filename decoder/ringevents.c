@@ -18,7 +18,7 @@
  * bracket [lo, hi], and a call with an end in a loose bracket gets an upper
  * bound (end's hi - start's lo) instead of a point estimate (replay.c).
  * Events before the first / after the last stamp (one-sided) keep the
- * nearest stamp as their time (EV_DENSE, lo = hi = that time).
+ * nearest stamp as their time (EV_DENSE).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +76,7 @@ static void pend_times(struct ev *e, size_t n, uint64_t o0, int have_a, uint64_t
     if (!both) {
         uint64_t t = have_a ? ta : have_b ? tb : ref;
         for (size_t i = 0; i < n; i++) {
-            e[i].tsc = e[i].lo = e[i].hi = t;
+            e[i].tsc = t;
             e[i].q = EV_DENSE;
         }
         return;
@@ -96,8 +96,8 @@ static void pend_times(struct ev *e, size_t n, uint64_t o0, int have_a, uint64_t
         uint64_t t = ta + qt;
         e[i].tsc = t;
         e[i].q = q;
-        e[i].lo = q == EV_LOOSE ? ta : t;
-        e[i].hi = q == EV_LOOSE ? tb : t;
+        e[i].lo = ta; /* (read for EV_LOOSE only) */
+        e[i].hi = tb;
         qt += dq;
         rm += dr;
         if (rm >= N) {
@@ -261,7 +261,7 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
             }
             if (n > p0)
                 pend_times(out + p0, n - p0, o0, c->have, c->tsc, c->ord, 1, t, ord, ref, hz);
-            e->tsc = e->lo = e->hi = t;
+            e->tsc = t;
             e->q = EV_EXACT;
             p0 = ++n;
             c->have = 1;
