@@ -301,6 +301,23 @@ def wait_for(pred, timeout=10.0, interval=0.05, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def rmdir_cgroup(d, timeout=20.0):
+    """Remove the (empty) cgroup directory d made by a test.  The kernel may
+    answer EBUSY for a moment after cgroup.procs reads empty: a task that has
+    left the list keeps the group populated until its exit is fully released.
+    Retried until the deadline; any other error, or EBUSY past it, is raised."""
+    import errno
+    deadline = time.time() + timeout
+    while True:
+        try:
+            d.rmdir()
+            return
+        except OSError as e:
+            if e.errno != errno.EBUSY or time.time() >= deadline:
+                raise
+        time.sleep(0.05)
+
+
 # --------------------------------------------------------------------------
 # symbols and addresses (for asserting which functions a trace holds)
 # --------------------------------------------------------------------------

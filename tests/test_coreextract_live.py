@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import rawfile
-from conftest import load_bias, require_tools
+from conftest import load_bias, require_tools, rmdir_cgroup
 from test_coreextract import Syms, event_names, stack_names, stderr_lines
 
 SRC_LIVE = 2
@@ -200,9 +200,4 @@ def test_live_frozen_process(tree, crashprog, spawn):
             (cg / "cgroup.freeze").write_text("0")
         p.kill()
         p.wait(timeout=10)
-        for _ in range(100):
-            try:
-                cg.rmdir()
-                break
-            except OSError:
-                time.sleep(0.05)
+        rmdir_cgroup(cg)

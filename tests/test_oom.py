@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import rawfile
-from conftest import run_tool, wait_for
+from conftest import rmdir_cgroup, run_tool, wait_for
 
 V1 = Path("/sys/fs/cgroup/memory")
 V2 = next((p for p in (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
@@ -95,7 +95,7 @@ class Groups:
             if d.exists():
                 wait_for(lambda: not (d / "cgroup.procs").read_text().strip(), timeout=20,
                          what=f"{d} to empty")
-                d.rmdir()
+                rmdir_cgroup(d)
 
 
 @pytest.fixture
@@ -391,7 +391,7 @@ def test_v1_oom_kill_after_raw(tree, tmp_path, groups, watchers):
                                                          rawfile.parse(raws[0]))
     # the group is removed: the watcher of a cgroup exits when its group is gone
     wait_for(lambda: not read_cg(g1, "cgroup.procs").strip(), timeout=10, what="the group to empty")
-    g1.rmdir()
+    rmdir_cgroup(g1)
     assert w.wait(10) == 0, w.log
     assert "the target is gone" in w.log
 
