@@ -8,9 +8,9 @@
 # every thread with funtrace-decode, and writes a Perfetto/Chrome JSON
 # timeline next to the core.  It builds nothing: run ./setup.sh first.
 #
-# Exit status: 0 if every step it ran worked; 1 if a step failed (its name is
-# printed).  A tool that is not built yet is reported as missing and the demo
-# stops there (exit 0: it claims nothing it did not do).
+# Exit status: 0 if every step worked; 1 if a step failed (its name is
+# printed), including step "build": a program or tool it needs is not built
+# (checked before anything runs); 2 for an unknown option.
 #
 #   examples/demo.sh
 #   FUNTRACE_BUILD=DIR  use DIR instead of build/ (e.g. build-san)
@@ -32,12 +32,6 @@ fail() {
     [[ -n ${WORK:-} ]] && printf 'demo: files so far are in %s\n' "$WORK" >&2
     exit 1
 }
-# not_yet WHAT: a component has not landed yet; stop here, having claimed nothing false
-not_yet() {
-    say "NOT YET: $1"
-    say "stopping here; everything above worked."
-    exit 0
-}
 indent() { sed 's/^/    /'; }
 
 for arg in "$@"; do
@@ -47,8 +41,12 @@ for arg in "$@"; do
     esac
 done
 
+# ---- 0. what it runs: all built, or nothing is run -------------------------
+for need in "$CRASH" "$COREEXTRACT" "$DECODE"; do
+    [[ -x $need ]] || fail "build" "$need is not built: run ./setup.sh (or make) first"
+done
+
 # ---- 1. the example program ------------------------------------------------
-[[ -x $CRASH ]] || not_yet "$CRASH is not built (it needs the runtime's compiler wrapper build/bin/funtrace-gcc; run ./setup.sh)"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/funtrace-demo.XXXXXX") || fail "mktemp" "cannot create a temporary directory"
 say "running $CRASH in $WORK (ulimit -c unlimited for this run only)"
@@ -84,7 +82,6 @@ fi
 say "core: $CORE ($(stat -c %s "$CORE") bytes)"
 
 # ---- 3. trace out of the core ----------------------------------------------
-[[ -x $COREEXTRACT ]] || not_yet "$COREEXTRACT is not built yet: cannot recover the trace from the core"
 RAW=$WORK/trace.raw
 "$COREEXTRACT" "$CORE" "$CRASH" >"$RAW" 2>"$WORK/coreextract.err"
 RC=$?
@@ -97,7 +94,6 @@ indent <"$WORK/coreextract.err"
 say "coreextract: trace recovered from the core: $RAW ($(stat -c %s "$RAW") bytes)"
 
 # ---- 4. decode -------------------------------------------------------------
-[[ -x $DECODE ]] || not_yet "$DECODE is not built yet: the trace is in $RAW but cannot be decoded"
 say "the last calls of every thread before the crash:"
 echo
 "$DECODE" "$RAW" --text --calls "$LAST" 2>"$WORK/decode.err"

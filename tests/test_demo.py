@@ -61,7 +61,7 @@ def test_demo_prints_last_calls_of_every_thread(tree, tmp_path):
     out = r.stdout
     assert re.search(r"demo: crash \(pid \d+\) died of SIGSEGV", out), out
     assert "demo: coreextract: trace recovered from the core" in out, out
-    assert "NOT YET" not in out
+    assert "FAILED" not in out + r.stderr
     # the decoded part: every thread, and what each one was doing
     decoded = out.split("the last calls of every thread before the crash:", 1)[1]
     for name in THREADS:
@@ -100,19 +100,22 @@ def test_demo_fails_when_no_core_is_written(tree, tmp_path):
 
 
 def test_demo_says_what_is_missing(tree, tmp_path):
+    """A tool that is not built is a failure (exit 1, the file and what to do),
+    found before anything runs: no crash, no core left behind."""
     need(tree, tree.example("crash"), tree.tool("coreextract"))
     fb = fake_build(tree, tmp_path, drop=("funtrace-decode",))
     r = run_demo(tmp_path, env={"FUNTRACE_BUILD": str(fb)})
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "demo: coreextract: trace recovered from the core" in r.stdout
-    assert re.search(r"demo: NOT YET: \S+/bin/funtrace-decode is not built yet", r.stdout), r.stdout
-    assert "Perfetto JSON" not in r.stdout
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.search(r'demo: FAILED at step "build": \S+/bin/funtrace-decode is not built: run ./setup.sh',
+                     r.stderr), r.stderr
+    assert "running" not in r.stdout and "Perfetto JSON" not in r.stdout, r.stdout
+    assert not list(tmp_path.glob("funtrace-demo.*")), "nothing should have been run"
 
 
 def test_demo_without_a_build(tmp_path):
     empty = tmp_path / "nobuild"
     empty.mkdir()
     r = run_demo(tmp_path, env={"FUNTRACE_BUILD": str(empty)})
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert re.search(r"demo: NOT YET: \S+/examples/crash is not built", r.stdout), r.stdout
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.search(r'demo: FAILED at step "build": \S+/examples/crash is not built', r.stderr), r.stderr
     assert not list(tmp_path.glob("funtrace-demo.*")), "nothing should have been run"
