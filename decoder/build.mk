@@ -60,6 +60,6 @@ $(DEC_FUZZ_BIN): decoder/fuzz_raw.c $(addprefix decoder/,$(DEC_LIB_SRCS)) $(CLI_
 
 fuzz-decoder: $(DEC_FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/decoder-corpus $(BUILD)/fuzz/decoder-artifacts decoder/fuzz/corpus
-	$(DEC_FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+	$(DEC_FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 -close_fd_mask=2 \
 	    -artifact_prefix=$(BUILD)/fuzz/decoder-artifacts/ \
 	    $(BUILD)/fuzz/decoder-corpus decoder/fuzz/corpus

@@ -5,7 +5,13 @@
  * every other input), and the JSON with and without the replay's fast paths
  * (--reference-replay), which must be the same: an abort() when they differ.
  *
- *   make fuzz-decoder [FUZZ_TIME=60]       (clang; seeds: decoder/fuzz/corpus)
+ *   make fuzz-decoder [FUZZ_TIME=60]       (clang; seeds: decoder/fuzz/corpus,
+ *                                           made by decoder/fuzz/make_seeds.sh)
+ *
+ * It runs with -close_fd_mask=2: the decoder's own messages about damaged
+ * inputs (most inputs) are discarded, while libFuzzer's output and the
+ * sanitizers' reports go to libFuzzer's copy of stderr -- and so does the
+ * differential check's message (through the sanitizers' report channel).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -21,6 +27,8 @@
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* sanitizer_common: one line to the reports' file descriptor */
+void __sanitizer_report_error_summary(const char *summary) __attribute__((weak));
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -100,7 +108,11 @@ static void same_replays(const char *path)
         char *mb = nb > 0 ? mmap(NULL, (size_t)nb, PROT_READ, MAP_SHARED, b, 0) : NULL;
         int mapped = ma != MAP_FAILED && mb != MAP_FAILED; /* (else: not compared) */
         if (na != nb || (na > 0 && mapped && memcmp(ma, mb, (size_t)na))) {
-            fprintf(stderr, "fuzz_raw: the fast replay's JSON differs from the reference replay's\n");
+            static const char msg[] = "fuzz_raw: the fast replay's JSON differs from the reference replay's";
+            if (__sanitizer_report_error_summary)
+                __sanitizer_report_error_summary(msg);
+            else
+                fprintf(stderr, "%s\n", msg);
             abort();
         }
         if (ma && ma != MAP_FAILED)

@@ -235,6 +235,27 @@ def test_sanitizers_on_real_traces(tree, san_decoder, compiled, run_crash, tmp_p
         check_nesting(load(j))
 
 
+def test_fuzz_seeds_decode(tree, san_decoder, tmp_path):
+    """decoder/fuzz/corpus, the seeds `make fuzz-decoder` starts from: real raws (kernel cores of the
+    examples with 2 KiB rings, coreextract) in exact and sampled time, an exception escaping to
+    abort() with its final stack, and the original funtrace's format.  Each decodes cleanly (also
+    under ASan+UBSan) into slices, the same with --reference-replay: the fuzzer starts from inputs
+    that reach the whole pipeline."""
+    seeds = sorted(p for p in (ROOT / "decoder" / "fuzz" / "corpus").iterdir() if p.is_file())
+    assert {p.name for p in seeds} >= {"crash-exact", "crash-sampled", "abort-exact", "abort-sampled",
+                                       "crash-original-format"}
+    for seed in seeds:
+        assert seed.stat().st_size <= 65536  # make fuzz-decoder's -max_len
+        r, j = both(tree, san_decoder, seed, "--no-symbols", "--text", "--summary", tmp_path=tmp_path, expect=0)
+        ref = tmp_path / f"{seed.name}.ref.json"
+        rr = run_tool([tree.tool("funtrace-decode"), "--no-symbols", "--reference-replay", "--json", ref, seed])
+        assert rr.returncode == 0, rr.stderr
+        assert ref.read_bytes() == j.read_bytes(), seed.name
+        t = load(j)
+        check_nesting(t)
+        assert sum(len(v) for v in t.slices.values()) > 10, seed.name
+
+
 # ---- outputs: never a partial file, never two outputs on one stream --------------
 
 def test_json_write_error_leaves_no_file(tree, compiled, tmp_path):
