@@ -6,6 +6,7 @@
 #include "oom_corewrite.h"
 #include "elfinfo.h"
 #include "maps.h"
+#include "procmem.h"
 #include "util.h"
 
 #include <elf.h>
@@ -390,19 +391,19 @@ static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 }
 
 /* Copy [addr, addr+len) to file offset off; unreadable and zero pages become
- * holes. */
-static int copy_range(int memfd, int fd, uint64_t addr, uint64_t len, uint64_t off, unsigned char *buf,
-                      struct ftc_stats *st)
+ * holes.  anon: a private anonymous mapping, whose untouched pages are holes
+ * without being read (reading them would populate them: procmem.h) */
+static int copy_range(struct procmem *pm, int fd, uint64_t addr, uint64_t len, uint64_t off, int anon,
+                      unsigned char *buf, struct ftc_stats *st)
 {
     while (len) {
         size_t n = len > COPY_CHUNK ? COPY_CHUNK : (size_t)len;
-        ssize_t r = pread(memfd, buf, n, (off_t)addr);
-        size_t got = r > 0 ? (size_t)r : 0;
+        size_t got = procmem_read(pm, addr, buf, n, anon);
         got &= ~(size_t)(PAGE - 1);
         if (got < n) {
             /* page by page for the rest of the chunk */
             for (size_t o = got; o < n; o += PAGE) {
-                if (pread(memfd, buf + o, PAGE, (off_t)(addr + o)) != (ssize_t)PAGE) {
+                if (procmem_read(pm, addr + o, buf + o, PAGE, anon) != PAGE) {
                     memset(buf + o, 0, PAGE);
                     st->pages_unreadable++;
                 }
@@ -436,6 +437,7 @@ int ftc_write(const struct ftc_proc *p, int fd, uint64_t max_file, struct ftc_st
     unsigned char *copybuf = NULL;
     Elf64_Phdr *ph = NULL;
     int memfd = -1, ret = -1;
+    struct procmem pm = {.pagemap_fd = -1, .mem_fd = -1};
     char path[64];
 
     memset(st, 0, sizeof *st);
@@ -450,6 +452,7 @@ int ftc_write(const struct ftc_proc *p, int fd, uint64_t max_file, struct ftc_st
         seterr(err, errlen, "pid %d: cannot open %s: %s", p->pid, path, strerror(errno));
         goto out;
     }
+    procmem_open(&pm, p->pid, memfd);
     char fbuf[32] = "";
     snprintf(path, sizeof path, "/proc/%d/coredump_filter", p->pid);
     size_t fl = read_file(path, fbuf, sizeof fbuf - 1);
@@ -523,7 +526,9 @@ int ftc_write(const struct ftc_proc *p, int fd, uint64_t max_file, struct ftc_st
     for (size_t i = 0; i < m.n; i++) {
         if (!ph[1 + i].p_filesz)
             continue;
-        if (copy_range(memfd, fd, ph[1 + i].p_vaddr, ph[1 + i].p_filesz, ph[1 + i].p_offset, copybuf, st) != 0) {
+        const struct cmap *c = &m.v[i];
+        if (copy_range(&pm, fd, ph[1 + i].p_vaddr, ph[1 + i].p_filesz, ph[1 + i].p_offset,
+                       procmem_is_private_anon(c->inode, c->shared, c->path ? c->path : ""), copybuf, st) != 0) {
             seterr(err, errlen, "cannot write the core: %s", strerror(errno));
             goto out;
         }
@@ -540,6 +545,7 @@ int ftc_write(const struct ftc_proc *p, int fd, uint64_t max_file, struct ftc_st
     st->bytes_file = total;
     ret = 0;
 out:
+    procmem_close(&pm);
     if (memfd >= 0)
         close(memfd);
     free(copybuf);

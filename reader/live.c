@@ -4,6 +4,7 @@
 #include "funtrace_sched.h"
 #include "elfinfo.h"
 #include "maps.h"
+#include "procmem.h"
 #include "rootfind.h"
 #include "unwind.h"
 #include "util.h"
@@ -31,6 +32,9 @@ struct live {
     struct ce_maps maps;
     struct root_range *wr;
     size_t nwr;
+    struct root_range *anon; /* private anonymous mappings: untouched pages are not read (procmem.h) */
+    size_t nanon;
+    struct procmem pm;
     uint8_t *scratch;
     size_t scratch_len;
     uint32_t max_frames;    /* ft_live_opts.max_frames */
@@ -41,12 +45,23 @@ static size_t live_read(void *ctx, uint64_t addr, void *buf, size_t len)
     struct live *l = ctx;
     size_t done = 0;
     while (done < len) {
-        struct iovec li = { (uint8_t *)buf + done, len - done };
-        struct iovec ri = { (void *)(uintptr_t)(addr + done), len - done };
-        ssize_t r = process_vm_readv(l->pid, &li, 1, &ri, 1, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        done += (size_t)r;
+        /* the part in (or before) the next private anonymous mapping */
+        uint64_t a = addr + done, end = addr + len;
+        int anon = 0;
+        for (size_t i = 0; i < l->nanon; i++) {
+            if (l->anon[i].end <= a) continue;
+            if (l->anon[i].start <= a) {
+                anon = 1;
+                if (l->anon[i].end < end) end = l->anon[i].end;
+            } else if (l->anon[i].start < end) {
+                end = l->anon[i].start;
+            }
+            break;
+        }
+        size_t n = (size_t)(end - a);
+        size_t got = procmem_read(&l->pm, a, (uint8_t *)buf + done, n, anon);
+        done += got;
+        if (got < n) break;
     }
     return done;
 }
@@ -91,7 +106,7 @@ static int read_maps(struct live *l, struct ft_emit_stats *st)
     } while (got > 0);
     fclose(f);
     text.p[text.len] = 0;
-    maps_parse_text(&l->maps, (char *)text.p, &l->wr, &l->nwr, &l->xr, &l->nxr);
+    maps_parse_text(&l->maps, (char *)text.p, &l->wr, &l->nwr, &l->xr, &l->nxr, &l->anon, &l->nanon);
     ce_buf_free(&text);
     return 0;
 }
@@ -247,6 +262,7 @@ int ft_live_extract(int pid, const struct ft_live_opts *opts, const struct ft_wr
     struct live l;
     memset(&l, 0, sizeof l);
     l.pid = pid;
+    procmem_open(&l.pm, pid, -1);
     int rc;
     struct ft_reader rd = { &l, live_read };
     if (pid <= 0) {
@@ -342,15 +358,18 @@ int ft_live_extract(int pid, const struct ft_live_opts *opts, const struct ft_wr
         rc = FT_EXIT_WRITE;
         goto out;
     }
-    ce_note("pid %d: wrote %llu bytes: %u thread(s), %llu event(s)", pid, (unsigned long long)st->bytes,
-            st->nthreads, (unsigned long long)st->nevents);
+    ce_note("pid %d: wrote %llu bytes: %u thread(s), %llu event(s); %llu untouched page(s) not read", pid,
+            (unsigned long long)st->bytes, st->nthreads, (unsigned long long)st->nevents,
+            (unsigned long long)l.pm.zero_pages);
     rc = (st->header_flags & FT_RAWF_PARTIAL) ? FT_EXIT_PARTIAL : FT_EXIT_OK;
     if (rc == FT_EXIT_OK) st->problem[0] = 0;
 out:
     maps_free(&l.maps);
     free(l.wr);
     free(l.xr);
+    free(l.anon);
     free(l.scratch);
+    procmem_close(&l.pm);
     ce_verbose = saved_verbose;
     return rc;
 }

@@ -1,6 +1,7 @@
 /* maps.c -- file mappings and ELF objects of the target (see maps.h) */
 #include "maps.h"
 #include "elfinfo.h"
+#include "procmem.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -43,7 +44,7 @@ static void range_add(struct root_range **v, size_t *n, uint64_t start, uint64_t
 }
 
 void maps_parse_text(struct ce_maps *m, char *text, struct root_range **wr, size_t *nwr,
-                     struct root_range **xr, size_t *nxr)
+                     struct root_range **xr, size_t *nxr, struct root_range **anon, size_t *nanon)
 {
     for (char *line = text; line && *line;) {
         char *next = strchr(line, '\n');
@@ -56,6 +57,8 @@ void maps_parse_text(struct ce_maps *m, char *text, struct root_range **wr, size
             if ((ml.prot & (FT_MAPF_R | FT_MAPF_W)) == (FT_MAPF_R | FT_MAPF_W) && strcmp(p, "[vvar]") != 0 &&
                 strcmp(p, "[vsyscall]") != 0)
                 range_add(wr, nwr, ml.start, ml.end);
+            if (procmem_is_private_anon(ml.inode, ml.shared, p))
+                range_add(anon, nanon, ml.start, ml.end);
         }
         line = next;
     }

@@ -62,10 +62,11 @@ int maps_parse_line(char *line, struct ce_maps_line *out);
 
 /* /proc/PID/maps text (cut into lines in place): every file mapping (path
  * starting with '/') into m, and malloc'ed arrays of the readable+writable
- * ranges (the root scan's; not [vvar]/[vsyscall]) and of the executable
- * ranges, in address order (either pointer may be NULL: not wanted). */
+ * ranges (the root scan's; not [vvar]/[vsyscall]), of the executable ranges
+ * and of the private anonymous ranges (procmem.h), in address order (any
+ * array pointer may be NULL: not wanted). */
 void maps_parse_text(struct ce_maps *m, char *text, struct root_range **wr, size_t *nwr,
-                     struct root_range **xr, size_t *nxr);
+                     struct root_range **xr, size_t *nxr, struct root_range **anon, size_t *nanon);
 
 void maps_add(struct ce_maps *m, uint64_t start, uint64_t end, uint64_t offset, uint32_t prot,
               const char *path);

@@ -274,7 +274,7 @@ int ftr_proc_maps(struct ftr *h, const char *text, size_t len)
     free(h->wr);
     h->wr = NULL;
     h->nwr = 0;
-    maps_parse_text(&h->maps, t, &h->wr, &h->nwr, NULL, NULL);
+    maps_parse_text(&h->maps, t, &h->wr, &h->nwr, NULL, NULL, NULL, NULL);
     free(t);
     maps_finish(&h->maps, &h->rd, 0);
     h->maps_ok = 1;

@@ -113,6 +113,41 @@ def test_live_stopped_process(tree, crashprog, spawn):
         os.kill(p.pid, signal.SIGCONT)
 
 
+def rss_anon_kib(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no RssAnon in /proc/{pid}/status")
+
+
+def test_live_read_leaves_untouched_ring_pages_alone(tree, crashprog, spawn):
+    """Reading another process's page faults it in: an untouched ring page read with
+    process_vm_readv becomes real memory of the target (and at a cgroup's memory limit it
+    cannot be read at all).  coreextract --pid reads only the pages that exist
+    (/proc/PID/pagemap) and takes the others as the zeros they are: 3 threads with
+    64 MiB rings, stopped so that nothing else moves, keep their resident memory."""
+    require_tools(tree, "coreextract")
+    p = start(spawn, crashprog, "live", "2", env={**os.environ, "FUNTRACE_BUF": str(64 << 20)})
+    os.kill(p.pid, signal.SIGSTOP)
+    try:
+        deadline = time.time() + 5
+        while proc_state(p.pid) != "T" and time.time() < deadline:
+            time.sleep(0.01)
+        before = rss_anon_kib(p.pid)
+        r, raw = live(tree, p.pid, "-v")
+        after = rss_anon_kib(p.pid)
+        assert r.returncode == 0, r.stderr
+        assert "untouched page(s) not read" in r.stderr.decode()
+        assert len(raw.threads) >= 3 and all(t.ring_size == 64 << 20 for t in raw.threads if t.entries)
+        # without pagemap: +192 MiB (every ring read whole)
+        assert after - before < 4096, (before, after)
+        # the same rings as the process itself holds: two reads agree
+        r2, raw2 = live(tree, p.pid)
+        assert [t.entries for t in raw2.threads] == [t.entries for t in raw.threads]
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+
+
 def test_live_copy_race_keeps_order(tree, crashprog, spawn):
     """A thread writing its (small) ring as fast as it can while we copy it: what is
     emitted is always a consistent, time-ordered tail, every slot accounted for
