@@ -105,7 +105,7 @@ void plan(struct cs *s)
  * what the root points to, and the rings of the registry records that came */
 void replan(struct cs *s, uint64_t lo, uint64_t hi)
 {
-    struct ft_reader rd = { s->c, core_read };
+    struct ft_reader rd = { s->c, core_read, NULL };
     if (s->unsorted) { /* core_read looks pieces up by address */
         close_open(s);
         core_sort_segs(s->c);

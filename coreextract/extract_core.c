@@ -202,7 +202,7 @@ static int core_extract(const struct ce_core_opts *o, struct ft_sched_pending *s
         }
         ce_note("%s: wrote the memory kept as %s", name, o->slim);
     }
-    struct ft_reader rd = { &c, core_read };
+    struct ft_reader rd = { &c, core_read, NULL };
 
     /* mappings */
     struct ce_maps maps;

@@ -13,7 +13,7 @@ RD_SRCS := $(wildcard reader/*.c)
 RD_OBJS := $(patsubst reader/%.c,$(OBJ)/reader/%.o,$(RD_SRCS))
 # the part of the reader the runtime links (async-signal-safe, no libc I/O)
 RD_RAW_OBJS := $(OBJ)/reader/rawwrite.o $(OBJ)/reader/rawwrite_ring.o \
-               $(OBJ)/reader/sched_capture.o $(OBJ)/reader/sched_chunk.o
+               $(OBJ)/reader/sched_capture.o $(OBJ)/reader/sched_chunk.o $(OBJ)/reader/procmem.o
 RD_CFLAGS := $(CSTD) $(WARN) $(OPT) -g $(SANFLAGS) -fPIC -fvisibility=hidden -fno-stack-protector \
              -fno-instrument-functions -Iruntime/include -Ireader -MMD -MP $(UNW_CFLAGS) $(FILE_PREFIX_MAP)
 RD_LIB := $(LIB)/libfuntrace_reader.a

@@ -29,6 +29,10 @@ extern "C" {
 struct ft_reader {
     void *ctx;
     size_t (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+    /* optional (NULL: read): read ring memory, which the runtime maps private
+     * and anonymous (FORMAT.md 1.4): a page never written may come back as
+     * zeros without being faulted in (reader/procmem.h) */
+    size_t (*read_ring)(void *ctx, uint64_t addr, void *buf, size_t len);
 };
 
 /* Consumes output bytes. Returns 0 on success, -1 on error (errno set). */

@@ -264,7 +264,7 @@ int ft_live_extract(int pid, const struct ft_live_opts *opts, const struct ft_wr
     l.pid = pid;
     procmem_open(&l.pm, pid, -1);
     int rc;
-    struct ft_reader rd = { &l, live_read };
+    struct ft_reader rd = { &l, live_read, NULL }; /* (live_read itself skips untouched pages) */
     if (pid <= 0) {
         set_problem(st, "invalid pid %d", pid);
         rc = FT_EXIT_BADINPUT;

@@ -20,14 +20,19 @@ static int untouched(uint64_t pagemap_entry)
     return !(pagemap_entry & (PM_PRESENT | PM_SWAPPED));
 }
 
+void procmem_init(struct procmem *pm, int pid, int pagemap_fd, int mem_fd)
+{
+    memset(pm, 0, sizeof *pm);
+    pm->pid = pid;
+    pm->pagemap_fd = pagemap_fd;
+    pm->mem_fd = mem_fd;
+}
+
 void procmem_open(struct procmem *pm, int pid, int mem_fd)
 {
     char path[64];
-    memset(pm, 0, sizeof *pm);
-    pm->pid = pid;
-    pm->mem_fd = mem_fd;
     snprintf(path, sizeof path, "/proc/%d/pagemap", pid);
-    pm->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+    procmem_init(pm, pid, open(path, O_RDONLY | O_CLOEXEC), mem_fd);
 }
 
 void procmem_close(struct procmem *pm)

@@ -31,6 +31,10 @@ struct procmem {
 /* open /proc/PID/pagemap (a failure is not an error: pages are then read);
  * mem_fd: an open /proc/PID/mem to read through, or -1 for process_vm_readv */
 void procmem_open(struct procmem *pm, int pid, int mem_fd);
+/* the same with a pagemap fd opened by the caller (-1: none); async-signal-
+ * safe, as procmem_read and procmem_close are (the runtime's snapshots) */
+void procmem_init(struct procmem *pm, int pid, int pagemap_fd, int mem_fd);
+/* closes the pagemap fd (not mem_fd) */
 void procmem_close(struct procmem *pm);
 
 /* Read [addr, addr + len) of the target into buf, like process_vm_readv:

@@ -74,15 +74,26 @@ void ft_rw_problem(struct rw *c, const char *a, int has_n, uint64_t n, const cha
 
 /* ---- reading ------------------------------------------------------------- */
 
-size_t ft_rw_rd(const struct ft_reader *r, uint64_t addr, void *buf, size_t len)
+static size_t rd_with(size_t (*fn)(void *, uint64_t, void *, size_t), void *ctx, uint64_t addr, void *buf,
+                      size_t len)
 {
     if (len == 0) return 0;
     if (addr + len < addr) { /* wraps the address space */
         len = (size_t)(0 - addr);
         if (len == 0) return 0;
     }
-    size_t got = r->read(r->ctx, addr, buf, len);
+    size_t got = fn(ctx, addr, buf, len);
     return got > len ? len : got;
+}
+
+size_t ft_rw_rd(const struct ft_reader *r, uint64_t addr, void *buf, size_t len)
+{
+    return rd_with(r->read, r->ctx, addr, buf, len);
+}
+
+size_t ft_rw_rd_ring(const struct ft_reader *r, uint64_t addr, void *buf, size_t len)
+{
+    return rd_with(r->read_ring ? r->read_ring : r->read, r->ctx, addr, buf, len);
 }
 
 int ft_rw_rd_full(const struct ft_reader *r, uint64_t addr, void *buf, size_t len)

@@ -82,6 +82,8 @@ FT_RW_HIDDEN void ft_rw_problem(struct rw *c, const char *a, int has_n, uint64_t
                                 int has_x, uint64_t x);
 /* read up to len bytes at addr; returns the count read */
 FT_RW_HIDDEN size_t ft_rw_rd(const struct ft_reader *r, uint64_t addr, void *buf, size_t len);
+/* the same for ring memory (r->read_ring if set) */
+FT_RW_HIDDEN size_t ft_rw_rd_ring(const struct ft_reader *r, uint64_t addr, void *buf, size_t len);
 FT_RW_HIDDEN int ft_rw_rd_full(const struct ft_reader *r, uint64_t addr, void *buf, size_t len);
 /* field `id` of a record held in buf[0..len); absent/out of range -> 0 */
 FT_RW_HIDDEN uint64_t ft_rw_fget(const struct rw *c, const uint8_t *buf, size_t len, int id);

@@ -28,7 +28,7 @@ static void read_pages(const struct ft_reader *r, uint64_t addr, uint8_t *out, u
     uint64_t pg0 = addr / RW_PAGE, done = 0;
     /* one read for the common all-readable case (a live copy must be fast);
      * the pages it fully covered are readable, the rest goes page by page */
-    uint64_t got = ft_rw_rd(r, addr, out, (size_t)len);
+    uint64_t got = ft_rw_rd_ring(r, addr, out, (size_t)len);
     if (got < len) got -= (addr + got) % RW_PAGE < got ? (addr + got) % RW_PAGE : got;
     for (; done < got; ) {
         uint64_t a = addr + done;
@@ -41,7 +41,7 @@ static void read_pages(const struct ft_reader *r, uint64_t addr, uint8_t *out, u
         uint64_t a = addr + done;
         uint64_t n = RW_PAGE - a % RW_PAGE;
         if (n > len - done) n = len - done;
-        uint8_t m = ft_rw_rd(r, a, out + done, (size_t)n) != n;
+        uint8_t m = ft_rw_rd_ring(r, a, out + done, (size_t)n) != n;
         if (m) memset(out + done, 0, (size_t)n);
         miss[a / RW_PAGE - pg0] = m;
         done += n;

@@ -34,6 +34,7 @@
 #include "funtrace.h"
 #include "funtrace_rawwrite.h"
 #include "ft_internal.h"
+#include "procmem.h"
 
 /* ---- reading our own memory ------------------------------------------- */
 
@@ -53,6 +54,13 @@ static size_t self_read(void *ctx, uint64_t addr, void *buf, size_t len)
         done += (size_t)n;
     }
     return done;
+}
+
+/* ring memory: untouched pages are zeros, not read (reading them would make
+ * them real memory of ours: reader/procmem.h); ctx: a struct procmem */
+static size_t self_read_ring(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    return procmem_read(ctx, addr, buf, len, 1);
 }
 
 /* ---- writers ---------------------------------------------------------- */
@@ -252,13 +260,15 @@ static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uin
                 void *maps_buf, size_t maps_cap)
 {
     int paused, took_prealloc = 0;
-    struct ft_reader rd = { NULL, self_read };
+    struct procmem pm;
+    struct ft_reader rd = { &pm, self_read, self_read_ring };
     struct ft_source_info si;
     struct ft_emit_stats st;
     struct mbuf maps = { NULL, 0, 0, 0, 0 };
     int rc;
     if (!(FT_LOAD(funtrace_root.flags) & FT_ROOTF_INITIALIZED))
         return -2;
+    procmem_init(&pm, getpid(), open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC), -1);
     if (maps_buf) {
         maps.p = maps_buf;
         maps.cap = maps_cap;
@@ -296,6 +306,7 @@ static int emit(const struct ft_writer *w, const struct ft_raw_crash *crash, uin
     if (rc == 0)
         rc = ft_raw_end(w, &st);
     mbuf_free(&maps);
+    procmem_close(&pm);
     if (took_prealloc)
         __atomic_store_n(&maps_prealloc_busy, 0, __ATOMIC_RELEASE);
     return rc;

@@ -63,6 +63,24 @@ def test_samples_appended_decode_one_by_one(tree, compiled, tmp_path):
     assert d.returncode == 2 and len(d.stderr.strip().splitlines()) == 1, d.stderr
 
 
+def test_snapshot_leaves_untouched_ring_pages_alone(compiled, tmp_path):
+    """A snapshot reads the rings through process_vm_readv, which faults in every page it
+    reads: a 64 MiB ring holding 1000 calls would become 64 MiB of the process's memory
+    the moment it is saved (at a PSI trigger, just when memory is short).  The pages
+    never written (/proc/self/pagemap) are taken as zeros instead: the process's
+    resident memory stays put, and the snapshot holds every call."""
+    prog = compiled("snap_rss.c", "pg")
+    r = run_program([prog, "1000"], tmp_path / "run", env={"FUNTRACE_BUF": str(64 << 20)}, want_core=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    _, before, after = r.stdout.split()
+    assert int(after) - int(before) < 4096, r.stdout  # without pagemap: +64 MiB
+    raw = only_snapshot(r.dir / "funtrace.raw")
+    (t,) = [t for t in raw.threads if t.entries]
+    assert t.ring_size == 64 << 20
+    work = sequence(raw, t, Syms(prog), keep={"rss_leaf"})
+    assert work == [("rss_leaf", "call"), ("rss_leaf", "ret")] * 1000
+
+
 @pytest.mark.parametrize("log,state,size", [(-1, IGNORED, 0), (0, IGNORED, 0), (4, IGNORED, 0),
                                             (5, ALIVE, 32), (6, ALIVE, 64), (11, ALIVE, 2048),
                                             (16, ALIVE, 65536),

@@ -514,7 +514,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (getenv("CE_RAWUNIT_MAP")) si.map = map_in_place; /* ignored for live sources */
-    struct ft_reader r = { NULL, rd };
+    struct ft_reader r = { NULL, rd, NULL };
     struct ft_writer w = { NULL, wr };
     struct ft_emit_stats st;
     memset(&st, 0, sizeof st);
