@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "decstate.h"
 #include "gencuts.h"
+#include "genestimate.h"
 #include "replay.h"
 #include "ringevents.h"
 #include "outputs.h"
@@ -214,6 +215,10 @@ static int run(struct dec *d, struct outputs *out)
             th->lo = tw_lo(th, text_view_wants(out->text, d, th) ? TW_BASE : TW_TINY);
         cuts_compute(d, th);
     }
+    /* a big part older than the oldest generation record: cut where its
+     * generations began (the text view reads only the rings' ends) */
+    if (whole)
+        gens_estimate(d);
     /* then the final stacks (their symbols, maybe still loading: sym_warm) */
     for (size_t i = 0; i < d->nth; i++) {
         replay_discover(d, &d->th[i]);

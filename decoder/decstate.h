@@ -19,6 +19,11 @@ struct dgen {
     uint64_t gen;        /* generation number */
     int synthetic;       /* 1: no record (events older than the oldest record,
                             or a trace without generations) */
+    int estimated;       /* 1: no record either, but generations gen..gen_last
+                            once were: the ring's part older than the oldest
+                            record, cut at start times estimated from the
+                            recorded period (genestimate.c) */
+    uint64_t gen_last;   /* estimated: the newest generation number it covers */
     uint64_t start_tsc;
     struct ft_clock clk;
     int64_t start_ns, end_ns; /* monotonic-clock ns; end = next start */

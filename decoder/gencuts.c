@@ -274,14 +274,61 @@ static void cuts(struct dec *d, struct dthread *th)
     free(st.tsc);
 }
 
-void cuts_compute(struct dec *d, struct dthread *th)
+static void cuts_alloc(struct dec *d, struct dthread *th)
 {
     size_t G = d->ngens;
-    ev_prepare(d, th);
     th->cut = xcalloc(G + 1, sizeof *th->cut);
     th->incomplete = xcalloc(G, 1);
     th->by_tsc = xcalloc(G, 1);
+}
+
+void cuts_compute(struct dec *d, struct dthread *th)
+{
+    ev_prepare(d, th);
+    cuts_alloc(d, th);
     cuts(d, th);
+}
+
+void cuts_recompute(struct dec *d, struct dthread *th)
+{
+    free(th->cut);
+    free(th->incomplete);
+    free(th->by_tsc);
+    cuts_alloc(d, th);
+    cuts(d, th);
+}
+
+/* ---- cuts by time alone ---------------------------------------------------- */
+
+struct tcut {
+    struct dec *d;
+    struct dthread *th;
+    uint64_t ref;
+    struct stamps st;
+};
+
+struct tcut *tcut_new(struct dec *d, struct dthread *th, uint64_t ref_tsc)
+{
+    struct tcut *c = xcalloc(1, sizeof *c);
+    c->d = d;
+    c->th = th;
+    c->ref = ref_tsc;
+    return c;
+}
+
+uint64_t tcut_at(struct tcut *c, uint64_t S)
+{
+    struct part whole = {0, 0};
+    return tsc_cut(c->d, c->th, S, &c->st, c->ref, &whole);
+}
+
+void tcut_free(struct tcut *c)
+{
+    if (!c)
+        return;
+    free(c->st.idx);
+    free(c->st.tsc);
+    free(c);
 }
 
 void cuts_after_tail(struct dec *d, struct dthread *th)

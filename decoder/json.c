@@ -170,7 +170,7 @@ static int j_begin(struct view *v, struct dec *d)
         if (!g->emit || g->synthetic)
             continue;
         char name[64];
-        snprintf(name, sizeof name, "generation %llu", (unsigned long long)g->gen);
+        dec_gen_name(g, name, sizeof name);
         char wall[64] = "";
         if (d->have_wall)
             fmt_wall(wall, sizeof wall, g->start_ns + g->wall_off, 1);

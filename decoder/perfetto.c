@@ -260,7 +260,7 @@ static int p_begin(struct view *v, struct dec *d)
         if (!g->emit || g->synthetic)
             continue;
         char name[64], wall[64] = "";
-        snprintf(name, sizeof name, "generation %llu", (unsigned long long)g->gen);
+        dec_gen_name(g, name, sizeof name);
         if (d->have_wall)
             fmt_wall(wall, sizeof wall, g->start_ns + g->wall_off, 1);
         Annot a[3], *pa[3] = {&a[0], &a[1], &a[2]};

@@ -79,12 +79,18 @@ static void summary_print(struct dec *d, struct outbuf *o)
 
     /* generations */
     size_t real = 0;
-    for (size_t gi = 0; gi < d->ngens; gi++)
-        real += !d->gens[gi].synthetic;
+    size_t nest = 0;
+    for (size_t gi = 0; gi < d->ngens; gi++) {
+        real += !d->gens[gi].synthetic && !d->gens[gi].estimated;
+        nest += d->gens[gi].estimated;
+    }
     ob_printf(o, "generations: %zu recorded", real);
     if (t->has_header)
         ob_printf(o, ", current #%llu, every %llu ms", (unsigned long long)t->hdr.gen_current,
                   (unsigned long long)t->hdr.gen_ms);
+    if (nest)
+        ob_printf(o, "; %zu older part%s estimated from the period (the ring holds more than the records)", nest,
+                  nest == 1 ? "" : "s");
     ob_char(o, '\n');
     for (size_t gi = 0; gi < d->ngens; gi++) {
         const struct dgen *g = &d->gens[gi];
@@ -98,21 +104,28 @@ static void summary_print(struct dec *d, struct outbuf *o)
                 size_t a = g->synthetic ? gi + 1 : gi;
                 if (a <= e)
                     ob_printf(o, "  #%llu..#%llu: no events in any ring (%s)\n", (unsigned long long)d->gens[a].gen,
-                              (unsigned long long)d->gens[e].gen,
+                              (unsigned long long)(d->gens[e].estimated ? d->gens[e].gen_last : d->gens[e].gen),
                               d->total_events ? "overwritten or before the threads" : "none recovered: see problems");
                 gi = e;
                 continue;
             }
         }
-        if (g->synthetic && real)
+        if (g->synthetic && nest)
+            ob_str(o, "  (before the estimates)    ");
+        else if (g->synthetic && real)
             ob_str(o, "  (before the oldest record)");
         else if (g->synthetic)
             ob_str(o, "  (whole trace)     ");
-        else
+        else if (g->estimated) {
+            char r[48];
+            snprintf(r, sizeof r, g->gen_last > g->gen ? "#%llu..#%llu" : "#%llu", (unsigned long long)g->gen,
+                     (unsigned long long)g->gen_last);
+            ob_printf(o, "  %-14s estimated", r);
+        } else
             ob_printf(o, "  #%-6llu           ", (unsigned long long)g->gen);
         if (!g->synthetic && d->have_wall) {
             fmt_wall(b1, sizeof b1, g->start_ns + g->wall_off, 0);
-            ob_printf(o, " start %s", b1);
+            ob_printf(o, " start %s%s", g->estimated ? "~" : "", b1);
         }
         int64_t end = g->end_ns < d->end_ns ? g->end_ns : d->end_ns;
         if (!g->synthetic && end >= g->start_ns) {

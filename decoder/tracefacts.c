@@ -122,3 +122,12 @@ const char *dec_thread_mark(const struct dec *d, uint64_t tid)
         return "";
     return dec_signal_snapshot(&d->t) ? " [signaled]" : " [crashed]";
 }
+
+void dec_gen_name(const struct dgen *g, char *buf, size_t len)
+{
+    if (g->estimated && g->gen_last > g->gen)
+        snprintf(buf, len, "generations %llu..%llu (estimated)", (unsigned long long)g->gen,
+                 (unsigned long long)g->gen_last);
+    else
+        snprintf(buf, len, "generation %llu%s", (unsigned long long)g->gen, g->estimated ? " (estimated)" : "");
+}

@@ -22,6 +22,10 @@ size_t dec_problems(const struct dec *d, struct problem *out, size_t max);
  * signals are the fatal ones SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGABRT). */
 int dec_signal_snapshot(const struct ftr_trace *t);
 
+/* a generation's name: "generation N", "generation N (estimated)" or
+ * "generations A..B (estimated)" (struct dgen.estimated) */
+void dec_gen_name(const struct dgen *g, char *buf, size_t len);
+
 /* " [crashed]" / " [signaled]" for the thread the recorded signal hit, else "" */
 const char *dec_thread_mark(const struct dec *d, uint64_t tid);
 
