@@ -64,9 +64,6 @@ static int loose(uint64_t ticks, uint64_t nev, uint64_t hz)
 
 /* events per batch */
 #define EVB 4096
-#ifndef HANDOVER
-#define HANDOVER 512
-#endif
 
 /* the times of the unstamped events e[0..n) (consecutive ordinals from o0)
  * between the stamp (ta, oa) before them (if have_a) and (tb, ob) after them
@@ -270,10 +267,6 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
             c->have = 1;
             c->tsc = t;
             c->ord = ord;
-            if (p0 >= HANDOVER) { /* hand over what is final while it is in the cache */
-                fn(ctx, out, p0);
-                n = p0 = 0;
-            }
         }
         i += got;
     }
