@@ -1,5 +1,6 @@
 """funtrace-decode --text: the frames enclosing the first call shown, bounded
 output for deep recursions, and caught exceptions decoded without symbols."""
+import functools
 import re
 import struct
 import subprocess
@@ -109,9 +110,14 @@ def check_deep_text(tree, raw, stacks):
     return int(m.group(1))
 
 
-def nm_addr(exe, name):
+@functools.lru_cache(maxsize=None)
+def nm_symbols(exe):
     out = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
-    return next(int(ln.split()[0], 16) for ln in out.splitlines() if ln.split()[-1] == name)
+    return {ln.split()[-1]: int(ln.split()[0], 16) for ln in reversed(out.splitlines()) if len(ln.split()) == 3}
+
+
+def nm_addr(exe, name):
+    return nm_symbols(exe)[name]
 
 
 STACK_HDR = 4 * 4 + 27 * 8 + 8  # struct ft_raw_stack
@@ -158,9 +164,10 @@ def test_deep_recursion_text_stays_small(tree, compiled, run_crash, stacks, tmp_
     def fault_in(*hooks):
         def f(pcs):
             nonlocal bias
-            body = [pc for pc in pcs if bias is None or pc - bias < nm_addr(exe, "__fentry__")]
+            fentry = nm_addr(exe, "__fentry__")
+            body = [pc for pc in pcs if bias is None or pc - bias < fentry]
             bias = (body[1] - rec) & ~0xfff
-            body = [pc for pc in pcs if pc - bias < nm_addr(exe, "__fentry__")]
+            body = [pc for pc in pcs if pc - bias < fentry]
             return [bias + nm_addr(exe, h) + k for h, k in hooks] + body[:len(pcs) - len(hooks)]
         return f
 
