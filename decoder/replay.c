@@ -613,7 +613,13 @@ static __attribute__((noinline)) void event_rare(struct replay *r, uint64_t word
                 pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
             pre_add(r, f);
         } else {
-            th->unnamed++; /* inconsistent with the discovery pass: ignored */
+            /* inconsistent with the discovery pass (more orphans than
+             * MAX_PRE, names from the wrong binary): as in discovery, nothing
+             * open survives it -- else the calls whose returns never match
+             * pile up, and every find() walks them (quadratic) */
+            th->unnamed++;
+            while (r->n)
+                pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
         }
         return;
     }

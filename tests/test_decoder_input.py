@@ -2,6 +2,7 @@
 errors, what is recovered.  The damaged files are real raws (a crashed
 dec_pattern) cut or altered; every input also goes through the ASan+UBSan
 build of the decoder (make SAN=1 funtrace-decode)."""
+import json
 import re
 import struct
 import subprocess
@@ -467,3 +468,34 @@ def test_generations_older_than_the_records_are_estimated(tree, compiled, tmp_pa
                                   f"generations {a}..{b} (estimated)" for a, b in spans], names[:20]
     assert names[len(spans)] == f"generation {rec[0]}"
     assert b"(estimated)" in pf.read_bytes()
+
+
+def test_wrong_binary_does_not_make_the_decode_quadratic(tree, compiled, tmp_path):
+    """An executable rebuilt since the trace was taken: the decoder warns about the
+    build-id, and the names it finds make no return match its call.  Every such return
+    is an orphan; past the 65536 frames the discovery pass keeps for the ring's start, the
+    emission replay used to ignore them, so 1M calls piled up on its stack and every
+    later return searched it (hours).  It now drops what is open at an orphan return, as
+    discovery does, and decodes in about the time of a good raw."""
+    import shutil
+    from conftest import run_program
+    prog = tmp_path / "prog"
+    shutil.copy(compiled("dec_many.c", "pg"), prog)
+    r = run_program([prog, "1", "1000000", "0"], tmp_path / "run", env={"FUNTRACE_BUF": str(32 << 20)},
+                    want_core=False)
+    assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+    # "rebuilt since": 4096 functions of 16 bytes over the old text, so that a call's and
+    # its return's addresses fall in different ones
+    src = tmp_path / "other.c"
+    src.write_text("".join(f"__attribute__((noinline)) int f{i}(int x) {{ return x + {i}; }}\n"
+                           for i in range(4096)) +
+                   "int main(int c, char **v) { (void)v; return f0(c); }\n")
+    subprocess.run(["gcc", "-O2", "-fcf-protection=none", "-o", prog, src], check=True)
+    d = subprocess.run([tree.tool("funtrace-decode"), "--json", tmp_path / "t.json", r.dir / "funtrace.raw"],
+                       capture_output=True, text=True, timeout=60)
+    assert "does not have the traced build-id" in d.stderr, d.stderr
+    assert d.returncode in (0, 3), d.stderr
+    s = subprocess.run([tree.tool("funtrace-decode"), "--summary", r.dir / "funtrace.raw"], capture_output=True,
+                       text=True, timeout=60)
+    assert re.search(r"[1-9]\d{5,} orphan returns", s.stdout), s.stdout  # the case it is about
+    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
