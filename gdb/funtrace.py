@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PREFIX = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 LIBRARY = os.path.join(PREFIX, "lib", "libfuntrace_reader.so")
 DECODER = os.path.join(PREFIX, "bin", "funtrace-decode")
-API_VERSION = 1  # the funtrace_reader.h this file is written against
+API_VERSION = 2  # the funtrace_reader.h this file is written against
 
 C = ctypes
 READ_FN = C.CFUNCTYPE(C.c_size_t, C.c_void_p, C.c_uint64, C.c_void_p, C.c_size_t)
@@ -33,6 +33,7 @@ PROTOTYPES = {
     "ftr_message": (C.c_char_p, [C.c_void_p]),
     "ftr_core_file": (C.c_int, [C.c_void_p, C.c_char_p]),
     "ftr_proc_maps": (C.c_int, [C.c_void_p, C.c_char_p, C.c_size_t]),
+    "ftr_local_pid": (C.c_int, [C.c_void_p, C.c_int]),
     "ftr_signal": (None, [C.c_void_p, C.c_int, C.c_int, C.c_int, C.c_uint32, C.c_uint64, C.c_uint32]),
     "ftr_find_root": (C.c_int, [C.c_void_p, C.c_uint64]),
     "ftr_root_symbol": (C.c_char_p, []),
@@ -233,6 +234,8 @@ def extract(path):
         else:
             maps = t.maps_text()
             L.ftr_proc_maps(h, maps, len(maps))
+            if t.conn not in ("remote", "extended-remote"):  # untouched ring pages: not read (faulted in)
+                L.ftr_local_pid(h, t.pid)
             sig = t.own_signal()
             if sig:
                 L.ftr_signal(h, *sig)

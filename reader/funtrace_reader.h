@@ -38,8 +38,9 @@ extern "C" {
 
 #define FTR_API __attribute__((visibility("default")))
 
-/* Bumped when a function below changes incompatibly (callers check it). */
-#define FTR_API_VERSION 1u
+/* Bumped when a function below changes incompatibly, or one is added that
+ * the gdb extension needs (callers check it).  2: ftr_local_pid. */
+#define FTR_API_VERSION 2u
 FTR_API unsigned ftr_api_version(void);
 
 /* Results: 0 is success, the others are the exit codes of coreextract (README). */
@@ -85,6 +86,15 @@ FTR_API int ftr_core_file(struct ftr *h, const char *path);
  * need not be NUL-terminated): the file mappings and the writable memory the
  * root scan searches.  FTR_OK. */
 FTR_API int ftr_proc_maps(struct ftr *h, const char *text, size_t len);
+
+/* "stopped" / "live": the process runs on this machine as pid (not behind a
+ * remote debugger connection, whose pids are another machine's): the ring
+ * pages it never wrote (/proc/PID/pagemap: neither present nor swapped out)
+ * are taken as zeros instead of being read through the read function, which
+ * would fault them in -- turning an untouched ring into memory of the
+ * process's (reader/procmem.h).  Without access to pagemap, nothing changes.
+ * FTR_OK, or FTR_BADINPUT (a core, pid <= 0). */
+FTR_API int ftr_local_pid(struct ftr *h, int pid);
 
 /* "stopped" / "live": the signal the process stopped with, if it is one of
  * its own (a crash, a kill; not the debugger's stop), received by thread tid.

@@ -52,6 +52,8 @@ int procmem_is_private_anon(uint64_t inode, int shared, const char *path)
 /* read [addr, addr + len) from the target as it is (faulting pages in) */
 static size_t read_as_is(const struct procmem *pm, uint64_t addr, uint8_t *buf, size_t len)
 {
+    if (pm->read)
+        return pm->read(pm->read_ctx, addr, buf, len);
     size_t done = 0;
     while (done < len) {
         ssize_t r;

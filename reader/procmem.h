@@ -24,7 +24,12 @@
 struct procmem {
     int pid;
     int pagemap_fd;        /* -1: unavailable, every page is read */
-    int mem_fd;            /* /proc/PID/mem if given (procmem_open_fd), else -1: process_vm_readv */
+    int mem_fd;            /* /proc/PID/mem if given, else -1: process_vm_readv */
+    /* optional: how the pages that exist are read (e.g. through gdb), like
+     * process_vm_readv (the bytes read from addr on); NULL: mem_fd or
+     * process_vm_readv */
+    size_t (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+    void *read_ctx;
     uint64_t zero_pages;   /* pages filled with zeros without reading them */
 };
 

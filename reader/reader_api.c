@@ -11,6 +11,7 @@
 #include "corefile.h"
 #include "live.h"
 #include "maps.h"
+#include "procmem.h"
 #include "rootfind.h"
 #include "unwind.h"
 #include "util.h"
@@ -48,6 +49,8 @@ struct ftr {
     ftr_read_fn read;
     void *ctx;
     struct ft_reader rd;          /* the adapter below */
+    struct procmem pm;            /* ftr_local_pid: untouched ring pages not read */
+    int have_pm;
     char msg[1024];
     /* what the source says */
     int core_ok;
@@ -134,6 +137,14 @@ static size_t adapter_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return len ? prefix_read(h, addr, buf, len) : 0;
 }
 
+/* ring memory: with ftr_local_pid, the pages the process never wrote are
+ * zeros without being read (procmem.h), the others go through the adapter */
+static size_t adapter_read_ring(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    struct ftr *h = ctx;
+    return h->have_pm ? procmem_read(&h->pm, addr, buf, len, 1) : adapter_read(h, addr, buf, len);
+}
+
 /* ft_source_info.map: a ring, read through the adapter once, all of it or
  * nothing (then rawwrite reads it in blocks, page by page).  Rings are kept
  * for rawwrite's second pass up to CACHE_BUDGET bytes; past it, only the
@@ -156,7 +167,7 @@ static const void *adapter_map(void *ctx, uint64_t addr, size_t len)
         buf = h->spill;
     }
     if (!buf) return NULL;
-    if (adapter_read(h, addr, buf, len) < len) {
+    if (adapter_read_ring(h, addr, buf, len) < len) {
         if (keep) free(buf);
         return NULL;
     }
@@ -196,6 +207,8 @@ struct ftr *ftr_new(const char *kind_name, ftr_read_fn read, void *ctx)
     h->ctx = ctx;
     h->rd.ctx = h;
     h->rd.read = adapter_read;
+    h->rd.read_ring = adapter_read_ring;
+    h->pm.pagemap_fd = -1;
     h->core_fd = -1;
     ce_prog = "funtrace";
     return h;
@@ -218,6 +231,7 @@ void ftr_free(struct ftr *h)
     drop_cache(h);
     if (h->core_ok) core_close(&h->core);
     if (h->core_fd >= 0) close(h->core_fd);
+    procmem_close(&h->pm);
     free(h->core_path);
     maps_free(&h->maps);
     free(h->wr);
@@ -254,6 +268,20 @@ int ftr_core_file(struct ftr *h, const char *path)
     free(h->wr);
     h->wr = core_writable_ranges(&h->core, &h->nwr);
     h->have_crash = core_crash(&h->core, &h->crash);
+    return FTR_OK;
+}
+
+int ftr_local_pid(struct ftr *h, int pid)
+{
+    if (!h || h->kind == FTR_CORE || pid <= 0) {
+        if (h) set_msg(h, "ftr_local_pid: %s", pid <= 0 ? "no pid" : "a core is not a process");
+        return FTR_BADINPUT;
+    }
+    procmem_close(&h->pm);
+    procmem_open(&h->pm, pid, -1);
+    h->pm.read = adapter_read;
+    h->pm.read_ctx = h;
+    h->have_pm = h->pm.pagemap_fd >= 0;
     return FTR_OK;
 }
 

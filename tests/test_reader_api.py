@@ -27,12 +27,13 @@ def lib(tree):
             ("ftr_message", C.c_char_p, [C.c_void_p]),
             ("ftr_core_file", C.c_int, [C.c_void_p, C.c_char_p]),
             ("ftr_proc_maps", C.c_int, [C.c_void_p, C.c_char_p, C.c_size_t]),
+            ("ftr_local_pid", C.c_int, [C.c_void_p, C.c_int]),
             ("ftr_find_root", C.c_int, [C.c_void_p, C.c_uint64]),
             ("ftr_write", C.c_int, [C.c_void_p, C.c_char_p]),
             ("ftr_report", C.c_char_p, [C.c_void_p])):
         fn = getattr(so, name)
         fn.restype, fn.argtypes = res, args
-    assert so.ftr_api_version() == 1
+    assert so.ftr_api_version() == 2
     return so
 
 
@@ -66,12 +67,14 @@ class ProcMem:
         os.close(self.fd)
 
 
-def extract(lib, kind, pid, mem, out):
+def extract(lib, kind, pid, mem, out, local_pid=False):
     h = lib.ftr_new(kind, mem.fn, None)
     assert h
     try:
         maps = open(f"/proc/{pid}/maps", "rb").read()
         assert lib.ftr_proc_maps(h, maps, len(maps)) == 0
+        if local_pid:
+            assert lib.ftr_local_pid(h, pid) == 0
         assert lib.ftr_find_root(h, 0) == 0, lib.ftr_message(h)
         rc = lib.ftr_write(h, str(out).encode())
         return rc, lib.ftr_report(h).decode(), lib.ftr_message(h).decode()
@@ -156,3 +159,38 @@ def test_stopped_kind_narrows_reads_that_fail_as_a_whole(lib, compiled, spawn, t
     assert set((e.addr, e.tsc) for e in got.events()) < set((e.addr, e.tsc) for e in t.events())
     assert report.splitlines()[-1].startswith("warning: trace incomplete: ")
     assert f"ring of thread {t.tid} is partly missing" in report and msg
+
+
+def rss_anon_kib(pid):
+    line = next(ln for ln in open(f"/proc/{pid}/status") if ln.startswith("RssAnon:"))
+    return int(line.split()[1])
+
+
+def test_local_pid_leaves_untouched_ring_pages_alone(lib, compiled, spawn, tmp_path):
+    """Read through a debugger-like read function (/proc/PID/mem), every page of a ring
+    is faulted in: 64 MiB rings that hold a few calls become 64 MiB of the process's
+    memory each.  With ftr_local_pid the pages the process never wrote are taken as
+    zeros from /proc/PID/pagemap: its memory stays put, and the raw holds the same
+    rings as one read the old way."""
+    p = spawn([compiled("gdb_wait.c")], name="big", env={**os.environ, "FUNTRACE_BUF": str(64 << 20)})
+    assert p.stdout.readline().strip() == b"ready"
+    wait_parked(p.pid)
+    os.kill(p.pid, signal.SIGSTOP)
+    try:
+        before = rss_anon_kib(p.pid)
+        mem = ProcMem(p.pid)
+        rc, report, _ = extract(lib, b"stopped", p.pid, mem, tmp_path / "local.raw", local_pid=True)
+        mem.close()
+        after = rss_anon_kib(p.pid)
+        assert rc == 0, report
+        assert after - before < 4096, (before, after)
+        mem = ProcMem(p.pid)
+        rc, report, _ = extract(lib, b"stopped", p.pid, mem, tmp_path / "old.raw")
+        mem.close()
+        assert rc == 0, report
+        assert rss_anon_kib(p.pid) - after > 64 << 10  # (what it saves)
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    local, old = rawfile.parse(tmp_path / "local.raw"), rawfile.parse(tmp_path / "old.raw")
+    assert any(t.ring_size == 64 << 20 and t.entries for t in local.threads)
+    assert [(t.tid, t.entries) for t in local.threads] == [(t.tid, t.entries) for t in old.threads]
