@@ -507,12 +507,16 @@ def test_sampled_loose_brackets_are_upper_bounds(tree, compiled, run_crash, tmp_
         assert m, ln
         v = float(m.group(2)) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m.group(3)]
         dur.setdefault((m.group(4), m.group(1) or ""), []).append(v)
-    # the sleepy calls: upper bounds, at least a sleep wide
-    assert len(dur.get(("leaf", "<="), [])) >= 90 and len(dur.get(("top", "<="), [])) >= 90, dur.keys()
-    assert min(dur[("leaf", "<=")]) >= 1e6, sorted(dur[("leaf", "<=")])[:5]
+    # the sleepy calls: upper bounds, at least a sleep wide.  (A dense bracket during
+    # which the host stalled the process for more than 1 us per event is loose too,
+    # with a bound the stall's width: the decoder cannot tell it from a sleep, and a
+    # busy VM does that now and then -- so those are allowed, among the dense calls.)
+    sleepy = [v for v in dur.get(("leaf", "<="), []) if v >= 1e6]
+    assert len(sleepy) >= 90 and len([v for v in dur.get(("top", "<="), []) if v >= 1e6]) >= 90, dur.keys()
+    stalled = [v for v in dur.get(("leaf", "<="), []) if v < 1e6]
     # the dense calls: estimates, and small ones (not a share of a sleep)
     dense = dur.get(("leaf", "~"), []) + dur.get(("leaf", ""), [])
-    assert len(dense) >= 1900, {k: len(v) for k, v in dur.items()}
+    assert len(dense) + len(stalled) >= 1900 and len(dense) >= 1000, {k: len(v) for k, v in dur.items()}
     assert max(dur.get(("leaf", "~"), [0])) < 1e4 and max(dur.get(("top", "~"), [0])) < 1e4, r.stdout[-3000:]
     # JSON: the same calls, still nested, measured=false + upper_bound_ns
     r, tr = decode(tree, raw, json_out=tmp_path / "s.json")
@@ -520,10 +524,9 @@ def test_sampled_loose_brackets_are_upper_bounds(tree, compiled, run_crash, tmp_
     check_nesting(tr)
     leafs = [s for s in tr.slices[tr.pid] if s.n == "leaf"]
     bounded = [s for s in leafs if "upper_bound_ns" in s.args]
-    assert len(bounded) >= 90 and all(s.args["measured"] is False for s in bounded)
-    assert all(s.args["upper_bound_ns"] >= 1_000_000 and s.args["upper_bound_ns"] >= s.end - s.start
-               for s in bounded)
-    assert len(leafs) - len(bounded) >= 1900
+    assert all(s.args["measured"] is False and s.args["upper_bound_ns"] >= s.end - s.start for s in bounded)
+    assert len([s for s in bounded if s.args["upper_bound_ns"] >= 1_000_000]) >= 90
+    assert len(leafs) >= 2090 and len(leafs) - len(bounded) >= 1000
     # exact mode: no bounds, no estimates
     raw = crash_raw(tree, run_crash, exe, name="exact")
     r, _ = decode(tree, raw, "--text", "-n", "5000")
