@@ -16,6 +16,7 @@
 #   bigcore-*    the core / snapshot maker for the coreextract, gdb and decoder
 #                benchmarks (bench/bigcore.c), pg / finstr
 #   runstat      wall time + peak RSS of a command
+#   speedprobe   how fast the CPU runs right now (a fixed dependent chain, ns)
 
 BB := $(BUILD)/bench
 BENCH_GCC := gcc
@@ -41,7 +42,7 @@ ifneq ($(BENCH_HAVE_CLANG),)
 BENCH_HP += $(BB)/hp-clang $(BB)/hp-floor-clang $(BB)/hp-empty-clang
 endif
 BENCH_PROGS := $(BENCH_HP) $(BB)/thr-none $(BB)/thr-pg $(BB)/dl-none $(BB)/dl-pg \
-    $(BB)/libdl-none.so $(BB)/libdl-pg.so $(BB)/bigcore-pg $(BB)/bigcore-finstr $(BB)/runstat
+    $(BB)/libdl-none.so $(BB)/libdl-pg.so $(BB)/bigcore-pg $(BB)/bigcore-finstr $(BB)/runstat $(BB)/speedprobe
 # the tools the benchmarks measure
 BENCH_TOOLS := $(BIN)/coreextract $(BIN)/funtrace-decode $(SHARE)/gdb/funtrace.py
 
@@ -158,5 +159,8 @@ $(BB)/bigcore-finstr: bench/bigcore.c $(BENCH_WRAP_DEPS)
 	FUNTRACE_INSTR=finstr $(BIN)/funtrace-gcc $(BENCH_CFLAGS) -o $@ $<
 
 $(BB)/runstat: bench/runstat.c
+	@mkdir -p $(@D)
+	$(BENCH_GCC) $(BENCH_CFLAGS) -o $@ $<
+$(BB)/speedprobe: bench/speedprobe.c
 	@mkdir -p $(@D)
 	$(BENCH_GCC) $(BENCH_CFLAGS) -o $@ $<

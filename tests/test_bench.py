@@ -135,6 +135,9 @@ def test_bench_quick_writes_every_table(tree, tmp_path):
     assert len(mbs) == 3 and met == (min(mbs) >= 500), fig
     # the load of every section is recorded
     assert re.search(r"\| 1-min load per section \(before→after\) \| hot [0-9.]+→[0-9.]+; mt ", md), md
+    # ... and the CPU's speed (a VM's host can slow it without the load showing)
+    speed = re.search(r"\| CPU speed per section \(bench/speedprobe[^|]*\| hot ([0-9.]+)→([0-9.]+); mt ", md)
+    assert speed and all(float(x) >= 1.0 for x in speed.groups()), md
 
     # --- hot path: every configuration measured at both depths, with ring bytes
     rows = {}  # label -> its first row (the hot-path table comes before the 2-thread one)
