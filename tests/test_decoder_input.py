@@ -426,7 +426,7 @@ def test_resident_memory_does_not_grow_with_the_raw(tree, compiled, tmp_path):
     assert maxrss_kib * 1024 < size / 3, (maxrss_kib, size)
 
 
-def test_generations_older_than_the_records_are_estimated(tree, compiled, tmp_path):
+def test_generations_older_than_the_records_are_estimated(tree, san_decoder, compiled, tmp_path):
     """The runtime keeps 64 generation records; a ring that holds more history has a part
     older than the oldest record.  When it is big, the decoder cuts it where its
     generations began (every measured period back from the oldest record) instead of
@@ -468,6 +468,9 @@ def test_generations_older_than_the_records_are_estimated(tree, compiled, tmp_pa
                                   f"generations {a}..{b} (estimated)" for a, b in spans], names[:20]
     assert names[len(spans)] == f"generation {rec[0]}"
     assert b"(estimated)" in pf.read_bytes()
+    # the estimation under ASan+UBSan: the same output
+    _, jn = both(tree, san_decoder, raw, "--no-symbols", "-q", tmp_path=tmp_path, expect=0)
+    assert jn.read_bytes() == (tmp_path / f"{raw.name}.s.json").read_bytes()
 
 
 def test_wrong_binary_does_not_make_the_decode_quadratic(tree, compiled, tmp_path):
