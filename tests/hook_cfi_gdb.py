@@ -200,11 +200,17 @@ def scenario(name, addr, hook, expect, mutate=None, restore=None):
         restore(saved)
 
 
-def flip(off):
+def flip(off, bit=1):
     def m():
         r = rec()
-        setmem(r + off, u32(r + off) ^ 1, "unsigned int")
+        setmem(r + off, u32(r + off) ^ bit, "unsigned int")
     return m
+
+
+# the TSC's high half: the record's value made to differ from the TSC's now.  Its low bit
+# would not do: the high half moves by one every 2^32 ticks (~2 s, while gdb steps), and
+# from an even value it then equals the stored one with that bit flipped (no escape).
+THI_FAR = 1 << 30
 
 
 def poke(off, val):
@@ -280,7 +286,7 @@ sites = (("__fentry__", calls_of("leaf", "__fentry__"), ["leaf", "mid", "main"])
 for hook, addr, exp in sites:
     scenario("plain", addr, hook, exp, ahi_same)
     scenario("addr_hi", addr, hook, exp, flip(R_AHI))
-    scenario("tsc_hi", addr, hook, exp, flip(R_THI))
+    scenario("tsc_hi", addr, hook, exp, flip(R_THI, THI_FAR))
     scenario("paused", addr, hook, exp, poke(R_MASK, lambda r: 0), unpoke(R_MASK))
     scenario("not_self", addr, hook, exp, poke(R_SELF, lambda r: 0), unpoke(R_SELF))
     scenario("dead", addr, hook, exp, set_rec("ft_thread_dummy_dead"), unset_rec)
@@ -288,7 +294,7 @@ for hook, addr, exp in sites:
     if MODE == "sampled":
         scenario("stamp", addr, hook, exp, both(due, ahi_same))
         scenario("stamp_addr_hi", addr, hook, exp, both(due, flip(R_AHI)))
-        scenario("stamp_tsc_hi", addr, hook, exp, both(due, flip(R_THI)))
+        scenario("stamp_tsc_hi", addr, hook, exp, both(due, flip(R_THI, THI_FAR)))
         scenario("stamp_ring_start", addr, hook, exp, both(due, ring_start))
     scenario("first_event", addr, hook, exp, set_rec("ft_thread_dummy_init"))
 # a new thread's first event (its record is created on the hook's cold path)
