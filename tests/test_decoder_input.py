@@ -2,7 +2,6 @@
 errors, what is recovered.  The damaged files are real raws (a crashed
 dec_pattern) cut or altered; every input also goes through the ASan+UBSan
 build of the decoder (make SAN=1 funtrace-decode)."""
-import json
 import re
 import struct
 import subprocess
@@ -487,13 +486,13 @@ def test_wrong_binary_does_not_make_the_decode_quadratic(tree, compiled, tmp_pat
     r = run_program([prog, "1", "1000000", "0"], tmp_path / "run", env={"FUNTRACE_BUF": str(32 << 20)},
                     want_core=False)
     assert r.returncode == 0 and r.stdout == "done\n", r.stderr
-    # "rebuilt since": 4096 functions of 16 bytes over the old text, so that a call's and
+    # "rebuilt since": 4096 functions of ~15 bytes over the old text, so that a call's and
     # its return's addresses fall in different ones
     src = tmp_path / "other.c"
     src.write_text("".join(f"__attribute__((noinline)) int f{i}(int x) {{ return x + {i}; }}\n"
                            for i in range(4096)) +
                    "int main(int c, char **v) { (void)v; return f0(c); }\n")
-    subprocess.run(["gcc", "-O2", "-fcf-protection=none", "-o", prog, src], check=True)
+    subprocess.run(["gcc", "-O0", "-fcf-protection=none", "-o", prog, src], check=True)
     d = subprocess.run([tree.tool("funtrace-decode"), "--json", tmp_path / "t.json", r.dir / "funtrace.raw"],
                        capture_output=True, text=True, timeout=60)
     assert "does not have the traced build-id" in d.stderr, d.stderr
@@ -501,4 +500,6 @@ def test_wrong_binary_does_not_make_the_decode_quadratic(tree, compiled, tmp_pat
     s = subprocess.run([tree.tool("funtrace-decode"), "--summary", r.dir / "funtrace.raw"], capture_output=True,
                        text=True, timeout=60)
     assert re.search(r"[1-9]\d{5,} orphan returns", s.stdout), s.stdout  # the case it is about
-    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    m = re.search(r"wrote \S+: \d+ threads, (\d+) slices", d.stderr)
+    assert m and int(m.group(1)) >= 1000000, d.stderr
+    assert (tmp_path / "t.json").read_bytes().rstrip().endswith(b"}")
