@@ -44,22 +44,35 @@ NI void do_work(void)
     while (now_ms() - t0 < 3.0) sink++;
 }
 
+/* a /proc/self/task/TID file's first bytes */
+NOFUNTRACE static void task_file(int tid, const char *name, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/%s", tid, name);
+    FILE *f = fopen(path, "r");
+    if (!f) abort();
+    size_t n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = 0;
+}
+
 /* the waiter asleep in its read() of the pipe: /proc/.../syscall answers only
  * once the thread is off its CPU and dequeued (the kernel waits for that), so
  * its sched_switch out, sleeping (S), has happened -- /proc's state letter S
  * is set before the switch, and a waiter preempted right then would be woken
- * without ever switching out asleep */
+ * without ever switching out asleep.  And its state is S: a waiter woken by
+ * the previous token but still waiting for a CPU (R) is off its CPU inside
+ * read() too (a busy host: the next round's wait would then be short) */
 NOFUNTRACE static int asleep_in_read(int tid)
 {
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-    FILE *f = fopen(path, "r");
-    if (!f) abort();
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
+    char buf[512];
+    task_file(tid, "syscall", buf, sizeof buf);
     long nr = -1, fd = -1;
-    return sscanf(buf, "%ld 0x%lx", &nr, &fd) == 2 && nr == 0 /* read */ && fd == fds[0];
+    if (sscanf(buf, "%ld 0x%lx", &nr, &fd) != 2 || nr != 0 /* read */ || fd != fds[0])
+        return 0;
+    task_file(tid, "stat", buf, sizeof buf);
+    const char *s = strrchr(buf, ')'); /* "pid (comm) S ..." */
+    return s && s[1] == ' ' && s[2] == 'S';
 }
 
 NI void hand_over(void)
