@@ -606,20 +606,17 @@ static __attribute__((noinline)) void event_rare(struct replay *r, uint64_t word
             pop(r, t, tm, 0, exact, r->cur_hi_m);
             return;
         }
-        /* orphan return */
+        /* orphan return: nothing open survives it, in both passes -- in
+         * emission it is inconsistent with discovery (more orphans than
+         * MAX_PRE, names from the wrong binary), and calls whose returns
+         * never match would pile up, every find() walking them (quadratic) */
+        while (r->n)
+            pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
         if (r->discovery) {
             th->orphans++;
-            while (r->n)
-                pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
             pre_add(r, f);
         } else {
-            /* inconsistent with the discovery pass (more orphans than
-             * MAX_PRE, names from the wrong binary): as in discovery, nothing
-             * open survives it -- else the calls whose returns never match
-             * pile up, and every find() walks them (quadratic) */
             th->unnamed++;
-            while (r->n)
-                pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
         }
         return;
     }
