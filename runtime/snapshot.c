@@ -28,7 +28,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "funtrace.h"
@@ -38,26 +37,14 @@
 
 /* ---- reading our own memory ------------------------------------------- */
 
+/* ctx: a struct procmem of this process (procmem_init in emit); ring memory:
+ * untouched pages are zeros, not read (reading them would make them real
+ * memory of ours: reader/procmem.h) */
 static size_t self_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-    size_t done = 0;
-    (void)ctx;
-    while (done < len) {
-        struct iovec local = { (char *)buf + done, len - done };
-        struct iovec remote = { (void *)(uintptr_t)(addr + done), len - done };
-        ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            break;
-        }
-        done += (size_t)n;
-    }
-    return done;
+    return procmem_read(ctx, addr, buf, len, 0);
 }
 
-/* ring memory: untouched pages are zeros, not read (reading them would make
- * them real memory of ours: reader/procmem.h); ctx: a struct procmem */
 static size_t self_read_ring(void *ctx, uint64_t addr, void *buf, size_t len)
 {
     return procmem_read(ctx, addr, buf, len, 1);
