@@ -604,10 +604,16 @@ def test_unavailable_triggers_are_refused(tree, tmp_path, groups):
 
 @pytest.mark.root
 @pytest.mark.psi
-def test_exits_when_pid_exits_and_on_sigterm(tree, tmp_path, watchers, spawn):
-    sleeper = spawn(["sleep", "30"])
+@pytest.mark.cgroup_v2
+def test_exits_when_pid_exits_and_on_sigterm(tree, tmp_path, groups, watchers, spawn):
+    """The sleeper has a v2 group of its own, so the PSI trigger is scoped to it and
+    cannot fire (a sleeping process never stalls on memory; a system-wide trigger did,
+    right after arming, when earlier tests had left memory pressure behind)."""
+    _, g2 = groups.make(v1=False)
+    sleeper = groups.start(["sleep", "30"], [g2])
     w = watchers(["--pid", sleeper.pid, "-o", tmp_path / "o1", "--triggers", "psi"], "w1")
     w.wait_armed()
+    assert f"on {g2}/memory.pressure" in w.log, w.log
     t0 = time.time()
     sleeper.kill()
     sleeper.wait()
