@@ -23,11 +23,6 @@ __thread struct ft_thread *ft_self_s __attribute__((tls_model("initial-exec"))) 
 /* the record of this thread (whatever mode), NULL if none */
 static __thread struct ft_thread *my_rec __attribute__((tls_model("initial-exec")));
 
-static pid_t ft_gettid(void)
-{
-    return (pid_t)syscall(SYS_gettid);
-}
-
 static void set_hot_ptr(struct ft_thread *t)
 {
     if (ft_sampled_mode)
@@ -180,9 +175,28 @@ static struct ft_thread *slot_get(void)
     }
 }
 
-static void fill_name(struct ft_thread *t)
+static uint32_t main_idx = UINT32_MAX; /* the main thread's record, if still so */
+
+/* a new record's name: the kernel gives a new thread its creator's name,
+ * most often the main thread's, so a traced thread takes the main thread's
+ * name as the registry knows it (kept current by the pthread_setname_np
+ * interposer and the refreshes at generation boundaries); PR_GET_NAME, a
+ * system call, only where there is no alive main-thread record (the first
+ * record, the child of a fork) and for records without a ring (IGNORED:
+ * never refreshed, e.g. the housekeeper, named before it asks).  Under
+ * lock. */
+static void fill_name(struct ft_thread *t, uint32_t state)
 {
+    struct ft_thread *th = ft_threads(), *m = NULL;
     char name[FT_THREAD_NAME_LEN + 1];
+    if (t->flags & FT_THRF_MAIN)
+        main_idx = (uint32_t)(t - th);
+    else if (main_idx < funtrace_root.threads_used && state == FT_THR_ALIVE)
+        m = &th[main_idx];
+    if (m && (m->flags & FT_THRF_MAIN) && m->state == FT_THR_ALIVE) {
+        memcpy(t->name, m->name, FT_THREAD_NAME_LEN);
+        return;
+    }
     memset(name, 0, sizeof name);
     if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0)
         name[0] = 0;
@@ -212,7 +226,7 @@ static struct ft_thread *record_create(uint64_t size, uint32_t state)
     FT_STORE(t->mask, 0);
     t->seq++;
     t->countdown = 1; /* sampled: the first return is stamped */
-    t->tid = (uint32_t)ft_gettid();
+    t->tid = ft_gettid();
     t->fmt = ft_sampled_mode ? FT_FMT_SAMPLED4 : FT_FMT_EXACT8;
     t->addr_hi = FT_E8_HI_NONE; /* the first event carries both escapes */
     t->tsc_hi = FT_E8_HI_NONE;
@@ -220,7 +234,7 @@ static struct ft_thread *record_create(uint64_t size, uint32_t state)
     t->flags = (t->tid == (uint32_t)r->pid) ? FT_THRF_MAIN : 0;
     t->start_tsc = ft_rdtsc();
     t->exit_tsc = 0;
-    fill_name(t);
+    fill_name(t, state);
     gen_pos_reset(t);
     t->ring_size = ring ? size : 0;
     t->pos = (uint64_t)(uintptr_t)ring;

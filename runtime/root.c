@@ -249,6 +249,7 @@ static void do_init(void)
     read_settings();
     read_cmdline();
     ft_tsc_init();
+    ft_tid_init();
     ft_registry_init();
     ft_modules_init();
     ft_gens_init();

@@ -58,6 +58,21 @@ def test_threads_registry(compiled, tmp_path, mode):
     assert raw.header["nthreads"] == len(raw.threads)
 
 
+def test_tids_and_names_are_the_kernels(compiled, tmp_path):
+    """Each record holds the tid and name the kernel gave its thread, more
+    threads than the runtime checks its gettid-free tid against gettid
+    (tid.c), after the main thread renamed itself."""
+    prog = compiled("rt_threads.c", "pg")
+    r = run_ok(prog, tmp_path / "run", ["tids"])
+    told = [line.split()[1:] for line in r.stdout.splitlines() if line.startswith("tid ")]
+    assert len(told) == 8
+    raw = only_snapshot(r.dir / "funtrace.raw")
+    got = {t.tid: t.name for t in raw.threads if t.tid != r.pid and t.name != "funtrace"}
+    assert got == {int(tid): name for tid, name in told}
+    assert {name for _, name in told} == {"m-renamed"}
+    assert main_thread(raw).name == "m-renamed"
+
+
 def test_budget_evicts_oldest_exited(compiled, tmp_path):
     """With a budget of 4 rings, the main thread's ring and the 3 most
     recently exited threads' rings are kept; older exited rings are evicted

@@ -3,13 +3,16 @@
  * pthread_setname_np (by the thread itself and by another thread) and by
  * prctl.  argv[1] == "budget": 10 short threads one after another.
  * argv[1] == "budget-abort" N: N short threads one after another, then
- * abort() (a core with the registry counters). */
+ * abort() (a core with the registry counters).  argv[1] == "tids": the
+ * main thread renames itself, then 8 short threads one after another print
+ * the tid and name the kernel gave them. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "rt_common.h"
 
@@ -44,6 +47,14 @@ NI void *thr_alive(void *a)
     return NULL;
 }
 NI void *thr_short(void *a) { thr_work((int)(long)a); return NULL; }
+NI void *thr_tell(void *a)
+{
+    char name[17] = {0};
+    thr_work((int)(long)a);
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    printf("tid %ld %s\n", (long)syscall(SYS_gettid), name);
+    return NULL;
+}
 
 int main(int argc, char **argv)
 {
@@ -54,6 +65,17 @@ int main(int argc, char **argv)
             pthread_create(&t, NULL, thr_short, (void *)i);
             pthread_join(t, NULL);
         }
+        funtrace_pause_and_write_current_snapshot();
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "tids")) {
+        pthread_setname_np(pthread_self(), "m-renamed");
+        for (long i = 0; i < 8; i++) {
+            pthread_t t;
+            pthread_create(&t, NULL, thr_tell, (void *)i);
+            pthread_join(t, NULL);
+        }
+        fflush(stdout);
         funtrace_pause_and_write_current_snapshot();
         return 0;
     }
