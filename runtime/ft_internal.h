@@ -142,6 +142,7 @@ void ft_clock_snapshot(uint64_t *tsc, uint64_t *mono, uint64_t *real) FT_HIDDEN;
 /* tid.c */
 void ft_tid_init(void) FT_HIDDEN;             /* on the initialising thread */
 uint32_t ft_gettid(void) FT_HIDDEN;           /* this thread's tid; under lock */
+int ft_tid_of(pthread_t th, uint32_t *tid) FT_HIDDEN; /* another thread's; 0: unknown */
 
 /* registry.c */
 void ft_registry_init(void) FT_HIDDEN;
@@ -161,6 +162,7 @@ void ft_ring_free(void *ring, uint64_t size, uint64_t dirty) FT_HIDDEN;
 uint64_t ft_ring_dirty(const struct ft_thread *t) FT_HIDDEN; /* tid.c */
 void ft_tid_init(void) FT_HIDDEN;             /* on the initialising thread */
 uint32_t ft_gettid(void) FT_HIDDEN;           /* this thread's tid; under lock */
+int ft_tid_of(pthread_t th, uint32_t *tid) FT_HIDDEN; /* another thread's; 0: unknown */
 
 /* registry.c */
 void ft_ring_prefault(uint64_t size, unsigned n) FT_HIDDEN;

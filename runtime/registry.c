@@ -177,21 +177,50 @@ static struct ft_thread *slot_get(void)
 
 static uint32_t main_idx = UINT32_MAX; /* the main thread's record, if still so */
 
+/* names given by pthread_setname_np to threads without a record yet (named
+ * by their creator before their first traced call), by tid: the record
+ * created later takes its name from here.  names_unsure: such a thread's
+ * tid could not be read (tid.c), so new records ask PR_GET_NAME.  Under
+ * lock. */
+#define FT_PENDING_NAMES 16
+static struct pending_name {
+    uint32_t tid; /* 0: empty */
+    char name[FT_THREAD_NAME_LEN];
+} pending[FT_PENDING_NAMES];
+static uint32_t pending_next, pending_n;
+static int names_unsure;
+
+static int pending_take(uint32_t tid, char *name)
+{
+    for (uint32_t i = 0; pending_n && i < FT_PENDING_NAMES; i++) {
+        if (pending[i].tid == tid) {
+            memcpy(name, pending[i].name, FT_THREAD_NAME_LEN);
+            pending[i].tid = 0;
+            pending_n--;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* a new record's name: the kernel gives a new thread its creator's name,
  * most often the main thread's, so a traced thread takes the main thread's
  * name as the registry knows it (kept current by the pthread_setname_np
  * interposer and the refreshes at generation boundaries); PR_GET_NAME, a
  * system call, only where there is no alive main-thread record (the first
- * record, the child of a fork) and for records without a ring (IGNORED:
- * never refreshed, e.g. the housekeeper, named before it asks).  Under
- * lock. */
+ * record, the child of a fork), for records without a ring (IGNORED: never
+ * refreshed, e.g. the housekeeper, named before it asks) and when a name
+ * given to a thread without a record could not be kept for it (pending).
+ * Under lock. */
 static void fill_name(struct ft_thread *t, uint32_t state)
 {
     struct ft_thread *th = ft_threads(), *m = NULL;
     char name[FT_THREAD_NAME_LEN + 1];
+    if (state == FT_THR_ALIVE && pending_take(t->tid, t->name))
+        return;
     if (t->flags & FT_THRF_MAIN)
         main_idx = (uint32_t)(t - th);
-    else if (main_idx < funtrace_root.threads_used && state == FT_THR_ALIVE)
+    else if (main_idx < funtrace_root.threads_used && state == FT_THR_ALIVE && !names_unsure)
         m = &th[main_idx];
     if (m && (m->flags & FT_THRF_MAIN) && m->state == FT_THR_ALIVE) {
         memcpy(t->name, m->name, FT_THREAD_NAME_LEN);
@@ -431,13 +460,32 @@ void ft_thread_set_name_by_pthread(pthread_t th, const char *name)
     uint32_t n;
     if (!t || !ft_lock())
         return;
+    char buf[FT_THREAD_NAME_LEN];
+    int found = 0;
+    uint32_t tid;
+    memset(buf, 0, sizeof buf);
+    ft_strlcpy(buf, name, sizeof buf);
     n = funtrace_root.threads_used;
     for (uint32_t i = 0; i < n; i++) {
         if (t[i].state == FT_THR_ALIVE && pthread_equal(ft_rt.pthreads[i], th)) {
-            char buf[FT_THREAD_NAME_LEN];
-            memset(buf, 0, sizeof buf);
-            ft_strlcpy(buf, name, sizeof buf);
             memcpy(t[i].name, buf, sizeof buf);
+            found = 1;
+        }
+    }
+    if (!found) { /* no record yet: its record, when created, takes the name */
+        if (!ft_tid_of(th, &tid)) {
+            names_unsure = 1;
+        } else {
+            char old[FT_THREAD_NAME_LEN];
+            struct pending_name *p;
+            (void)pending_take(tid, old); /* a second name replaces the first */
+            p = &pending[pending_next]; /* the oldest entry is dropped */
+            pending_next = (pending_next + 1) % FT_PENDING_NAMES;
+            if (p->tid)
+                pending_n--;
+            p->tid = tid;
+            memcpy(p->name, buf, sizeof buf);
+            pending_n++;
         }
     }
     ft_unlock();
@@ -507,6 +555,10 @@ void ft_registry_after_fork_child(void)
     q_evicted.head = q_evicted.n = 0;
     ft_rt.pause_depth = 0;
     ft_rt.name_refresh_next = 0;
+    memset(pending, 0, sizeof pending);
+    pending_n = pending_next = 0;
+    names_unsure = 0;
+    main_idx = UINT32_MAX;
     my_rec = NULL;
     if (ft_self == &ft_thread_dummy_dead || ft_self_s == &ft_thread_dummy_dead) {
         /* ignored thread stays ignored */

@@ -71,3 +71,15 @@ uint32_t ft_gettid(void)
         return sys_gettid();
     return tid;
 }
+
+int ft_tid_of(pthread_t th, uint32_t *tid)
+{
+    int32_t v;
+    if (tid_off < 0)
+        return 0;
+    v = *(const volatile int32_t *)((const char *)(uintptr_t)th + tid_off);
+    if (v <= 0)
+        return 0;
+    *tid = (uint32_t)v;
+    return 1;
+}

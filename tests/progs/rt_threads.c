@@ -5,7 +5,8 @@
  * argv[1] == "budget-abort" N: N short threads one after another, then
  * abort() (a core with the registry counters).  argv[1] == "tids": the
  * main thread renames itself, then 8 short threads one after another print
- * the tid and name the kernel gave them. */
+ * the tid and name the kernel gave them; the main thread names every other
+ * one (pthread_setname_np) before its first traced call. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -47,12 +48,20 @@ NI void *thr_alive(void *a)
     return NULL;
 }
 NI void *thr_short(void *a) { thr_work((int)(long)a); return NULL; }
-NI void *thr_tell(void *a)
+NI void thr_tell(long i)
 {
     char name[17] = {0};
-    thr_work((int)(long)a);
+    thr_work((int)i);
     prctl(PR_GET_NAME, name, 0, 0, 0);
     printf("tid %ld %s\n", (long)syscall(SYS_gettid), name);
+}
+/* not traced: waits for its name before the thread's first traced call */
+__attribute__((no_instrument_function)) void *thr_tell_start(void *a)
+{
+    char c;
+    if (read(release_pipe[0], &c, 1) != 1)
+        return NULL;
+    thr_tell((long)a);
     return NULL;
 }
 
@@ -70,9 +79,17 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strcmp(argv[1], "tids")) {
         pthread_setname_np(pthread_self(), "m-renamed");
+        if (pipe(release_pipe))
+            return 1;
         for (long i = 0; i < 8; i++) {
             pthread_t t;
-            pthread_create(&t, NULL, thr_tell, (void *)i);
+            char name[16];
+            pthread_create(&t, NULL, thr_tell_start, (void *)i);
+            snprintf(name, sizeof name, "t-named-%ld", i);
+            if (i % 2)
+                pthread_setname_np(t, name);
+            if (write(release_pipe[1], "x", 1) != 1)
+                return 1;
             pthread_join(t, NULL);
         }
         fflush(stdout);
