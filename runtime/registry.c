@@ -648,6 +648,8 @@ FT_EXPORT void funtrace_set_thread_log_buf_size(int log_buf_size)
     ft_self = ft_self_s = &ft_thread_dummy_dead;
     FT_STORE(old->mask, 0);
     t = record_create(size, FT_THR_ALIVE);
+    if (t)
+        memcpy(t->name, old->name, FT_THREAD_NAME_LEN); /* the same thread */
     old->exit_tsc = ft_rdtsc();
     old->flags |= FT_THRF_RETIRED;
     FT_STORE(old->state, (uint32_t)FT_THR_EVICTED);
