@@ -106,6 +106,19 @@ static int prev_stamp(struct dec *d, struct dthread *th, uint64_t i, uint64_t re
     return 0;
 }
 
+/* sampled: the first stamp at or after item i (within 512 items) */
+static int next_stamp(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref, uint64_t *tsc)
+{
+    struct ev_sitem buf[512];
+    size_t got = ev_read_sampled(d, th, i, 512, ref, buf);
+    for (size_t k = 0; k < got; k++)
+        if (buf[k].kind == EVS_TIME || buf[k].kind == EVS_STAMPED) {
+            *tsc = buf[k].tsc;
+            return 1;
+        }
+    return 0;
+}
+
 static int first_tsc(struct dec *d, struct dthread *th, uint64_t ref, uint64_t *tsc)
 {
     static struct ev_sitem buf[1024];
@@ -226,9 +239,15 @@ static void cuts(struct dec *d, struct dthread *th)
                     if (idx < n && ev_tsc_at(d, th, idx, ref, &t) && t + tol < S)
                         ok = 0;
                 } else {
-                    if (prev_stamp(d, th, idx, ref, &t) && t > S + tol)
+                    int before = prev_stamp(d, th, idx, ref, &t);
+                    if (before && t > S + tol)
                         ok = 0;
-                    if (idx < n && ev_tsc_at(d, th, idx, ref, &t) && t + tol < S)
+                    /* no stamp before it (the ring starts fewer items than
+                     * a sampling period before): only a stamp close after
+                     * it vouches for it, else a laps-old position on a later
+                     * boundary's escapes would put the items before it
+                     * before this generation */
+                    if (idx < n && next_stamp(d, th, idx, ref, &t) && (t + tol < S || (!before && t > S + tol)))
                         ok = 0;
                 }
                 if (!ok)

@@ -126,11 +126,15 @@ def test_laps_old_generation_position(tree, compiled, run_crash, tmp_path, time)
     boundary, it made the ring's oldest events 2^32 ticks too old (a 1.6 s
     span, events before the oldest generation: a CI failure).  Point the
     busy thread's oldest recorded position at the first TSC_HI escape in its
-    ring, as the runtime can leave it, and check the times stay true."""
+    ring, as the runtime can leave it, and check the times stay true and
+    that no event is put before the generation."""
     import struct
     from rawfile import GEN_NONE, parse
     exe = compiled("dec_gens.c", "pg")
-    env = {"FUNTRACE_GEN_MS": "10", **({"FUNTRACE_TIME": "sampled"} if time == "sampled" else {})}
+    # sampled: stamps only at boundaries (K = 10^6), so the ring has no stamp
+    # before the first boundary's escapes to refute the position with
+    env = {"FUNTRACE_GEN_MS": "10",
+           **({"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "1000000"} if time == "sampled" else {})}
     # 2 leaf calls a round: the busy ring spans ~30 ms, several boundaries
     raw = crash_raw(tree, run_crash, exe, ["300", "2"], env=env)
     data = bytearray(raw.read_bytes())
