@@ -160,6 +160,7 @@ struct replay {
     size_t npre, precap;
     struct slice *sl;
     size_t nsl, slcap;
+    size_t prev_hi; /* VIEW_PIECES: the SL_FROM_PREV slices of this batch are below it */
 };
 
 static struct replay *rnew(struct dec *d, struct dthread *th, int discovery)
@@ -251,6 +252,7 @@ static ALWAYS_INLINE void open_out_k(struct replay *r, struct frame *fr, int k)
         if (s->start < r->gstart) {
             s->start = r->gstart;
             s->flags |= SL_FROM_PREV;
+            r->prev_hi = r->nsl + 1;
         }
     }
     s->end = s->start;
@@ -1020,7 +1022,7 @@ void replay_gen(struct replay *r, size_t gi)
         return;
     r->emitting = !r->discovery && g->emit;
     if (!r->calls)
-        r->nsl = 0; /* VIEW_PIECES: one batch per generation */
+        r->nsl = r->prev_hi = 0; /* VIEW_PIECES: one batch per generation */
     /* the generation starts at its boundary, or right after this thread's
      * previous event if that one came later (events recorded around the
      * boundary): a thread's pieces of consecutive generations never overlap */
@@ -1093,13 +1095,20 @@ void replay_gen(struct replay *r, size_t gi)
     }
     if (r->emitting && r->nsl) {
         /* pieces clipped on both sides to nothing carry no information (a
-         * generation without events whose span this thread's clock passed) */
-        size_t k = 0;
-        for (size_t i = 0; i < r->nsl; i++)
-            if (!(r->sl[i].start == r->sl[i].end && (r->sl[i].flags & SL_FROM_PREV) &&
-                  (r->sl[i].flags & SL_TO_NEXT)))
-                r->sl[k++] = r->sl[i];
-        r->nsl = k;
+         * generation without events whose span this thread's clock passed);
+         * only slices below prev_hi can be such (the batch can be far
+         * bigger than the caches: it is not read once more for nothing) */
+        size_t k = 0, i = 0;
+        while (i < r->prev_hi && !(r->sl[i].start == r->sl[i].end && (r->sl[i].flags & SL_FROM_PREV) &&
+                                   (r->sl[i].flags & SL_TO_NEXT)))
+            i++;
+        if (i < r->prev_hi) {
+            for (k = i; i < r->nsl; i++)
+                if (!(r->sl[i].start == r->sl[i].end && (r->sl[i].flags & SL_FROM_PREV) &&
+                      (r->sl[i].flags & SL_TO_NEXT)))
+                    r->sl[k++] = r->sl[i];
+            r->nsl = k;
+        }
         if (r->nsl && r->out->ops->slices)
             r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
     }
