@@ -120,8 +120,8 @@ def test_make_fuzz_runs_both_engines(tree, tmp_path):
     if shutil.which("afl-fuzz") is None:
         pytest.fail("afl++ is not installed (setup.sh installs it)")
     build = tmp_path / "build"
-    r = subprocess.run(["make", f"BUILD={build}", "fuzz", "FUZZ_TIME=3"], cwd=ROOT, capture_output=True, text=True,
-                       timeout=900)
+    r = subprocess.run(["make", "-j2", f"BUILD={build}", "fuzz", "FUZZ_TIME=3"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=900)  # -j2: the two harnesses build side by side
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "Done" in r.stderr and "execs_done" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
     assert not list((build / "fuzz" / "libfuzzer-crashes").iterdir())
