@@ -190,6 +190,16 @@ static struct pending_name {
 static uint32_t pending_next, pending_n;
 static int names_unsure;
 
+/* records that took the main thread's name, since the last refresh: the
+ * next refresh reads theirs first (a thread renamed with prctl before its
+ * first traced call, or made by another renamed thread).  Under lock. */
+#define FT_GUESSED_NAMES 64
+static struct {
+    uint32_t idx;
+    uint64_t seq;
+} guessed[FT_GUESSED_NAMES];
+static uint32_t n_guessed;
+
 static int pending_take(uint32_t tid, char *name)
 {
     for (uint32_t i = 0; pending_n && i < FT_PENDING_NAMES; i++) {
@@ -224,6 +234,10 @@ static void fill_name(struct ft_thread *t, uint32_t state)
         m = &th[main_idx];
     if (m && (m->flags & FT_THRF_MAIN) && m->state == FT_THR_ALIVE) {
         memcpy(t->name, m->name, FT_THREAD_NAME_LEN);
+        if (n_guessed < FT_GUESSED_NAMES) {
+            guessed[n_guessed].idx = (uint32_t)(t - th);
+            guessed[n_guessed++].seq = t->seq;
+        }
         return;
     }
     memset(name, 0, sizeof name);
@@ -493,39 +507,51 @@ void ft_thread_set_name_by_pthread(pthread_t th, const char *name)
 
 /* refresh up to 64 alive threads' names from /proc/self/task/TID/comm
  * (catches prctl(PR_SET_NAME) and writes to comm); under lock */
+static void refresh_one(struct ft_thread *t)
+{
+    char path[64], buf[FT_THREAD_NAME_LEN + 1], name[FT_THREAD_NAME_LEN];
+    size_t l = ft_strlcpy(path, "/proc/self/task/", sizeof path);
+    ssize_t got;
+    int fd;
+    l += ft_u64_to_dec(path + l, t->tid);
+    ft_strlcpy(path + l, "/comm", sizeof path - l);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    got = read(fd, buf, FT_THREAD_NAME_LEN);
+    close(fd);
+    if (got <= 0)
+        return;
+    buf[got] = 0;
+    if (buf[got - 1] == '\n')
+        buf[got - 1] = 0;
+    memset(name, 0, sizeof name);
+    ft_strlcpy(name, buf, sizeof name);
+    if (memcmp(name, t->name, sizeof name))
+        memcpy(t->name, name, sizeof name);
+}
+
 void ft_refresh_names(void)
 {
     struct ft_thread *th = ft_threads();
     uint32_t n = funtrace_root.threads_used, done = 0, i;
+    /* first the records created since the last refresh with a guessed name */
+    for (i = 0; i < n_guessed; i++) {
+        struct ft_thread *t = &th[guessed[i].idx];
+        if (guessed[i].idx < n && t->seq == guessed[i].seq && t->state == FT_THR_ALIVE) {
+            refresh_one(t);
+            done++;
+        }
+    }
+    n_guessed = 0;
     if (!n)
         return;
     for (i = 0; i < n && done < 64; i++) {
         uint32_t k = (ft_rt.name_refresh_next + i) % n;
-        char path[64], buf[FT_THREAD_NAME_LEN + 1];
-        size_t l;
-        int fd;
-        ssize_t got;
         if (th[k].state != FT_THR_ALIVE)
             continue;
         done++;
-        l = ft_strlcpy(path, "/proc/self/task/", sizeof path);
-        l += ft_u64_to_dec(path + l, th[k].tid);
-        ft_strlcpy(path + l, "/comm", sizeof path - l);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        got = read(fd, buf, FT_THREAD_NAME_LEN);
-        close(fd);
-        if (got <= 0)
-            continue;
-        buf[got] = 0;
-        if (got > 0 && buf[got - 1] == '\n')
-            buf[got - 1] = 0;
-        char name[FT_THREAD_NAME_LEN];
-        memset(name, 0, sizeof name);
-        ft_strlcpy(name, buf, sizeof name);
-        if (memcmp(name, th[k].name, sizeof name))
-            memcpy(th[k].name, name, sizeof name);
+        refresh_one(&th[k]);
     }
     ft_rt.name_refresh_next = (ft_rt.name_refresh_next + i) % n;
 }
@@ -558,6 +584,7 @@ void ft_registry_after_fork_child(void)
     memset(pending, 0, sizeof pending);
     pending_n = pending_next = 0;
     names_unsure = 0;
+    n_guessed = 0;
     main_idx = UINT32_MAX;
     my_rec = NULL;
     if (ft_self == &ft_thread_dummy_dead || ft_self_s == &ft_thread_dummy_dead) {

@@ -74,6 +74,17 @@ def test_tids_and_names_are_the_kernels(compiled, tmp_path):
     assert main_thread(raw).name == "m-renamed"
 
 
+def test_names_set_by_prctl_before_the_first_traced_call(compiled, tmp_path):
+    """80 threads rename themselves with prctl before their first traced call,
+    so their records start with the main thread's name; the refreshes at
+    generation boundaries correct every one a few generations later."""
+    prog = compiled("rt_threads.c", "pg")
+    r = run_ok(prog, tmp_path / "run", ["prctl-early"], env={"FUNTRACE_GEN_MS": "10"})
+    raw = only_snapshot(r.dir / "funtrace.raw")
+    names = sorted(t.name for t in raw.threads if t.tid != r.pid and t.name != "funtrace")
+    assert names == sorted(f"t-early-{i}" for i in range(80))
+
+
 def test_budget_evicts_oldest_exited(compiled, tmp_path):
     """With a budget of 4 rings, the main thread's ring and the 3 most
     recently exited threads' rings are kept; older exited rings are evicted

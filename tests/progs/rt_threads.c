@@ -6,7 +6,9 @@
  * abort() (a core with the registry counters).  argv[1] == "tids": the
  * main thread renames itself, then 8 short threads one after another print
  * the tid and name the kernel gave them; the main thread names every other
- * one (pthread_setname_np) before its first traced call. */
+ * one (pthread_setname_np) before its first traced call.  argv[1] ==
+ * "prctl-early": 80 threads rename themselves with prctl before their first
+ * traced call and stay alive over a few generations (FUNTRACE_GEN_MS=10). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -48,6 +50,19 @@ NI void *thr_alive(void *a)
     return NULL;
 }
 NI void *thr_short(void *a) { thr_work((int)(long)a); return NULL; }
+static pthread_barrier_t early_done;
+/* not traced: renames itself before the thread's first traced call */
+__attribute__((no_instrument_function)) void *thr_early(void *a)
+{
+    char name[16], c;
+    snprintf(name, sizeof name, "t-early-%ld", (long)a);
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+    thr_work((int)(long)a);
+    pthread_barrier_wait(&early_done);
+    if (read(release_pipe[0], &c, 1) < 0)
+        perror("read");
+    return NULL;
+}
 NI void thr_tell(long i)
 {
     char name[17] = {0};
@@ -94,6 +109,24 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
         funtrace_pause_and_write_current_snapshot();
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "prctl-early")) {
+        enum { N = 80 };
+        pthread_t t[N];
+        if (pipe(release_pipe))
+            return 1;
+        pthread_barrier_init(&early_done, NULL, N + 1);
+        for (long i = 0; i < N; i++)
+            pthread_create(&t[i], NULL, thr_early, (void *)i);
+        pthread_barrier_wait(&early_done);
+        usleep(50 * 1000); /* a few generations with FUNTRACE_GEN_MS=10 */
+        funtrace_pause_and_write_current_snapshot();
+        for (long i = 0; i < N; i++)
+            if (write(release_pipe[1], "x", 1) != 1)
+                return 1;
+        for (long i = 0; i < N; i++)
+            pthread_join(t[i], NULL);
         return 0;
     }
     if (argc > 2 && !strcmp(argv[1], "budget-abort")) {
