@@ -1006,6 +1006,11 @@ static void finish(struct replay *r)
     free(fl);
 }
 
+static inline int clipped_to_nothing(const struct slice *s)
+{
+    return s->start == s->end && (s->flags & SL_FROM_PREV) && (s->flags & SL_TO_NEXT);
+}
+
 void replay_gen(struct replay *r, size_t gi)
 {
     struct dec *d = r->d;
@@ -1099,13 +1104,11 @@ void replay_gen(struct replay *r, size_t gi)
          * only slices below prev_hi can be such (the batch can be far
          * bigger than the caches: it is not read once more for nothing) */
         size_t k = 0, i = 0;
-        while (i < r->prev_hi && !(r->sl[i].start == r->sl[i].end && (r->sl[i].flags & SL_FROM_PREV) &&
-                                   (r->sl[i].flags & SL_TO_NEXT)))
+        while (i < r->prev_hi && !clipped_to_nothing(&r->sl[i]))
             i++;
         if (i < r->prev_hi) {
             for (k = i; i < r->nsl; i++)
-                if (!(r->sl[i].start == r->sl[i].end && (r->sl[i].flags & SL_FROM_PREV) &&
-                      (r->sl[i].flags & SL_TO_NEXT)))
+                if (!clipped_to_nothing(&r->sl[i]))
                     r->sl[k++] = r->sl[i];
             r->nsl = k;
         }

@@ -159,12 +159,7 @@ void ft_thread_set_name_by_pthread(pthread_t th, const char *name) FT_HIDDEN;
 void *ft_ring_alloc(uint64_t size) FT_HIDDEN;        /* zeroed, aligned to 2 * size */
 /* zeroed and kept for reuse; dirty: bytes from the start that may be non-zero */
 void ft_ring_free(void *ring, uint64_t size, uint64_t dirty) FT_HIDDEN;
-uint64_t ft_ring_dirty(const struct ft_thread *t) FT_HIDDEN; /* tid.c */
-void ft_tid_init(void) FT_HIDDEN;             /* on the initialising thread */
-uint32_t ft_gettid(void) FT_HIDDEN;           /* this thread's tid; under lock */
-int ft_tid_of(pthread_t th, uint32_t *tid) FT_HIDDEN; /* another thread's; 0: unknown */
-
-/* registry.c */
+uint64_t ft_ring_dirty(const struct ft_thread *t) FT_HIDDEN; /* registry.c */
 void ft_ring_prefault(uint64_t size, unsigned n) FT_HIDDEN;
 void ft_registry_prefault(void) FT_HIDDEN;           /* registry.c: the next record's page */
 

@@ -505,8 +505,7 @@ void ft_thread_set_name_by_pthread(pthread_t th, const char *name)
     ft_unlock();
 }
 
-/* refresh up to 64 alive threads' names from /proc/self/task/TID/comm
- * (catches prctl(PR_SET_NAME) and writes to comm); under lock */
+/* t's name from /proc/self/task/TID/comm */
 static void refresh_one(struct ft_thread *t)
 {
     char path[64], buf[FT_THREAD_NAME_LEN + 1], name[FT_THREAD_NAME_LEN];
@@ -531,6 +530,9 @@ static void refresh_one(struct ft_thread *t)
         memcpy(t->name, name, sizeof name);
 }
 
+/* refresh up to 64 alive threads' names (catches prctl(PR_SET_NAME) and
+ * writes to comm): the records that took the main thread's name since the
+ * last refresh, then round-robin; under lock */
 void ft_refresh_names(void)
 {
     struct ft_thread *th = ft_threads();
