@@ -314,6 +314,9 @@ static void one_thread(struct dec *d, struct dthread *th, const struct tthread *
                   th->lost_older ? "; older ones " : "", th->lost_older ? dec_lost_why(th) : "");
     else if (th->lost_older && tt->nevents)
         ob_printf(o, " (older ones %s)", dec_lost_why(th));
+    else if (th->lost_filtered && !th->nevents) /* all of them older than the start time */
+        ob_printf(o, " (its %llu older ring items left out by the snapshot's start time)",
+                  (unsigned long long)rt->st.n_dropped);
     if (tt->ncalls == 0) {
         ob_str(o, "; no calls in the generations shown\n");
     } else {

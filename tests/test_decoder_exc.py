@@ -92,7 +92,8 @@ def test_time_filtered_snapshot_says_left_out(tree, tmp_path):
 
 
 def test_time_filtered_and_wrapped_snapshot(tree, tmp_path):
-    """a tiny ring wraps AND is cut by the snapshot's start time: both said.
+    """a tiny ring wraps AND is cut by the snapshot's start time: both said;
+    a thread all of whose events came before the start time says so.
     One server thread, so that it is the one that served the 499 requests
     before the slow one (wrapping its 4 KiB ring) whatever the scheduler did:
     with three, a busy machine could leave the slow request to a thread that
@@ -110,3 +111,11 @@ def test_time_filtered_and_wrapped_snapshot(tree, tmp_path):
     # past the start time, and had wrapped before
     assert "incomplete (older events left out by the snapshot's start time; the ring also wrapped) in " \
         "generations" in b, b
+    # the main thread's traced calls all came before the start time: said, not just "0 events"
+    (m,) = re.findall(r"^  tid \d+ +server +alive .*\n(?: {6}.*\n)*", s.stdout, re.M)
+    assert " 0 events " in m and re.search(r"\n      no events since the snapshot's start time: its [1-9]\d* older "
+                                           r"ring items were left out\n", m), m
+    t, _ = decode(tree, tmp_path / "slow.raw", "--text")
+    assert t.returncode == 0, t.stderr
+    assert re.search(r'^thread \d+ "server" -- 0 events \(its [1-9]\d* older ring items left out by the '
+                     r"snapshot's start time\); no calls", t.stdout, re.M), t.stdout
