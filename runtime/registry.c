@@ -187,7 +187,7 @@ static struct pending_name {
     uint32_t tid; /* 0: empty */
     char name[FT_THREAD_NAME_LEN];
 } pending[FT_PENDING_NAMES];
-static uint32_t pending_next, pending_n;
+static uint32_t pending_next;
 static int names_unsure;
 
 /* records that took the main thread's name, since the last refresh: the
@@ -202,11 +202,10 @@ static uint32_t n_guessed;
 
 static int pending_take(uint32_t tid, char *name)
 {
-    for (uint32_t i = 0; pending_n && i < FT_PENDING_NAMES; i++) {
+    for (uint32_t i = 0; i < FT_PENDING_NAMES; i++) {
         if (pending[i].tid == tid) {
             memcpy(name, pending[i].name, FT_THREAD_NAME_LEN);
             pending[i].tid = 0;
-            pending_n--;
             return 1;
         }
     }
@@ -495,11 +494,8 @@ void ft_thread_set_name_by_pthread(pthread_t th, const char *name)
             (void)pending_take(tid, old); /* a second name replaces the first */
             p = &pending[pending_next]; /* the oldest entry is dropped */
             pending_next = (pending_next + 1) % FT_PENDING_NAMES;
-            if (p->tid)
-                pending_n--;
             p->tid = tid;
             memcpy(p->name, buf, sizeof buf);
-            pending_n++;
         }
     }
     ft_unlock();
@@ -584,7 +580,7 @@ void ft_registry_after_fork_child(void)
     ft_rt.pause_depth = 0;
     ft_rt.name_refresh_next = 0;
     memset(pending, 0, sizeof pending);
-    pending_n = pending_next = 0;
+    pending_next = 0;
     names_unsure = 0;
     n_guessed = 0;
     main_idx = UINT32_MAX;

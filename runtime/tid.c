@@ -31,9 +31,10 @@ static uint32_t sys_gettid(void)
     return (uint32_t)syscall(SYS_gettid);
 }
 
-static uint32_t desc_tid(void)
+/* the tid slot of thread th's descriptor (tid_off known) */
+static int32_t desc_tid(pthread_t th)
 {
-    return (uint32_t)*(const volatile int32_t *)((const char *)(uintptr_t)pthread_self() + tid_off);
+    return *(const volatile int32_t *)((const char *)(uintptr_t)th + tid_off);
 }
 
 void ft_tid_init(void)
@@ -58,7 +59,7 @@ uint32_t ft_gettid(void)
     uint32_t tid;
     if (tid_off < 0)
         return sys_gettid();
-    tid = desc_tid();
+    tid = (uint32_t)desc_tid(pthread_self());
     if (to_confirm) {
         uint32_t real = sys_gettid();
         if (tid != real) {
@@ -77,7 +78,7 @@ int ft_tid_of(pthread_t th, uint32_t *tid)
     int32_t v;
     if (tid_off < 0)
         return 0;
-    v = *(const volatile int32_t *)((const char *)(uintptr_t)th + tid_off);
+    v = desc_tid(th);
     if (v <= 0)
         return 0;
     *tid = (uint32_t)v;
