@@ -183,8 +183,8 @@ static void summary_print(struct dec *d, struct outbuf *o)
         if (any)
             ob_char(o, '\n');
         if (!th->nevents && th->lost_filtered) /* every event it had is older: say so, not just "0 events" */
-            ob_printf(o, "      no events since the snapshot's start time: its %llu older ring items were left out\n",
-                      (unsigned long long)rt->st.n_dropped);
+            ob_printf(o, "      no events since the snapshot's start time: its %llu older ring items were %s\n",
+                      (unsigned long long)rt->st.n_dropped, dec_lost_why(th));
         any = 0;
         for (size_t gi = 0; gi < d->ngens; gi++)
             if (th->by_tsc[gi] && d->gens[gi].emit && !retired) {

@@ -315,8 +315,7 @@ static void one_thread(struct dec *d, struct dthread *th, const struct tthread *
     else if (th->lost_older && tt->nevents)
         ob_printf(o, " (older ones %s)", dec_lost_why(th));
     else if (th->lost_filtered && !th->nevents) /* all of them older than the start time */
-        ob_printf(o, " (its %llu older ring items left out by the snapshot's start time)",
-                  (unsigned long long)rt->st.n_dropped);
+        ob_printf(o, " (its %llu older ring items %s)", (unsigned long long)rt->st.n_dropped, dec_lost_why(th));
     if (tt->ncalls == 0) {
         ob_str(o, "; no calls in the generations shown\n");
     } else {

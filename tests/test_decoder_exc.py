@@ -114,8 +114,29 @@ def test_time_filtered_and_wrapped_snapshot(tree, tmp_path):
     # the main thread's traced calls all came before the start time: said, not just "0 events"
     (m,) = re.findall(r"^  tid \d+ +server +alive .*\n(?: {6}.*\n)*", s.stdout, re.M)
     assert " 0 events " in m and re.search(r"\n      no events since the snapshot's start time: its [1-9]\d* older "
-                                           r"ring items were left out\n", m), m
+                                           r"ring items were left out by the snapshot's start time\n", m), m
     t, _ = decode(tree, tmp_path / "slow.raw", "--text")
     assert t.returncode == 0, t.stderr
     assert re.search(r'^thread \d+ "server" -- 0 events \(its [1-9]\d* older ring items left out by the '
                      r"snapshot's start time\); no calls", t.stdout, re.M), t.stdout
+
+
+def test_idle_wrapped_thread_outside_a_time_filtered_snapshot(tree, compiled, tmp_path):
+    """a thread whose ring wrapped and all of whose events predate the
+    snapshot's start time: both said, in --summary and --text (the worker of
+    tests/progs/dec_idle.c churns 20000 calls through a 4 KiB ring, then
+    waits while the main thread takes a snapshot starting after that)."""
+    exe = compiled("dec_idle.c", "pg")
+    r = subprocess.run([exe], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "FUNTRACE_BUF": "4096"})
+    assert r.returncode == 0, r.stderr
+    s, _ = decode(tree, tmp_path / "idle.raw", "--summary")
+    assert s.returncode == 0, s.stderr
+    assert re.search(r"\n      no events since the snapshot's start time: its [1-9]\d* older ring items were left "
+                     r"out by the snapshot's start time; the ring also wrapped\n", s.stdout), s.stdout
+    t, _ = decode(tree, tmp_path / "idle.raw", "--text")
+    assert t.returncode == 0, t.stderr
+    assert re.search(r'^thread \d+ "dec_idle-pg" -- 0 events \(its [1-9]\d* older ring items left out by the '
+                     r"snapshot's start time; the ring also wrapped\); no calls", t.stdout, re.M), t.stdout
+    # the main thread's call after the start time is there
+    assert re.search(r"after_start", t.stdout), t.stdout
