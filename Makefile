@@ -8,6 +8,7 @@
 #   make clean           remove build/ (and build-san/)
 #   make install PREFIX=/usr/local
 #   make test            run the pytest suite (same command as README)
+#   make test-slow       the slow tier (fuzzing, sanitized sweeps, bench/run --quick, ...)
 #   make test-realprogs  the real-programs tier (third-party programs, cached builds)
 BUILD    ?= $(if $(SAN),build-san,build)
 PREFIX   ?= /usr/local
@@ -39,7 +40,7 @@ INSTALL_STEPS :=
 # run after INSTALL_STEPS: what makes gdb load the installed files (gdb/build.mk)
 INSTALL_LAST :=
 
-.PHONY: all clean install test test-realprogs
+.PHONY: all clean install test test-slow test-realprogs
 all: all-targets
 
 -include cli/build.mk
@@ -72,6 +73,10 @@ install: all
 
 test: all
 	/usr/bin/python3 -m pytest tests
+
+# the slow tier: the tests marked slow (tests/conftest.py), left out of `make test`
+test-slow: all
+	FUNTRACE_SLOW=1 /usr/bin/python3 -m pytest tests -m slow
 
 # the real-programs tier (tests/realprogs: redis, unbound, memcached from their
 # Debian source packages; builds cached in /var/cache/funtrace-realprogs)

@@ -43,7 +43,9 @@ def pytest_configure(config):
         ("cgroup_v2", "needs cgroup v2 at /sys/fs/cgroup/unified or /sys/fs/cgroup (root)"),
         ("psi", "needs PSI (memory.pressure) on cgroup v2"),
         ("clang", "needs clang"),
-        ("slow", "takes more than ~20 s"),
+        ("slow", "the slow tier: robustness sweeps (fuzzing, sanitized builds over many inputs, randomly "
+                 "corrupted cores), bench/run --quick, the PN_XNUM core; left out of the default run unless "
+                 "FUNTRACE_SLOW=1 or -m names it (.ci/run runs it after the default suite: make test-slow)"),
     ]:
         config.addinivalue_line("markers", f"{name}: {doc}")
     # always list skipped tests with their reason (-rs) in the summary
@@ -64,7 +66,16 @@ def _cgroup_v2() -> Optional[Path]:
     return None
 
 
+def _slow_tier_wanted(config) -> bool:
+    return os.environ.get("FUNTRACE_SLOW") == "1" or "slow" in (getattr(config.option, "markexpr", "") or "")
+
+
 def pytest_collection_modifyitems(config, items):
+    if not _slow_tier_wanted(config):
+        slow = [i for i in items if i.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [i for i in items if not i.get_closest_marker("slow")]
     is_root = os.geteuid() == 0
     v1 = _cgroup_v1_memory()
     v2 = _cgroup_v2()

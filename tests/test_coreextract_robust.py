@@ -117,6 +117,7 @@ F_ROOT_GENS, F_ROOT_GENS_CAP = 14, 15
 
 
 @pytest.mark.parametrize("corruption", ["threads_used", "threads_ptr", "gens_cap", "root_size", "self"])
+@pytest.mark.parametrize("ce", ["build", pytest.param("build-san", marks=pytest.mark.slow)], indirect=True)
 def test_corrupt_root_in_real_core(ce, acore, tmp_path, corruption):
     _, good = extract_with(ce, acore)
     base, offs = root_fields(acore, good)
@@ -156,6 +157,7 @@ def extract_with(ce, core):
     return r, rawfile.parse(r.stdout)
 
 
+@pytest.mark.slow
 def test_randomly_corrupted_cores(san_coreextract, acore, tmp_path):
     """Bytes flipped in the program headers, the notes, the root and registry, the
     rings: the sanitized build never crashes, hangs or reports memory errors, and
@@ -204,6 +206,7 @@ def test_randomly_corrupted_cores(san_coreextract, acore, tmp_path):
     assert len(codes) >= 2, codes   # the corruption did hit something
 
 
+@pytest.mark.slow
 def test_sanitized_build_over_good_and_truncated_cores(san_coreextract, tree, acore, tmp_path):
     require_tools(tree, "coreextract")
     ref = run(tree.tool("coreextract"), acore)

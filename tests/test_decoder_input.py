@@ -221,6 +221,7 @@ def test_no_events(tree, san_decoder, good_raw, tmp_path):
     assert "no trace events" in one_line(r.stderr) and not j.exists()
 
 
+@pytest.mark.slow
 def test_sanitizers_on_real_traces(tree, san_decoder, compiled, run_crash, tmp_path):
     """generations, wrapped rings, exceptions and sampled time under ASan+UBSan"""
     raws = [crash_raw(tree, run_crash, compiled("dec_gens.c", "pg"), env={"FUNTRACE_GEN_MS": "10"}, name="g"),

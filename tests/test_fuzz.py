@@ -73,6 +73,7 @@ def test_coreextract_on_kept_inputs(tree, path):
         assert b.returncode == 3 and b"read in one pass" in b.stderr, (path, b.stderr)
 
 
+@pytest.mark.slow
 def test_sanitized_coreextract_on_kept_inputs(tree):
     from test_coreextract_robust import SAN_BIN
     r = subprocess.run(["make", "-j2", "SAN=1", "coreextract"], cwd=ROOT, capture_output=True, text=True,
@@ -83,6 +84,7 @@ def test_sanitized_coreextract_on_kept_inputs(tree):
         check_coreextract(SAN_BIN, path, "--one-pass")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
 def test_gdb_extension_on_fuzzed_cores(tree, tmp_path):
     """The gdb extension (whatever gdb/ holds) on the fuzzed cores: `funtrace save`
@@ -113,6 +115,7 @@ def test_gdb_extension_on_fuzzed_cores(tree, tmp_path):
     assert sum(1 for rc in results.values() if rc == 0) >= 4, results
 
 
+@pytest.mark.slow
 @pytest.mark.clang
 def test_make_fuzz_runs_both_engines(tree, tmp_path):
     """`make fuzz` builds the libFuzzer and the AFL++ harness and runs each over the

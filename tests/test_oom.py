@@ -660,7 +660,8 @@ def test_usage_trigger_saves_before_the_oom_kill(tree, tmp_path, groups, watcher
     raw = rawfile.parse(raw_path)
     t = main_thread(raw, p.pid)
     # read while it grew, at about half the limit: ~64 chunks loaded, not 128
-    grown = sum(1 for e in t.events() if not e.ret and symbolizer(hog, raw)(e.addr) == "grow_cache")
+    name = symbolizer(hog, raw)
+    grown = sum(1 for e in t.events() if not e.ret and name(e.addr) == "grow_cache")
     assert 56 <= grown <= 110, grown
     assert {"load_chunk", "grow_cache", "alloc_block"} <= called(t, hog, raw)
 

@@ -92,13 +92,15 @@ def test_readme_first_command_as_written(tree, tree_copy, tmp_path):
 
 
 def make_ci_sandbox(tmp_path, setup_body, tests):
-    """A minimal tree holding the real .ci/run, a stand-in setup.sh and the given test files."""
+    """A minimal tree holding the real .ci/run, the real tests/conftest.py (its
+    slow tier), a stand-in setup.sh and the given test files."""
     d = tmp_path / "ci"
     (d / ".ci").mkdir(parents=True)
     shutil.copy2(CI_RUN, d / ".ci" / "run")
     (d / "setup.sh").write_text("#!/bin/sh\n" + setup_body)
     (d / "setup.sh").chmod(0o755)
     (d / "tests").mkdir()
+    shutil.copy2(ROOT / "tests" / "conftest.py", d / "tests" / "conftest.py")
     for name, body in tests.items():
         (d / "tests" / name).write_text(body)
     return d
@@ -115,14 +117,37 @@ def test_ci_fails_when_pytest_collects_nothing(tmp_path):
     assert "collected no tests" in r.stderr
 
 
+SLOW_TEST = "import pytest\n\n@pytest.mark.slow\ndef test_slow():\n    open('slow-ran', 'a').write('x')\n"
+
+
 def test_ci_passes_and_fails_with_the_tests(tmp_path):
-    d = make_ci_sandbox(tmp_path, "exit 0\n", {"test_one.py": "def test_ok():\n    assert True\n"})
+    """the default run leaves the slow tier out; CI runs it after, once"""
+    d = make_ci_sandbox(tmp_path, "exit 0\n", {"test_one.py": "def test_ok():\n    assert True\n",
+                                               "test_slow.py": SLOW_TEST})
     r = sh(["bash", ".ci/run"], cwd=d, env=CI_ENV, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert re.search(r"1 passed", r.stdout)
+    # the default run, then the slow tier: each runs one test and deselects the other
+    assert len(re.findall(r"\b1 passed, 1 deselected\b", r.stdout)) == 2, r.stdout
+    assert (d / "slow-ran").read_text() == "x"
     (d / "tests" / "test_two.py").write_text("def test_bad():\n    assert False\n")
     r = sh(["bash", ".ci/run"], cwd=d, env=CI_ENV, timeout=120)
     assert r.returncode == 1, r.stdout + r.stderr
+    assert (d / "slow-ran").read_text() == "x", "the slow tier must not run after a failed default run"
+
+
+def test_ci_fails_with_the_slow_tier(tmp_path):
+    d = make_ci_sandbox(tmp_path, "exit 0\n", {"test_one.py": "def test_ok():\n    assert True\n",
+                                               "test_slow.py": SLOW_TEST + "    assert False\n"})
+    r = sh(["bash", ".ci/run"], cwd=d, env=CI_ENV, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (d / "slow-ran").exists()
+
+
+def test_ci_fails_when_the_slow_tier_collects_nothing(tmp_path):
+    d = make_ci_sandbox(tmp_path, "exit 0\n", {"test_one.py": "def test_ok():\n    assert True\n"})
+    r = sh(["bash", ".ci/run"], cwd=d, env=CI_ENV, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "the slow tier collected no tests" in r.stderr
 
 
 def test_ci_stops_when_setup_fails(tmp_path):
