@@ -526,19 +526,31 @@ static void refresh_one(struct ft_thread *t)
         memcpy(t->name, name, sizeof name);
 }
 
+/* record k's name was just read as one of the first ng guessed[] (at most
+ * 64 compares, at a generation boundary): the round-robin skips it */
+static int read_above(uint32_t k, uint32_t ng)
+{
+    for (uint32_t i = 0; i < ng; i++)
+        if (guessed[i].idx == k)
+            return 1;
+    return 0;
+}
+
 /* refresh up to 64 alive threads' names (catches prctl(PR_SET_NAME) and
  * writes to comm): the records that took the main thread's name since the
  * last refresh, then round-robin; under lock */
 void ft_refresh_names(void)
 {
     struct ft_thread *th = ft_threads();
-    uint32_t n = funtrace_root.threads_used, done = 0, i;
+    uint32_t n = funtrace_root.threads_used, done = 0, i, ng = n_guessed;
     /* first the records created since the last refresh with a guessed name */
-    for (i = 0; i < n_guessed; i++) {
+    for (i = 0; i < ng; i++) {
         struct ft_thread *t = &th[guessed[i].idx];
         if (guessed[i].idx < n && t->seq == guessed[i].seq && t->state == FT_THR_ALIVE) {
             refresh_one(t);
             done++;
+        } else {
+            guessed[i].idx = UINT32_MAX; /* not read: the round-robin may */
         }
     }
     n_guessed = 0;
@@ -546,7 +558,7 @@ void ft_refresh_names(void)
         return;
     for (i = 0; i < n && done < 64; i++) {
         uint32_t k = (ft_rt.name_refresh_next + i) % n;
-        if (th[k].state != FT_THR_ALIVE)
+        if (th[k].state != FT_THR_ALIVE || read_above(k, ng))
             continue;
         done++;
         refresh_one(&th[k]);
