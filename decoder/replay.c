@@ -83,6 +83,8 @@
 #define FR_LOOSE 16u /* sampled: started in a loose bracket (ringevents.c), at mlo or later */
 #define FR_THROW 32u /* __cxa_throw / __cxa_rethrow: never returns */
 #define FR_ROTK 64u  /* bit-61 call whose code is known to log its return on unwinding (sym_exit_on_unwind) */
+#define FR_ESCAPED 128u /* FR_THROW whose exception found no handler: the C++ runtime's
+                           __cxa_throw / __cxa_rethrow caught it itself for std::terminate */
 
 /* Times: every event of a thread gets its own nanosecond (ns: a later event
  * with the same or an earlier clock reading is moved to the previous event's
@@ -377,10 +379,10 @@ static int abandon_above(struct replay *r, size_t k)
  * not overlap, so that is addr's function when it is open and addr lies in
  * its main part; -1 if none.  (-finstrument-functions frames count too:
  * clang logs no returns for the frames an exception unwinds.) */
-static long find_by_addr(const struct replay *r, uint64_t addr, int modfile)
+static long find_by_addr(const struct replay *r, uint64_t addr, int modfile, size_t lim)
 {
     long best = -1;
-    for (size_t i = r->n; i > 0; i--) {
+    for (size_t i = lim; i > 0; i--) {
         const struct frame *fr = &r->stk[i - 1];
         if (fr->flags & FR_PRE || fr->addr > addr || (best >= 0 && fr->addr <= r->stk[best].addr))
             continue;
@@ -391,10 +393,10 @@ static long find_by_addr(const struct replay *r, uint64_t addr, int modfile)
     return best;
 }
 
-/* index of the topmost frame with this match id, -1 if none */
-static long find(const struct replay *r, uint32_t match)
+/* index of the topmost frame below lim with this match id, -1 if none */
+static long find(const struct replay *r, uint32_t match, size_t lim)
 {
-    for (size_t i = r->n; i > 0; i--)
+    for (size_t i = lim; i > 0; i--)
         if (r->stk[i - 1].match == match)
             return (long)(i - 1);
     return -1;
@@ -459,26 +461,52 @@ static int terminate_path(const struct func *fn)
 
 /* the frames above frame keep-1 were unwound: they end at the catch, down
  * to a frame with a stop flag (a live bit-61 frame, one that would have
- * logged its return, ...) -- and never below the __cxa_throw of an earlier
- * exception: that one is still in flight (a destructor run by its unwinding
- * threw, or it escaped to std::terminate, whose handler threw it again),
- * and no exception can unwind through it */
-static void unwind_to(struct replay *r, size_t keep, unsigned stop)
+ * logged its return, ...), never below a throw whose exception escaped to
+ * std::terminate (FR_ESCAPED: still running, the terminate handler above
+ * it), and below at most `throws` throws.  A catch whose catcher is on the
+ * stack pops any number of them: an earlier throw under the one caught is
+ * one whose frame a landing pad below it already left (a destructor run by
+ * its unwinding threw, and caught the exception itself). */
+static void unwind_to(struct replay *r, size_t keep, unsigned stop, size_t throws)
 {
-    int throws = 0;
     while (r->n > keep) {
         unsigned fl = r->stk[r->n - 1].flags;
-        if ((fl & stop) || ((fl & FR_THROW) && throws++))
+        if ((fl & (stop | FR_ESCAPED)) || ((fl & FR_THROW) && !throws--))
             break;
         pop(r, r->crun_t, r->crun_tm, SL_UNWOUND, r->crun_q, r->crun_hi);
     }
 }
 
+/* where a catch's catcher and callers are looked for: below the topmost
+ * throw, which threw what is caught (an exception in flight is caught
+ * before an older one goes on), unless that throw found no handler
+ * (FR_ESCAPED): std::terminate's handler, called above it, may catch it
+ * again.  So when the terminate handler's own rethrow of an escaped
+ * rethrow is caught, the escaped __cxa_rethrow below it (still running)
+ * is the catcher's caller, not the handler's (unwound). */
+static size_t catch_limit(const struct replay *r)
+{
+    for (size_t i = r->n; i > 0; i--)
+        if (r->stk[i - 1].flags & FR_THROW)
+            return (r->stk[i - 1].flags & FR_ESCAPED) ? r->n : i - 1;
+    return r->n;
+}
+
 /* one catch entry: the first of a run names the catcher, the others its
- * callers; the first of them found on the stack ends the unwinding */
+ * callers; the first of them found on the stack ends the unwinding.  A
+ * catcher that is itself a throw function is the C++ runtime's __cxa_throw
+ * or __cxa_rethrow on its way to std::terminate: the topmost throw's
+ * exception escaped (FR_ESCAPED). */
 static void catch_entry(struct replay *r, struct func *fn, uint32_t f, uint64_t addr, int64_t t, int64_t tm,
                         int exact)
 {
+    if (!r->crun && fn->throws) {
+        for (size_t i = r->n; i > 0; i--)
+            if (r->stk[i - 1].flags & FR_THROW) {
+                r->stk[i - 1].flags |= FR_ESCAPED;
+                break;
+            }
+    }
     if (!r->crun) {
         r->crun = 1;
         r->crun_done = 0;
@@ -495,13 +523,14 @@ static void catch_entry(struct replay *r, struct func *fn, uint32_t f, uint64_t 
     }
     if (r->crun_done || fn->ignored)
         return;
-    long k = find(r, fn->match);
+    size_t lim = catch_limit(r);
+    long k = find(r, fn->match, lim);
     if (k < 0 && r->pair_nesting)
-        k = find_by_addr(r, addr, fn->modfile);
+        k = find_by_addr(r, addr, fn->modfile, lim);
     if (k < 0)
         return;
     r->crun_done = 1;
-    unwind_to(r, (size_t)k + 1, FR_ROTK);
+    unwind_to(r, (size_t)k + 1, FR_ROTK, SIZE_MAX);
 }
 
 /* the run ended (the next event is not a catch, or the thread's events
@@ -515,13 +544,22 @@ static void catch_end(struct replay *r)
         return;
     if (r->discovery)
         th->unmatched_catches++;
+    /* the topmost throw, unless it escaped, threw what was caught, below
+     * it: it and the frames above it were unwound (in every pass; below
+     * it, the catcher is somewhere in untraced code) */
+    size_t lim = catch_limit(r);
+    size_t throws = 1;
+    if (lim < r->n) {
+        unwind_to(r, lim, 0, 1);
+        throws = 0;
+    }
     if (r->lazy)
         return;
     /* an exception nothing caught (no callers were logged to tell, or they
      * are all outside the traced code): its frames are still running */
     if (terminate_path(sym_func(d->sym, r->crun_f)))
         return;
-    unwind_to(r, 0, FR_ROT | FR_PRE | FR_LIVE);
+    unwind_to(r, 0, FR_ROT | FR_PRE | FR_LIVE, throws);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -590,7 +628,7 @@ static __attribute__((noinline)) void event_rare(struct replay *r, uint64_t word
             !(r->stk[r->n - 1].flags & (FR_ROT | FR_PRE))) {
             /* ... unless it is the return of an open bit-61 call (same
              * address as its call: an exception unwound the frames above) */
-            k = r->nrot ? find(r, fn->match) : -1;
+            k = r->nrot ? find(r, fn->match, r->n) : -1;
             if (k < 0 || !(r->stk[k].flags & FR_ROT)) {
                 pop(r, t, tm, 0, exact, r->cur_hi_m);
                 return;
@@ -601,7 +639,7 @@ static __attribute__((noinline)) void event_rare(struct replay *r, uint64_t word
             return;
         }
         if (k == -2)
-            k = find(r, fn->match);
+            k = find(r, fn->match, r->n);
         if (k >= 0) {
             if (!abandon_above(r, (size_t)k) && r->discovery)
                 th->mismatches++;
@@ -628,7 +666,7 @@ static __attribute__((noinline)) void event_rare(struct replay *r, uint64_t word
     if (r->n) {
         pop(r, t, tm, 0, exact, r->cur_hi_m);
         if (r->n && r->stk[r->n - 1].match != fn->match) {
-            long k = find(r, fn->match);
+            long k = find(r, fn->match, r->n);
             if (k >= 0)
                 abandon_above(r, (size_t)k);
         }

@@ -164,3 +164,72 @@ def test_exception_escaping_a_thread(tree, compiled, run_crash, tmp_path, mode, 
         expect = "finstr" if mode == "finstr" else "unwound"
         assert all(bool(s.args.get("unwound_by_exception")) == (expect == "unwound") for s in first), first
         assert any(s.n == "__cxa_begin_catch" for s in sl) and any(s.n == "__cxa_end_catch" for s in sl)
+
+
+@pytest.mark.parametrize("callers", ["default", "0"])
+@pytest.mark.parametrize("mode", modes())
+def test_rethrow_escaping_to_terminate(tree, compiled, run_crash, tmp_path, mode, callers):
+    """`catch (...) { ...; throw; }` with no handler above: the rethrow goes to
+    std::terminate, whose handler (libstdc++'s verbose one) rethrows the
+    exception once more to print what() and catches it there, then aborts.
+    At the end relay's __cxa_rethrow is still running (gdb's bt has it) and
+    the handler's own __cxa_rethrow, called above it, was unwound by the
+    handler's catch -- not the other way round (the catch's callers name
+    __cxa_rethrow: the escaped one, below the handler, not the topmost).
+    From a core, with and without its final stacks, with the catcher's
+    callers logged or not."""
+    exe = compiled("exc_escape.cc", mode)
+    env = {} if callers == "default" else {"FUNTRACE_CATCH_CALLERS": callers}
+    for stacks in (True, False):
+        raw = crash_raw(tree, run_crash, exe, args=["rethrow"], stacks=stacks, name=f"run{int(stacks)}", env=env)
+        r, tr = decode(tree, raw, json_out=tmp_path / f"t{int(stacks)}.json")
+        assert r.returncode == 0, r.stderr
+        check_nesting(tr)
+        main = main_calls(tr)
+        end = max(s.end for s in tr.slices[tr.pid])
+        (outer,) = slices_named(main, "outer")
+        (relay,) = slices_named(outer, "relay")
+        for s in (main, outer, relay):
+            assert s.args.get("open_at_end") and s.end == end, (stacks, s)
+        rethrows = [s for s in relay.children if s.n == "__cxa_rethrow"]
+        assert len(rethrows) == 1, (stacks, [s.n for s in relay.children])
+        escaped = rethrows[0]
+        assert escaped.args.get("open_at_end") and escaped.end == end, (stacks, escaped)
+        assert not escaped.args.get("return_missing"), (stacks, escaped)
+        # the handler's rethrow, under the escaped one, ended at its catch
+        (handlers,) = [s for s in escaped.children if s.n == "__cxa_rethrow"]
+        assert handlers.args.get("unwound_by_exception") and not handlers.args.get("open_at_end"), \
+            (stacks, handlers)
+        assert [s.n for s in escaped.children if s.start > handlers.start] == ["__cxa_begin_catch", "__cxa_end_catch"]
+        assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")], stacks
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_destructor_throwing_and_catching_during_unwinding(tree, compiled, tmp_path, mode):
+    """guarded's int unwinds it; the landing pad runs an untraced destructor
+    that throws and catches an int of its own (the catch's callers name
+    guarded).  By then the landing pad had left raise_int and its
+    __cxa_throw: they end at that catch, with the destructor's throw, and
+    the destructor's catch calls nest under guarded -- not under the first
+    __cxa_throw, open until catcher's catch."""
+    exe = compiled("exc_escape.cc", mode)
+    r = run_program([exe, "dtor"], tmp_path / "run")
+    assert r.returncode == 0, r.stderr
+    res, tr = decode(tree, r.dir / "funtrace.raw", json_out=tmp_path / "t.json")
+    assert res.returncode == 0, res.stderr
+    check_nesting(tr)
+    main = main_calls(tr)
+    seq = calls_and_returns(main.children)
+    if mode == "finstr":
+        # gcc's raise_int logged its return at the landing: the second throw
+        # is where it ran, under guarded
+        inner = c("raise_int", THROW) + THROW
+    else:
+        # no event marks the landing: the second throw is met inside the first
+        inner = c("raise_int", c("__cxa_throw", THROW))
+    assert seq == c("catcher", c("guarded", inner, CATCH, END), CATCH, c("on_caught"), END) + c("after"), seq
+    (guarded,) = slices_named(main, "guarded")
+    (raise_int,) = slices_named(main, "raise_int")
+    catch = [x for x in guarded.children if x.n == "__cxa_begin_catch"][0]
+    assert raise_int.end <= catch.start  # by the destructor's catch
+    assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
