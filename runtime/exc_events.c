@@ -38,6 +38,7 @@
 void ft_log_event(uint64_t word) FT_HIDDEN;
 void ft_exc_catch(void *catcher) FT_HIDDEN;
 void *ft_exc_caught(void *ret) FT_HIDDEN;
+void ft_no_leaf_return(uint64_t addr) FT_HIDDEN; /* hooks_cyg.c */
 
 /* callers of the catcher logged after it: FUNTRACE_CATCH_CALLERS (the
  * decoder does not depend on the number: a run ends at the next event that
@@ -90,6 +91,7 @@ FT_EXPORT __attribute__((weak, noreturn)) void __cxa_throw(void *obj, void *tinf
 {
     throw_fn f = (throw_fn)real_fn(&real_throw, "__cxa_throw", RTLD_NEXT);
     ft_log_event(FN_WORD(__cxa_throw)); /* (after the first lookup, which is not the throw's time) */
+    ft_no_leaf_return(FN_WORD(__cxa_throw));
     if (f)
         f(obj, tinfo, dest);
     abort();
@@ -99,6 +101,7 @@ FT_EXPORT __attribute__((weak, noreturn)) void __cxa_rethrow(void)
 {
     void_fn f = (void_fn)real_fn(&real_rethrow, "__cxa_rethrow", RTLD_NEXT);
     ft_log_event(FN_WORD(__cxa_rethrow));
+    ft_no_leaf_return(FN_WORD(__cxa_rethrow));
     if (f)
         f();
     abort();

@@ -279,6 +279,31 @@ FT_EXPORT void __cyg_profile_func_exit(void *fn, void *call_site)
     event(CYG_ADDR(fn), FT_F_RET);
 }
 
+/* the frames above some point are being left without returns (a longjmp,
+ * interpose.c; a throw, exc_events.c): in sampled mode the next return may
+ * be a lower frame's, right after the call of the function that jumped or
+ * threw; a stamp due then would make it a stamped return, which the
+ * decoder takes for that call's return (a leaf's: FT_FMT_SAMPLED4 stamps
+ * only those).  An ADDR_HI escape (of addr, any code address: its high
+ * half becomes the thread's) between them makes the next return an item
+ * with its address.  Exact mode: nothing (every return has its address). */
+void ft_no_leaf_return(uint64_t addr) FT_HIDDEN;
+void ft_no_leaf_return(uint64_t addr)
+{
+    if (ft_hook_mode != FT_MODE_SAMPLED)
+        return; /* exact, or frozen */
+    struct ft_thread *s = SELF_LOAD(ft_self_s);
+    if (!rec_valid(s) || s->fmt != FT_FMT_SAMPLED4)
+        return;
+    uint64_t mask = s->mask, slot = s->pos;
+    if (!(slot & mask))
+        return;
+    uint32_t ahi = (uint32_t)(addr >> 32);
+    s->addr_hi = ahi;
+    ft_barrier();
+    put_s4(s, slot, mask, FT_S4_ESCAPE(FT_S4_ADDR_HI, ahi & FT_S4_HI_MASK));
+}
+
 /* an event from runtime C code (e.g. the __cxa_begin_catch interposer) */
 void ft_log_event(uint64_t word) FT_HIDDEN;
 void ft_log_event(uint64_t word)

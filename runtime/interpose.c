@@ -33,6 +33,7 @@
 void ft_log_event(uint64_t word) FT_HIDDEN;
 void ft_exc_catch(void *catcher) FT_HIDDEN;  /* exc_events.c */
 void *ft_exc_caught(void *ret) FT_HIDDEN;
+void ft_no_leaf_return(uint64_t addr) FT_HIDDEN; /* hooks_cyg.c */
 
 typedef void *(*begin_catch_fn)(void *);
 
@@ -168,6 +169,7 @@ static __attribute__((noreturn)) void do_jump(void **cache, const char *name, st
 {
     if (ft_freeze_active())
         ft_freeze_unwinding(jmp_target_sp(env), FT_FAULT_LONGJMP);
+    ft_no_leaf_return((uint64_t)(uintptr_t)__builtin_return_address(0));
     jmp_fn f = (jmp_fn)real_fn(cache, name);
     if (!f)
         abort();

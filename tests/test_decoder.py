@@ -302,6 +302,28 @@ def test_longjmp(tree, compiled, run_crash, mode, tmp_path):
     assert len(missing) == 9 and all(s.args.get("return_missing") for s in missing)
 
 
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+@pytest.mark.parametrize("mode", modes())
+def test_longjmp_to_a_returning_frame(tree, compiled, run_crash, mode, time, tmp_path):
+    """the longjmp's target returns at once: its return follows the call of
+    the function that jumped.  Sampled, with a stamp due at every return
+    (FUNTRACE_SAMPLE_K=1), that return must not become a stamped return
+    (which the decoder would take for jumper's: a leaf's) -- the runtime's
+    longjmp puts an escape between them -- so protect ends there and
+    wrapper and jumper lost their returns."""
+    exe = compiled("dec_longjmp_ret.c", mode)
+    env = {"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "1"} if time == "sampled" else None
+    raw = crash_raw(tree, run_crash, exe, env=env)
+    r, tr = decode(tree, raw, json_out=tmp_path / "l.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    it = ["  protect", "    wrapper", "      jumper", "  after"]
+    assert render(main_tree(tr)) == ["main"] + it * 3 + ["  crash_here"]
+    missing = [s for s in tr.slices[tr.pid] if s.n in ("wrapper", "jumper")]
+    assert len(missing) == 6 and all(s.args.get("return_missing") for s in missing), missing
+    assert not [s for s in tr.slices[tr.pid] if s.n == "protect" and s.args.get("return_missing")]
+
+
 @pytest.mark.parametrize("mode", modes())
 def test_tail_calls(tree, compiled, run_crash, mode, tmp_path):
     exe = compiled("dec_tail.c", mode, extra=["-foptimize-sibling-calls"])

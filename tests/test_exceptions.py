@@ -67,6 +67,16 @@ def main_calls(tr):
     return main[0]
 
 
+def snapshot_main(tree, exe, case, tmp_path, env=None):
+    """run exe CASE (it writes funtrace.raw and exits 0), decode it: (trace, main's slice)"""
+    r = run_program([exe, case], tmp_path / "run", env=env, want_core=False)
+    assert r.returncode == 0, r.stderr
+    res, tr = decode(tree, r.dir / "funtrace.raw", json_out=tmp_path / "t.json")
+    assert res.returncode == 0, res.stderr
+    check_nesting(tr)
+    return tr, main_calls(tr)
+
+
 def slices_named(node, name, out=None):
     out = [] if out is None else out
     for s in node.children:
@@ -76,16 +86,15 @@ def slices_named(node, name, out=None):
     return out
 
 
+@pytest.mark.parametrize("time", ["exact", "sampled"])
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("mode", modes())
-def test_exception_sequences(tree, compiled, tmp_path, mode, case):
-    exe = compiled("exc_cases.cc", mode)
-    r = run_program([exe, case], tmp_path / "run", want_core=False)
-    assert r.returncode == 0, r.stderr
-    res, tr = decode(tree, r.dir / "funtrace.raw", json_out=tmp_path / "t.json")
-    assert res.returncode == 0, res.stderr
-    check_nesting(tr)
-    main = main_calls(tr)
+def test_exception_sequences(tree, compiled, tmp_path, mode, case, time):
+    """sampled: with a stamp due at every return (FUNTRACE_SAMPLE_K=1), so
+    that a return right after a throw's call (gcc -finstrument-functions
+    logs the unwound frames' returns) is never taken for the throw's"""
+    env = {"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "1"} if time == "sampled" else None
+    tr, main = snapshot_main(tree, compiled("exc_cases.cc", mode), case, tmp_path, env=env)
     seq = calls_and_returns(main.children)
     assert seq == CASES[case] * 3, "\n".join(f"{a} {n}" for a, n in seq)
     # no frame left open or closed by a guess
@@ -103,7 +112,7 @@ def test_exception_sequences(tree, compiled, tmp_path, mode, case):
     if mode != "finstr" and case in ("caught", "untraced"):
         for name in ("pass_outer", "pass_mid", "pass_inner", "raise_int"):
             assert all(s.args.get("unwound_by_exception") for s in slices_named(main, name)), name
-    s, _ = decode(tree, r.dir / "funtrace.raw", "--summary")
+    s, _ = decode(tree, tmp_path / "run" / "funtrace.raw", "--summary")
     assert s.returncode == 0 and "unmatched catches" not in s.stdout, s.stdout
 
 
@@ -212,13 +221,7 @@ def test_destructor_throwing_and_catching_during_unwinding(tree, compiled, tmp_p
     __cxa_throw: they end at that catch, with the destructor's throw, and
     the destructor's catch calls nest under guarded -- not under the first
     __cxa_throw, open until catcher's catch."""
-    exe = compiled("exc_escape.cc", mode)
-    r = run_program([exe, "dtor"], tmp_path / "run")
-    assert r.returncode == 0, r.stderr
-    res, tr = decode(tree, r.dir / "funtrace.raw", json_out=tmp_path / "t.json")
-    assert res.returncode == 0, res.stderr
-    check_nesting(tr)
-    main = main_calls(tr)
+    tr, main = snapshot_main(tree, compiled("exc_escape.cc", mode), "dtor", tmp_path)
     seq = calls_and_returns(main.children)
     if mode == "finstr":
         # gcc's raise_int logged its return at the landing: the second throw
