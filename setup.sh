@@ -32,7 +32,7 @@ PACKAGES=(
     protobuf-compiler                       # protoc: the tests parse --perfetto files with Perfetto's schema
     help2man                                # the man pages, from each program's --help
     python3-pytest                          # the test suite
-    dpkg-dev libevent-dev libssl-dev libexpat1-dev bison flex  # the real-programs tier: apt-get source, memcached, unbound
+    dpkg-dev libevent-dev libssl-dev libexpat1-dev bison flex libtool-bin  # the real-programs tier: apt-get source, memcached, unbound, lua
     afl++                                   # make fuzz: the AFL++ build of the coreextract fuzz harness
 )
 

@@ -6,7 +6,7 @@
 #
 #   tests/realprogs/build.sh PROGRAM VARIANT      prints the build directory
 #
-# PROGRAM: redis | unbound | memcached
+# PROGRAM: redis | unbound | memcached | lua
 # VARIANT: traced  CC=funtrace-gcc (FUNTRACE_INSTR=pg)
 #          plain   CC=gcc (no funtrace at all)
 #          count   the traced build relinked with -funtrace-count
@@ -47,7 +47,8 @@ case "$prog" in
     redis) pkg=redis; exes=(src/redis-server src/redis-cli src/redis-benchmark) ;;
     unbound) pkg=unbound; exes=(unbound unbound-control perf) ;;
     memcached) pkg=memcached; exes=(memcached) ;;
-    *) fail "unknown program (redis, unbound, memcached)" ;;
+    lua) pkg=lua5.4; exes=(src/lua) ;;
+    *) fail "unknown program (redis, unbound, memcached, lua)" ;;
 esac
 
 # ---- the source package --------------------------------------------------
@@ -133,6 +134,9 @@ run_make() {
         redis) make -j"$jobs" CC="$cc" MALLOC=libc "$@" ;;
         unbound) make -j"$jobs" "$@" all perf ;;
         memcached) make -j"$jobs" "$@" memcached ;;
+        # as debian/rules builds it (linux-readline there: readline left out),
+        # with the system's libtool for Debian's libtoolized one
+        lua) make -C src -j"$jobs" linux CC="$cc -std=gnu99" LIBTOOL="libtool --quiet" "$@" ;;
     esac >> "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; fail "$what failed (log: $dir/build.log)"; }
 }
 build_from_scratch() {
@@ -147,6 +151,9 @@ build_from_scratch() {
             log "configure CC=$cc"
             FUNTRACE_FLAGS="$flags" ./configure CC="$cc" >> "$dir/build.log" 2>&1 ||
                 { tail -30 "$dir/build.log" >&2; fail "configure failed (log: $dir/build.log)"; } ;;
+        lua) # the header debian/rules writes before building
+            printf '#ifndef _LUA_DEB_MULTIARCH_\n#define _LUA_DEB_MULTIARCH_\n#define DEB_HOST_MULTIARCH "%s"\n#endif\n' \
+                "$(dpkg-architecture -qDEB_HOST_MULTIARCH)" > src/lua5.4-deb-multiarch.h ;;
     esac
     log "make"
     FUNTRACE_FLAGS="$flags" run_make make
