@@ -71,14 +71,24 @@ static uint64_t tsc_cut(struct dec *d, struct dthread *th, uint64_t S, struct st
     if (pt->T && S <= pt->tT)
         return before_part(th, S, pt);
     if (ev_is_exact(th->rt->fmt)) {
-        uint64_t lo = pt->T, hi = n; /* first item with tsc >= S */
+        /* the first item whose event has tsc >= S: an item of word 0 (an
+         * escape: no time of its own) goes with the event after it, looked
+         * for among the next 64 items (a zeroed stretch can be long: there
+         * the items' own tsc, as for any item) */
+        uint64_t lo = pt->T, hi = n;
         while (lo < hi) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            struct ft_entry e;
-            if (ev_read_exact(d, th, mid, 1, &e) != 1)
+            uint64_t mid = lo + (hi - lo) / 2, m = mid;
+            struct ft_entry e[64];
+            size_t got = ev_read_exact(d, th, mid, n - mid < 64 ? n - mid : 64, e), k = 0;
+            if (!got)
                 break;
-            if (e.tsc < S)
-                lo = mid + 1;
+            while (k < got && !e[k].word)
+                k++;
+            if (k == got)
+                k = 0;
+            m = mid + k;
+            if (e[k].tsc < S)
+                lo = m < hi ? m + 1 : hi;
             else
                 hi = mid;
         }
@@ -160,10 +170,12 @@ static uint64_t refine(struct dec *d, struct dthread *th, uint64_t idx, uint64_t
     uint64_t from = idx > W ? idx - W : 0;
     size_t got = ev_read_exact(d, th, from, 2 * W, e);
     size_t j = 0;
-    while (j < got && e[j].tsc < S)
+    while (j < got && (!e[j].word || e[j].tsc < S))
         j++;
     if ((j == 0 && from > 0) || (j == got && from + got < th->rt->n))
         return idx; /* the boundary is outside the window: keep the recorded cut */
+    while (j > 0 && !e[j - 1].word)
+        j--; /* escapes (word 0: no time of their own) go with the event after them */
     return from + j;
 }
 
