@@ -6,7 +6,8 @@
 #
 #   tests/realprogs/build.sh PROGRAM VARIANT      prints the build directory
 #
-# PROGRAM: redis | unbound | memcached | lua
+# PROGRAM: redis | unbound | memcached | lua | yaml-cpp (a C++ library: its
+#          libyaml-cpp.a and tools, built by its CMake; tests link a driver with it)
 # VARIANT: traced  CC=funtrace-gcc (FUNTRACE_INSTR=pg)
 #          plain   CC=gcc (no funtrace at all)
 #          count   the traced build relinked with -funtrace-count
@@ -48,7 +49,8 @@ case "$prog" in
     unbound) pkg=unbound; exes=(unbound unbound-control perf) ;;
     memcached) pkg=memcached; exes=(memcached) ;;
     lua) pkg=lua5.4; exes=(src/lua) ;;
-    *) fail "unknown program (redis, unbound, memcached, lua)" ;;
+    yaml-cpp) pkg=yaml-cpp; exes=(b/util/parse) ;;
+    *) fail "unknown program (redis, unbound, memcached, lua, yaml-cpp)" ;;
 esac
 
 # ---- the source package --------------------------------------------------
@@ -98,11 +100,11 @@ export FUNTRACE_INSTR=pg
 flags=
 base=$variant
 case "$variant" in
-    traced) cc="$ft/bin/funtrace-gcc" ;;
-    plain) cc=gcc ;;
-    count) cc="$ft/bin/funtrace-gcc"; base=traced ;;
+    traced) cc="$ft/bin/funtrace-gcc"; cxx="$ft/bin/funtrace-g++" ;;
+    plain) cc=gcc; cxx=g++ ;;
+    count) cc="$ft/bin/funtrace-gcc"; cxx="$ft/bin/funtrace-g++"; base=traced ;;
     excl)
-        cc="$ft/bin/funtrace-gcc"
+        cc="$ft/bin/funtrace-gcc"; cxx="$ft/bin/funtrace-g++"
         [ -r "${REALPROGS_EXCLUDE:-}" ] || fail "REALPROGS_EXCLUDE must name a readable exclusion file"
         flags="-funtrace-no-trace=$REALPROGS_EXCLUDE" ;;
     *) fail "unknown variant (traced, plain, count, excl)" ;;
@@ -112,6 +114,7 @@ keysrc="$RECIPE $prog $base $(basename "$srcdir")"
 if [ "$cc" != gcc ]; then
     keysrc+=" $(h "$ft/bin/funtrace-gcc") $(h "$ft/bin/funtrace-asmfilter")"
     [ $variant = excl ] && keysrc+=" $(h "$REALPROGS_EXCLUDE")"
+    [ "$prog" = yaml-cpp ] && keysrc+=" $(h "$ft/bin/funtrace-g++")"
 fi
 key=$(echo "$keysrc" | sha256sum | cut -c1-12)
 dir="$cache/build/$prog-$base-$key"
@@ -137,6 +140,7 @@ run_make() {
         # as debian/rules builds it (linux-readline there: readline left out),
         # with the system's libtool for Debian's libtoolized one
         lua) make -C src -j"$jobs" linux CC="$cc -std=gnu99" LIBTOOL="libtool --quiet" "$@" ;;
+        yaml-cpp) make -C b -j"$jobs" "$@" ;;
     esac >> "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; fail "$what failed (log: $dir/build.log)"; }
 }
 build_from_scratch() {
@@ -151,6 +155,11 @@ build_from_scratch() {
             log "configure CC=$cc"
             FUNTRACE_FLAGS="$flags" ./configure CC="$cc" >> "$dir/build.log" 2>&1 ||
                 { tail -30 "$dir/build.log" >&2; fail "configure failed (log: $dir/build.log)"; } ;;
+        yaml-cpp)
+            log "cmake CXX=$cxx"
+            FUNTRACE_FLAGS="$flags" cmake -S . -B b -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+                -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYAML_CPP_BUILD_TESTS=OFF -DYAML_CPP_BUILD_TOOLS=ON \
+                >> "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; fail "cmake failed (log: $dir/build.log)"; } ;;
         lua) # the header debian/rules writes before building
             printf '#ifndef _LUA_DEB_MULTIARCH_\n#define _LUA_DEB_MULTIARCH_\n#define DEB_HOST_MULTIARCH "%s"\n#endif\n' \
                 "$(dpkg-architecture -qDEB_HOST_MULTIARCH)" > src/lua5.4-deb-multiarch.h ;;
