@@ -2,7 +2,7 @@
 built unchanged with the funtrace wrappers, crashed mid-work, their cores
 decoded and compared with gdb.
 
-Not part of the default suite (a cold build takes ~10 minutes on 2 cores):
+Not part of the default suite (a cold build takes ~12 minutes on 2 cores):
 run it with
 
     FUNTRACE_REALPROGS=1 /usr/bin/python3 -m pytest tests/realprogs
