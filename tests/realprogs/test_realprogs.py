@@ -313,6 +313,17 @@ def assert_stack_is_gdbs(res):
         + "\n  gdb:  " + " > ".join(gdbs))
 
 
+def killed_by_sigsegv(tree, exe, srv, what, settle=2.0):
+    """let the program work for `settle` s, note its threads, kill -SEGV it,
+    wait for its death and check its core (check_core)"""
+    time.sleep(settle)
+    names = srv.threads()
+    os.kill(srv.p.pid, signal.SIGSEGV)
+    rc = srv.wait_exit()
+    assert rc == -signal.SIGSEGV, f"{what} exit {rc}:\n{srv.output()[-3000:]}"
+    return check_core(tree, exe, srv, names)
+
+
 # --------------------------------------------------------------------------
 # the programs
 # --------------------------------------------------------------------------
@@ -388,12 +399,7 @@ def unbound_crash(tree, realprog, tmp_path_factory):
         srv.wait_for(lambda: "start of service" in srv.output(), "unbound to start")
         perf = subprocess.Popen([d / "perf", "-q", "-d", "120", "-a", "a.test IN A", f"127.0.0.1@{port}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(2)
-        names = srv.threads()
-        os.kill(srv.p.pid, signal.SIGSEGV)
-        rc = srv.wait_exit()
-        assert rc == -signal.SIGSEGV, f"unbound exit {rc}:\n{srv.output()[-3000:]}"
-        yield check_core(tree, exe, srv, names), ()
+        yield killed_by_sigsegv(tree, exe, srv, "unbound"), ()
     finally:
         if perf:
             perf.kill()
@@ -440,12 +446,7 @@ def memcached_crash(tree, realprog, tmp_path_factory):
         clients = [threading.Thread(target=memcached_load, args=(port, stop), daemon=True) for _ in range(3)]
         for c in clients:
             c.start()
-        time.sleep(2)
-        names = srv.threads()
-        os.kill(srv.p.pid, signal.SIGSEGV)
-        rc = srv.wait_exit()
-        assert rc == -signal.SIGSEGV, f"memcached exit {rc}:\n{srv.output()[-3000:]}"
-        yield check_core(tree, exe, srv, names), ()
+        yield killed_by_sigsegv(tree, exe, srv, "memcached"), ()
     finally:
         stop.set()
         for c in clients:
@@ -482,12 +483,7 @@ def lua_crash_in(tree, realprog, tmp_path_factory, timing):
     srv = Server([exe, "errors.lua"], run, env={"FUNTRACE_TIME": timing})
     try:
         srv.wait_for(lambda: "running" in srv.output(), "lua to start")
-        time.sleep(1.5)
-        names = srv.threads()
-        os.kill(srv.p.pid, signal.SIGSEGV)
-        rc = srv.wait_exit()
-        assert rc == -signal.SIGSEGV, f"lua exit {rc}:\n{srv.output()[-3000:]}"
-        yield check_core(tree, exe, srv, names), ()
+        yield killed_by_sigsegv(tree, exe, srv, "lua", settle=1.5), ()
     finally:
         srv.close()
 
