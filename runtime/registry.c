@@ -542,7 +542,9 @@ static int read_above(uint32_t k, uint32_t ng)
 void ft_refresh_names(void)
 {
     struct ft_thread *th = ft_threads();
-    uint32_t n = funtrace_root.threads_used, done = 0, i, ng = n_guessed;
+    uint32_t n = funtrace_root.threads_used, done = 0, i;
+    uint32_t ng = n_guessed < FT_GUESSED_NAMES ? n_guessed : FT_GUESSED_NAMES; /* (memory a crash
+                                           handler overwrote, e.g. a memory test: never past the array) */
     /* first the records created since the last refresh with a guessed name */
     for (i = 0; i < ng; i++) {
         struct ft_thread *t = &th[guessed[i].idx];
