@@ -484,12 +484,18 @@ static void unwind_to(struct replay *r, size_t keep, unsigned stop, size_t throw
  * again.  So when the terminate handler's own rethrow of an escaped
  * rethrow is caught, the escaped __cxa_rethrow below it (still running)
  * is the catcher's caller, not the handler's (unwound). */
-static size_t catch_limit(const struct replay *r)
+static size_t topmost_throw(const struct replay *r) /* its index, r->n if none */
 {
     for (size_t i = r->n; i > 0; i--)
         if (r->stk[i - 1].flags & FR_THROW)
-            return (r->stk[i - 1].flags & FR_ESCAPED) ? r->n : i - 1;
+            return i - 1;
     return r->n;
+}
+
+static size_t catch_limit(const struct replay *r)
+{
+    size_t t = topmost_throw(r);
+    return t < r->n && !(r->stk[t].flags & FR_ESCAPED) ? t : r->n;
 }
 
 /* one catch entry: the first of a run names the catcher, the others its
@@ -500,13 +506,9 @@ static size_t catch_limit(const struct replay *r)
 static void catch_entry(struct replay *r, struct func *fn, uint32_t f, uint64_t addr, int64_t t, int64_t tm,
                         int exact)
 {
-    if (!r->crun && fn->throws) {
-        for (size_t i = r->n; i > 0; i--)
-            if (r->stk[i - 1].flags & FR_THROW) {
-                r->stk[i - 1].flags |= FR_ESCAPED;
-                break;
-            }
-    }
+    size_t th;
+    if (!r->crun && fn->throws && (th = topmost_throw(r)) < r->n)
+        r->stk[th].flags |= FR_ESCAPED;
     if (!r->crun) {
         r->crun = 1;
         r->crun_done = 0;

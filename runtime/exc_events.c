@@ -35,10 +35,6 @@
 
 #include "ft_internal.h"
 
-void ft_log_event(uint64_t word) FT_HIDDEN;
-void ft_exc_catch(void *catcher) FT_HIDDEN;
-void *ft_exc_caught(void *ret) FT_HIDDEN;
-void ft_no_leaf_return(uint64_t addr) FT_HIDDEN; /* hooks_cyg.c */
 
 /* callers of the catcher logged after it: FUNTRACE_CATCH_CALLERS (the
  * decoder does not depend on the number: a run ends at the next event that

@@ -139,6 +139,13 @@ uint64_t ft_tsc_refine(uint64_t tsc, uint64_t mono_ns) FT_HIDDEN;
 void ft_tsc_deferred_calibration(void) FT_HIDDEN; /* housekeeper; no-op unless deferred */
 void ft_clock_snapshot(uint64_t *tsc, uint64_t *mono, uint64_t *real) FT_HIDDEN;
 
+/* hooks_cyg.c: events from the runtime's C code (the interposers) */
+void ft_log_event(uint64_t word) FT_HIDDEN;
+void ft_no_leaf_return(uint64_t addr) FT_HIDDEN; /* frames being left without returns: sampled mode's next return has its address */
+/* exc_events.c: a catch's entries, then its call and return (__cxa_begin_catch, interpose.c) */
+void ft_exc_catch(void *catcher) FT_HIDDEN;
+void *ft_exc_caught(void *ret) FT_HIDDEN;
+
 /* tid.c */
 void ft_tid_init(void) FT_HIDDEN;             /* on the initialising thread */
 uint32_t ft_gettid(void) FT_HIDDEN;           /* this thread's tid; under lock */

@@ -132,6 +132,14 @@ static inline __attribute__((always_inline)) uint64_t put_s4(struct ft_thread *t
     return slot;
 }
 
+/* an ADDR_HI escape: ahi becomes the thread's high half; the next slot */
+static inline uint64_t put_s4_addr_hi(struct ft_thread *t, uint64_t slot, uint64_t mask, uint32_t ahi)
+{
+    t->addr_hi = ahi;
+    ft_barrier();
+    return put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_ADDR_HI, ahi & FT_S4_HI_MASK));
+}
+
 /* the item before slot is a call (tag 0 or 2): a return at slot is a leaf's */
 static __attribute__((noinline)) int leaf_return(const struct ft_thread *t, uint64_t slot)
 {
@@ -162,11 +170,8 @@ static __attribute__((noinline)) void sampled_slow(struct ft_thread *t, uint64_t
     }
     uint64_t addr = word & FT_ADDR_MASK;
     uint32_t ahi = (uint32_t)(addr >> 32), tag;
-    if (ahi != t->addr_hi) {
-        t->addr_hi = ahi;
-        ft_barrier();
-        slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_ADDR_HI, ahi & FT_S4_HI_MASK));
-    }
+    if (ahi != t->addr_hi)
+        slot = put_s4_addr_hi(t, slot, mask, ahi);
     if ((word & FT_F_CATCH) == FT_F_CATCH) {
         slot = put_s4(t, slot, mask, FT_S4_ESCAPE(FT_S4_CATCH, 0));
         tag = 0;
@@ -287,7 +292,6 @@ FT_EXPORT void __cyg_profile_func_exit(void *fn, void *call_site)
  * only those).  An ADDR_HI escape (of addr, any code address: its high
  * half becomes the thread's) between them makes the next return an item
  * with its address.  Exact mode: nothing (every return has its address). */
-void ft_no_leaf_return(uint64_t addr) FT_HIDDEN;
 void ft_no_leaf_return(uint64_t addr)
 {
     if (ft_hook_mode != FT_MODE_SAMPLED)
@@ -298,14 +302,10 @@ void ft_no_leaf_return(uint64_t addr)
     uint64_t mask = s->mask, slot = s->pos;
     if (!(slot & mask))
         return;
-    uint32_t ahi = (uint32_t)(addr >> 32);
-    s->addr_hi = ahi;
-    ft_barrier();
-    put_s4(s, slot, mask, FT_S4_ESCAPE(FT_S4_ADDR_HI, ahi & FT_S4_HI_MASK));
+    put_s4_addr_hi(s, slot, mask, (uint32_t)(addr >> 32));
 }
 
 /* an event from runtime C code (e.g. the __cxa_begin_catch interposer) */
-void ft_log_event(uint64_t word) FT_HIDDEN;
 void ft_log_event(uint64_t word)
 {
     event(word & FT_ADDR_MASK, word & ~FT_ADDR_MASK);

@@ -30,10 +30,6 @@
 
 #include "ft_internal.h"
 
-void ft_log_event(uint64_t word) FT_HIDDEN;
-void ft_exc_catch(void *catcher) FT_HIDDEN;  /* exc_events.c */
-void *ft_exc_caught(void *ret) FT_HIDDEN;
-void ft_no_leaf_return(uint64_t addr) FT_HIDDEN; /* hooks_cyg.c */
 
 typedef void *(*begin_catch_fn)(void *);
 
