@@ -37,7 +37,9 @@ int main(void)
     s = funtrace_pause_and_get_snapshot_starting_at_time(t0);
     funtrace_write_snapshot("recent.raw", s);
     funtrace_free_snapshot(s);
-    s = funtrace_pause_and_get_snapshot_up_to_age(funtrace_time() - t0);
+    /* the age is taken before the call reads the clock again: 5 ms more,
+     * so the window surely holds api_after's call (api_before is 20 ms older) */
+    s = funtrace_pause_and_get_snapshot_up_to_age(funtrace_time() - t0 + funtrace_ticks_per_second() / 200);
     funtrace_write_snapshot("age.raw", s);
     funtrace_free_snapshot(s);
     funtrace_disable_tracing();
