@@ -140,7 +140,9 @@ void rx_prepare4(struct dec *d, struct dthread *th)
                 nx = w >> 5;
             }
         }
-        if (u->tsc) {
+        if (u->tsc && rx_tsc_hi_recorded(d, th, u, &u->hi)) {
+            /* the ring's newest events: the thread's record has their high half */
+        } else if (u->tsc) {
             rx_tsc_upper(d, th, u->end, &have_n, &U);
             u->hi = rx_tsc_resolve(u, have_n, U, u->have_l, u->L, ref);
         } else {

@@ -252,6 +252,20 @@ void rx_tsc_upper(const struct dec *d, const struct dthread *th, uint64_t end, i
     }
 }
 
+int rx_tsc_hi_recorded(const struct dec *d, const struct dthread *th, const struct run *u, uint32_t *hi)
+{
+    const struct ftr_thread *rt = th->rt;
+    if (!u->tsc || !rt->has_stat || !(rt->st.flags & FT_TSF_TSC_HI) || u->end > rt->n || rt->n - u->end > 4096)
+        return 0;
+    for (uint64_t j = u->end; j < rt->n; j++) {
+        uint64_t w = item_at(d, rt, j);
+        if (!w || is_hi_escape(rt, w, 1))
+            return 0;
+    }
+    *hi = rt->st.tsc_hi;
+    return 1;
+}
+
 void rx_note_invalid(struct dthread *th, uint64_t i)
 {
     if (!th->ninvalid)
@@ -306,7 +320,9 @@ static void resolve_runs(struct dec *d, struct dthread *th, struct run *runs, si
     uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
     for (size_t ri = 0; ri < nruns; ri++) {
         struct run *u = &runs[ri];
-        if (u->tsc) {
+        if (u->tsc && rx_tsc_hi_recorded(d, th, u, &u->hi)) {
+            /* the ring's newest events: the thread's record has their high half */
+        } else if (u->tsc) {
             /* U: the first event after the run with a known TSC */
             int have_u = 0;
             uint64_t U = 0;

@@ -61,6 +61,12 @@ uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l,
  * escapes after it): tightened by the first generation boundary recorded after
  * the run, else, unknown, the thread's exit */
 void rx_tsc_upper(const struct dec *d, const struct dthread *th, uint64_t end, int *have, uint64_t *U);
+/* the TSC high half of run u from the thread's record (THRDSTAT
+ * FT_TSF_TSC_HI: the high half of the last TSC_HI escape it wrote, which
+ * holds for every event after the ring's last escape): 1 (and *hi) only for
+ * a run that nothing follows in the ring but items of its own high half --
+ * no TSC_HI escape, no zeroed item (where such an escape may have been lost) */
+int rx_tsc_hi_recorded(const struct dec *d, const struct dthread *th, const struct run *u, uint32_t *hi);
 /* the full TSC of the first timed item after the first TSC_HI escape in
  * items [i, i + lim) (fmt 3: the first event within 8 items after it; fmt
  * 4: the first stamp within 64); 1 if found */

@@ -113,6 +113,8 @@ struct plan {
     uint64_t n_dropped;
     int has_unc;
     uint8_t unc[16];         /* the uncommitted entry */
+    int at_pos_ok;
+    uint64_t at_pos;         /* the word of the slot at pos (read before any walk) */
     uint64_t tsc_limit;      /* live, exact: entries newer than this are left out (0: none) */
     uint64_t pages, missing_pages;
 };
@@ -292,6 +294,8 @@ static void ring_plan(struct rview *v, struct plan *pl, uint64_t live_k, uint64_
         if (!miss) {
             a_ok = 1;
             a_w = slotw(v, s);
+            pl->at_pos_ok = 1;
+            pl->at_pos = a_w;
             if (exact) { a_t = u64at(s + 8); memcpy(pl->unc, s, 16); }
         }
     }
@@ -671,6 +675,13 @@ static void thread_stat(struct rw *c, const struct trec *t, struct ft_raw_thread
     rt->start_tsc = TF(t, FT_F_THR_START_TSC);
     rt->exit_tsc = TF(t, FT_F_THR_EXIT_TSC);
     rt->seq = TF(t, FT_F_THR_SEQ);
+    /* the high half of the newest events (their TSC_HI escape may be long
+     * overwritten); not for a record without the field, nor "escape next" */
+    if ((rt->fmt == FT_FMT_EXACT8 || rt->fmt == FT_FMT_SAMPLED4) && c->offs[FT_F_THR_TSC_HI] != FT_OFF_ABSENT &&
+        TF(t, FT_F_THR_TSC_HI) != FT_E8_HI_NONE) {
+        rt->tsc_hi = (uint32_t)TF(t, FT_F_THR_TSC_HI);
+        rt->flags |= FT_TSF_TSC_HI;
+    }
     uint32_t tsz = c->sizes[FT_S_THREAD];
     uint16_t go = c->offs[FT_F_THR_GEN_POS];
     for (unsigned g = 0; g < FT_GEN_SLOTS; g++) {
@@ -693,6 +704,27 @@ static uint64_t reread_pos(struct rw *c, const struct trec *t, uint64_t old)
     uint64_t p;
     if (!ft_rw_rd_full(c->rd, t->addr + c->offs[FT_F_THR_POS], &p, 8)) return old;
     return p;
+}
+
+/* is w, the word at pos, a TSC_HI escape with the record's high half hi?
+ * The runtime stores the record's value before the escape and commits the
+ * escape on its own: such an escape at pos is not committed, and neither
+ * are the events it would precede -- the record's value is not yet that of
+ * the ring's newest events */
+static int tsc_hi_in_flight(uint32_t fmt, uint64_t w, uint32_t hi)
+{
+    if (fmt == FT_FMT_EXACT8)
+        return (w & FT_E8_TAG_MASK) == FT_E8_ESC && FT_E8_ESC_TYPE(w) == FT_E8_TSC_HI && (uint32_t)(w >> 32) == hi;
+    uint32_t x = (uint32_t)w;
+    return FT_S4_IS_ESC(x) && FT_S4_ESC_TYPE(x) == FT_S4_TSC_HI && (x >> 5) == (hi & FT_S4_HI_MASK);
+}
+
+/* live: re-read a thread's tsc_hi (FT_E8_HI_NONE if unreadable) */
+static uint32_t reread_tsc_hi(struct rw *c, const struct trec *t)
+{
+    uint32_t h;
+    if (!ft_rw_rd_full(c->rd, t->addr + c->offs[FT_F_THR_TSC_HI], &h, 4)) return FT_E8_HI_NONE;
+    return h;
 }
 
 /* live: slots the writer advanced from pos to pos2 (ring size/esz if pos2 is
@@ -770,6 +802,12 @@ int ft_rw_emit_thread(struct rw *c, struct trec *t, struct rview *v)
                     " was written while it was copied; its oldest events were dropped", 0, 0);
     }
     rt.flags |= pl.tsf;
+    if ((rt.flags & FT_TSF_TSC_HI) &&
+        (!ring_ok || (pl.at_pos_ok && tsc_hi_in_flight(rt.fmt, pl.at_pos, rt.tsc_hi)) ||
+         (si->live && reread_tsc_hi(c, t) != rt.tsc_hi))) { /* (live: it changed while the ring was copied) */
+        rt.flags &= ~FT_TSF_TSC_HI;
+        rt.tsc_hi = 0;
+    }
     if (ring_ok) {
         rt.pos_off = pl.pos_off;
         rt.first_off = pl.first_off;

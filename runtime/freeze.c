@@ -14,11 +14,14 @@
  *    and restores it (a memory test) cannot change what the hooks see;
  *  - the runtime's threads (housekeeper, PSI) are parked in a futex wait on
  *    that page (park.S), using no stack and no writable memory until the
- *    thaw; any other thread's registry bookkeeping (thread exit, a new
+ *    episode ends -- with FUNTRACE_CRASH_HANDLERS=trace too, where tracing
+ *    is not frozen: a handler that rewrites memory must not meet the
+ *    housekeeper calling through an overwritten GOT or returning into an
+ *    overwritten stack; any other thread's registry bookkeeping (thread exit, a new
  *    thread's record, dlopen, thread names) is skipped meanwhile, never
  *    waited for -- the handler may be waiting for that thread -- and the
  *    freezer waits (bounded) for threads that were already inside (ft_busy)
- *    to leave.
+ *    to leave, and (in both modes) for awake runtime threads to park.
  *
  * The episode ends when the handler returns (unless a fatal signal is then
  * pending with its default action: the process is about to die), leaves by
@@ -53,11 +56,24 @@
 
 /* what park.S uses */
 _Static_assert(offsetof(struct ft_hot_settings, freeze_seq) == FT_HOT_OFF_FREEZE_SEQ, "park.S freeze_seq");
-_Static_assert(offsetof(struct ft_hot_settings, mode) == FT_HOT_OFF_MODE && FT_MODE_OFF == FT_HOT_MODE_OFF_BIT,
-               "park.S mode");
+_Static_assert(offsetof(struct ft_hot_settings, park) == FT_HOT_OFF_PARK && sizeof ft_hot.park == 4, "park.S park");
 
-int ft_busy;                  /* threads inside the runtime's writers (park.S, ft_lock) */
+int ft_busy;                  /* threads inside the runtime's writers (ft_lock) */
 static __thread int busy_mine __attribute__((tls_model("initial-exec")));
+int ft_rt_awake;              /* runtime threads awake (park.S) */
+static __thread int awake_mine __attribute__((tls_model("initial-exec")));
+
+void ft_rt_thread_begin(void)
+{
+    awake_mine = 1;
+    __atomic_add_fetch(&ft_rt_awake, 1, __ATOMIC_SEQ_CST);
+}
+
+void ft_rt_thread_end(void)
+{
+    __atomic_sub_fetch(&ft_rt_awake, 1, __ATOMIC_SEQ_CST);
+    awake_mine = 0;
+}
 
 #define WAIT_WORKERS_NS 500000000ull /* how long the freezer waits for writers */
 
@@ -74,6 +90,7 @@ static struct {
     uint32_t nlevels;         /* open levels */
     uint64_t order;
     int froze;                /* this episode set FT_MODE_OFF */
+    int parked;               /* this episode set ft_hot.park */
     int ro;                   /* ft_hot is read-only (start-up done) */
     uint8_t base_mode;        /* ft_hot.mode without FT_MODE_OFF */
     struct level lv[FT_FREEZE_LEVELS];
@@ -183,12 +200,15 @@ void ft_writer_leave(void)
     __atomic_sub_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST);
 }
 
-/* the freezer: wait until no other thread is inside a writer; 0 on timeout */
-static int wait_writers(void)
+/* the episode's start: wait until every other runtime thread is parked and,
+ * when tracing is frozen (writers), no other thread is inside a writer; 0
+ * on timeout */
+static int wait_writers(int writers)
 {
     int mine = busy_mine;
     uint64_t t0 = 0;
-    while (__atomic_load_n(&ft_busy, __ATOMIC_SEQ_CST) > mine) {
+    while (__atomic_load_n(&ft_rt_awake, __ATOMIC_SEQ_CST) > awake_mine ||
+           (writers && __atomic_load_n(&ft_busy, __ATOMIC_SEQ_CST) > mine)) {
         struct timespec ts = {0, 20000};
         uint64_t now = mono_ns();
         if (!t0)
@@ -252,16 +272,20 @@ int ft_freeze_enter(int sig, const siginfo_t *si, const void *uc, const struct f
         if (how->dflt)
             f->flags |= FT_FAULTF_DEFAULT;
         FT_STORE(r->faults_total, seq);
-        fz.froze = 0;
+        fz.froze = fz.parked = 0;
         started = 1;
-        if (how->freeze && hot_open()) {
-            fz.base_mode = (uint8_t)(ft_hot.mode & ~FT_MODE_OFF);
-            ft_hot.level_tid[lv] = me;
-            FT_STORE(ft_hot.freeze_tid, me);
-            __atomic_store_n(&ft_hot.mode, (uint8_t)(fz.base_mode | FT_MODE_OFF), __ATOMIC_SEQ_CST);
+        if (hot_open()) {
+            __atomic_store_n(&ft_hot.park, 1, __ATOMIC_SEQ_CST); /* the runtime's threads park */
+            fz.parked = 1;
+            if (how->freeze) {
+                fz.base_mode = (uint8_t)(ft_hot.mode & ~FT_MODE_OFF);
+                ft_hot.level_tid[lv] = me;
+                FT_STORE(ft_hot.freeze_tid, me);
+                __atomic_store_n(&ft_hot.mode, (uint8_t)(fz.base_mode | FT_MODE_OFF), __ATOMIC_SEQ_CST);
+                fz.froze = 1;
+                f->flags |= FT_FAULTF_FROZEN;
+            }
             hot_close();
-            fz.froze = 1;
-            f->flags |= FT_FAULTF_FROZEN;
             wait = 1;
         }
     } else {
@@ -283,9 +307,10 @@ int ft_freeze_enter(int sig, const siginfo_t *si, const void *uc, const struct f
     fz_unlock();
     if (wait) {
         struct ft_fault *f = episode(r->faults_total);
-        if (!wait_writers())
+        if (!wait_writers(fz.froze))
             f->flags |= FT_FAULTF_PARTIAL;
-        f->tsc = ft_rdtsc(); /* tracing stopped: no ring has a later event (but one in flight per thread) */
+        if (fz.froze)
+            f->tsc = ft_rdtsc(); /* tracing stopped: no ring has a later event (but one in flight per thread) */
     }
     *first = started;
     return lv;
@@ -314,20 +339,23 @@ static void close_levels(int lv, uint32_t state)
         struct ft_fault *f = episode(r->faults_total);
         f->end_tsc = ft_rdtsc();
         FT_STORE(f->state, state);
-        if (fz.froze) {
+        if (fz.froze || fz.parked) {
             if (!hot)
                 hot = hot_open();
             if (hot) {
-                FT_STORE(ft_hot.freeze_tid, 0);
                 ft_hot.freeze_seq++;
-                __atomic_store_n(&ft_hot.mode, fz.base_mode, __ATOMIC_SEQ_CST);
+                if (fz.froze) {
+                    FT_STORE(ft_hot.freeze_tid, 0);
+                    __atomic_store_n(&ft_hot.mode, fz.base_mode, __ATOMIC_SEQ_CST);
+                }
+                __atomic_store_n(&ft_hot.park, 0, __ATOMIC_SEQ_CST);
             }
-            fz.froze = 0;
+            fz.froze = fz.parked = 0;
         }
     }
     if (hot) {
         hot_close();
-        if (!(ft_hot.mode & FT_MODE_OFF))
+        if (!(ft_hot.mode & FT_MODE_OFF) && !ft_hot.park)
             syscall(SYS_futex, &ft_hot.freeze_seq, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
     }
 }
@@ -379,11 +407,13 @@ int ft_freeze_active(void)
 /* a fork child starts thawed, with no levels (its handlers are the parent's) */
 void ft_freeze_after_fork_child(void)
 {
-    if (fz.froze || (ft_hot.mode & FT_MODE_OFF)) {
+    if (fz.froze || (ft_hot.mode & FT_MODE_OFF) || ft_hot.park) {
         if (hot_open()) {
             memset(ft_hot.level_tid, 0, sizeof ft_hot.level_tid);
             ft_hot.freeze_tid = 0;
-            ft_hot.mode = fz.base_mode;
+            if (fz.froze || (ft_hot.mode & FT_MODE_OFF))
+                ft_hot.mode = fz.base_mode;
+            ft_hot.park = 0;
             hot_close();
         }
     }
@@ -392,7 +422,8 @@ void ft_freeze_after_fork_child(void)
     memset(funtrace_root.faults, 0, sizeof funtrace_root.faults);
     funtrace_root.faults_total = 0;
     fz.nlevels = 0;
-    fz.froze = 0;
+    fz.froze = fz.parked = 0;
     fz.lock = 0;
     ft_busy = busy_mine;
+    ft_rt_awake = awake_mine; /* the parent's runtime threads are not the child's */
 }

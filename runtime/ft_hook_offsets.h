@@ -23,6 +23,7 @@
 #define FT_HOT_OFF_REG_BASE 16
 #define FT_HOT_OFF_REG_SPAN 24
 #define FT_HOT_OFF_SAMPLE_RETS 32
+#define FT_HOT_OFF_PARK 40       /* park.S */
 #define FT_HOT_OFF_FREEZE_SEQ 64 /* park.S */
 
 #endif

@@ -61,7 +61,9 @@ struct ft_hot_settings {
     uint64_t reg_base;    /* the registry mapping: a record pointer p is valid for */
     uint64_t reg_span;    /* the hooks iff p - reg_base < reg_span (0 until it exists) */
     uint64_t sample_rets; /* sampled mode: returns from a stamp to the next, (k + 1) / 2 (hooks_pg.S) */
-    uint8_t pad1[24];
+    uint32_t park;        /* != 0 during a fatal-signal episode, frozen or not: the runtime's
+                             threads stay parked (park.S; never read by the hooks) */
+    uint8_t pad1[20];
     /* the freeze (freeze.c); never read by the hooks */
     uint32_t freeze_seq;  /* futex word: bumped at every thaw */
     uint32_t freeze_tid;  /* thread whose fatal signal froze tracing (0: not frozen) */
@@ -200,6 +202,12 @@ struct ft_freeze_how {
     uintptr_t alt_lo, alt_hi;  /* the alternate stack it runs on, or 0 */
 };
 extern int ft_busy FT_HIDDEN;                 /* threads inside runtime writers */
+/* the runtime's own threads (housekeeper, PSI) that are awake: not blocked
+ * in ft_park_syscall nor parked (park.S).  A runtime thread calls
+ * ft_rt_thread_begin first and ft_rt_thread_end last. */
+extern int ft_rt_awake FT_HIDDEN;
+void ft_rt_thread_begin(void) FT_HIDDEN;
+void ft_rt_thread_end(void) FT_HIDDEN;
 void ft_freeze_protect(void) FT_HIDDEN;       /* end of start-up: ft_hot read-only */
 /* a fatal signal reached a handler: record it (a new episode, or a nested
  * signal of the current one), freeze unless how->freeze is 0.  Returns the
@@ -222,9 +230,15 @@ static inline int ft_frozen(void)
 {
     return (__atomic_load_n(&ft_hot.mode, __ATOMIC_RELAXED) & FT_MODE_OFF) != 0;
 }
+/* a fatal-signal episode keeps the runtime's threads parked (frozen or not) */
+static inline int ft_rt_parked(void)
+{
+    return __atomic_load_n(&ft_hot.park, __ATOMIC_RELAXED) != 0;
+}
 /* park.S: a runtime thread's blocking syscall (nr, up to 6 args), not counted
- * busy while blocked; when it returns while tracing is frozen, the thread
- * waits for the thaw without touching its stack or any writable memory */
+ * awake while blocked; when it returns during a fatal-signal episode
+ * (ft_hot.park), the thread waits for its end without touching its stack or
+ * any writable memory */
 long ft_park_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6) FT_HIDDEN;
 
 /* signals.c */

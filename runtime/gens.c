@@ -103,13 +103,13 @@ void ft_gens_init(void)
 }
 
 /* The housekeeper sleeps in a futex wait on hk_stop with an absolute
- * deadline (park.S: while tracing is frozen it stays parked after waking,
- * touching nothing); ft_housekeeper_stop() wakes it. */
+ * deadline (park.S: during a fatal-signal episode it stays parked after
+ * waking, touching nothing); ft_housekeeper_stop() wakes it. */
 static void *housekeeper(void *arg)
 {
     struct timespec deadline;
     (void)arg;
-    __atomic_add_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST); /* awake (park.S) */
+    ft_rt_thread_begin(); /* awake (park.S) */
     prctl(PR_SET_NAME, "funtrace", 0, 0, 0);
     funtrace_ignore_this_thread();
     ft_tsc_deferred_calibration(); /* no TSC frequency source at start-up */
@@ -136,7 +136,7 @@ static void *housekeeper(void *arg)
         if (now.tv_sec > deadline.tv_sec + 1)
             deadline = now;
     }
-    __atomic_sub_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST);
+    ft_rt_thread_end();
     return NULL;
 }
 
@@ -171,7 +171,7 @@ void ft_housekeeper_stop(void)
     __atomic_store_n(&hk_stop, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, &hk_stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     pthread_mutex_unlock(&hk_mutex);
-    if (ft_frozen())
+    if (ft_frozen() || ft_rt_parked())
         return; /* exit() from a fatal-signal handler: the housekeeper is parked */
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 2;

@@ -1,15 +1,17 @@
 /*
  * park.S -- ft_park_syscall(nr, a1..a6): the blocking syscall of a runtime
  * thread (the housekeeper's timed wait, the PSI thread's poll), after which
- * the thread parks while tracing is frozen (freeze.c).
+ * the thread parks while a fatal-signal episode is open (freeze.c), whether
+ * tracing is frozen or not (FUNTRACE_CRASH_HANDLERS=trace).
  *
- * While blocked the thread does not count in ft_busy (the freezer does not
- * wait for it).  When the syscall returns it counts itself busy again, then
- * checks the mode (Dekker-style against the freezer, which sets FT_MODE_OFF
- * and then reads ft_busy): if tracing is frozen it stops counting and waits
- * on ft_hot.freeze_seq (a futex in the read-only page) until the thaw --
- * using registers only, never its stack or any other writable memory, which
- * a program's crash handler may be rewriting meanwhile.
+ * While blocked the thread does not count in ft_rt_awake (the episode's
+ * start does not wait for it).  When the syscall returns it counts itself
+ * awake again, then checks ft_hot.park (Dekker-style against the episode's
+ * start, which sets it and then reads ft_rt_awake): if set it stops counting
+ * and waits on ft_hot.freeze_seq (a futex in the read-only page) until the
+ * episode ends -- using registers only, never its stack or any other
+ * writable memory, which a program's crash handler may be rewriting
+ * meanwhile.
  */
 #include "ft_hook_offsets.h"
 
@@ -33,16 +35,16 @@ ft_park_syscall:
     movq %r8, %r10                  /* a4 */
     movq %r9, %r8                   /* a5 */
     movq 16(%rsp), %r9              /* a6 (7th argument, on the stack) */
-    lock decl ft_busy(%rip)
+    lock decl ft_rt_awake(%rip)
     syscall
     movq %rax, %r12                 /* the result, kept across the park */
-1:  lock incl ft_busy(%rip)
-    testb $FT_HOT_MODE_OFF_BIT, ft_hot+FT_HOT_OFF_MODE(%rip)
-    jz 3f
-    lock decl ft_busy(%rip)
+1:  lock incl ft_rt_awake(%rip)
+    cmpl $0, ft_hot+FT_HOT_OFF_PARK(%rip)
+    je 3f
+    lock decl ft_rt_awake(%rip)
 2:  movl ft_hot+FT_HOT_OFF_FREEZE_SEQ(%rip), %edx   /* val */
-    testb $FT_HOT_MODE_OFF_BIT, ft_hot+FT_HOT_OFF_MODE(%rip)
-    jz 1b
+    cmpl $0, ft_hot+FT_HOT_OFF_PARK(%rip)
+    je 1b
     leaq ft_hot+FT_HOT_OFF_FREEZE_SEQ(%rip), %rdi
     movl $FUTEX_WAIT_PRIVATE, %esi
     xorl %r10d, %r10d               /* no timeout */

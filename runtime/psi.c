@@ -194,11 +194,11 @@ static void *psi_thread(void *arg)
     (void)arg;
     uint64_t written = 0;
     struct timespec last = {0, 0};
-    __atomic_add_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST); /* awake (park.S) */
+    ft_rt_thread_begin(); /* awake (park.S) */
     prctl(PR_SET_NAME, "funtrace-psi", 0, 0, 0);
     for (;;) {
         struct pollfd pfd = {.fd = psi_fd, .events = POLLPRI};
-        /* poll; parked (touching nothing) while tracing is frozen (freeze.c) */
+        /* poll; parked (touching nothing) during a fatal-signal episode (freeze.c) */
         long r = ft_park_syscall(SYS_poll, (long)&pfd, 1, -1, 0, 0, 0);
         if (r == -EINTR)
             continue;
@@ -217,7 +217,7 @@ static void *psi_thread(void *arg)
             break;
         }
     }
-    __atomic_sub_fetch(&ft_busy, 1, __ATOMIC_SEQ_CST);
+    ft_rt_thread_end();
     return NULL;
 }
 

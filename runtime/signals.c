@@ -8,8 +8,9 @@
  *    records the signal in the root and freezes tracing (freeze.c) before
  *    the program's handler runs, and ends the episode when the handler
  *    returns (or leaves by longjmp/exception: interpose.c);
- *    FUNTRACE_CRASH_HANDLERS=trace records without freezing, =off leaves
- *    the program's handlers alone;
+ *    FUNTRACE_CRASH_HANDLERS=trace records without freezing (the runtime's
+ *    own threads still park meanwhile), =off leaves the program's handlers
+ *    alone;
  *  - FUNTRACE_ON_CRASH=DIR: the wrapper is installed even without a handler
  *    of the program's, and writes a snapshot before the signal takes its
  *    course.

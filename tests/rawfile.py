@@ -54,7 +54,7 @@ GEN_NONE = (1 << 64) - 1
 GEN_SLOTS = 64
 
 TSF = {"WRAPPED": 0x1, "UNCOMMITTED": 0x2, "TORN": 0x4, "RING_MISSING": 0x8,
-       "RING_PARTIAL": 0x10, "COPY_RACED": 0x20, "BAD_POS": 0x40}
+       "RING_PARTIAL": 0x10, "COPY_RACED": 0x20, "BAD_POS": 0x40, "TSC_HI": 0x80}
 
 
 def chunks(data: bytes):
@@ -97,6 +97,7 @@ class Thread:
     n_dropped: int = 0
     start_tsc: int = 0
     exit_tsc: int = 0
+    tsc_hi: Optional[int] = None  # THRDSTAT tsc_hi when FT_TSF_TSC_HI is set
     gen_pos: list = field(default_factory=list)
     entries: list = field(default_factory=list)  # [(word, tsc)] or [(word, None)]
     items: list = field(default_factory=list)    # TRACEE08: the raw 8-byte items
@@ -120,11 +121,12 @@ def e8_escape(typ, payload):
     return (payload << 32) | (typ << 2) | E8_ESC
 
 
-def expand_e8(items, code=(), lower=0, ref=0):
+def expand_e8(items, code=(), lower=0, ref=0, rec_hi=None):
     """FT_FMT_EXACT8 items (FORMAT.md 1.4) -> [(word, tsc)] of the events, with
     their high halves from the escapes before them.  Events before the first
     escape of a kind (a wrapped ring's oldest) take the TSC high half that puts
-    the last of them at or before the first known time, and the first ADDR_HI's
+    the last of them at or before the first known time (in a ring without a
+    TSC_HI escape or a zero item: rec_hi, the record's, if known), and the first ADDR_HI's
     address high half, else the one of the executable mappings `code`
     ([(start, end)]) that holds most of their addresses (a simpler rule than
     the decoder's; enough for tests).
@@ -156,6 +158,8 @@ def expand_e8(items, code=(), lower=0, ref=0):
         pre_thi = u >> 32
         if ((pre_thi << 32) | lo_last) > u:
             pre_thi -= 1
+    elif rec_hi is not None and all(items):      # the newest events: the record's high half
+        pre_thi = rec_hi
     elif lower:                                  # the first at or after the lower bound
         pre_thi = lower >> 32
         if ((pre_thi << 32) | lo_first) < lower:
@@ -191,12 +195,13 @@ def s4_escape(typ, payload):
     return ((payload << 5) | (typ << 3) | 3) & 0xFFFFFFFF
 
 
-def expand_s4(items, code=(), ref=0):
+def expand_s4(items, code=(), ref=0, rec_hi=None):
     """FT_FMT_SAMPLED4 items (FORMAT.md 1.4) -> [(word, tsc or None)] of the events:
     a stamped return (a leaf return) gets its time and the address of the call item
     before it (one without that call, the window's first item, is left out); high
     halves from the escapes (before the first ADDR_HI: as expand_e8; TSC bits above
-    58 and before the first TSC_HI: from ref).  Zero items and escapes skipped."""
+    58 and before the first TSC_HI: from ref, or rec_hi, the record's, in a ring
+    without a TSC_HI escape or a zero item).  Zero items and escapes skipped."""
     first_ahi = next((w >> 5 for w in items if w & 7 == 3 and (w >> 3) & 3 == S4_ADDR_HI), None)
     if first_ahi is None:
         los = [w & ~3 for w in items[:256] if w and w & 3 != 3]
@@ -205,6 +210,8 @@ def expand_s4(items, code=(), ref=0):
                                                          for lo in los))
     top = (ref >> 32) & ~((1 << 27) - 1)
     ahi, thi, catch, last_call, out = None, None, False, None, []
+    if rec_hi is not None and all(items) and not any(w & 7 == 3 and (w >> 3) & 3 == S4_TSC_HI for w in items):
+        thi = rec_hi
     for w in items:
         if not w:
             last_call = None
@@ -342,6 +349,8 @@ def parse(data) -> Raw:
             cur.state, cur.fmt, cur.flags = state, fmt, flags
             cur.ring, cur.ring_size, cur.pos_off, cur.first_off = ring, ring_size, pos_off, first_off
             cur.n_entries, cur.n_dropped, cur.start_tsc, cur.exit_tsc = n_entries, n_dropped, start_tsc, exit_tsc
+            # the record's TSC high half of the ring's newest events (FT_TSF_TSC_HI), else None
+            cur.tsc_hi = struct.unpack_from("<I", p, 88)[0] if flags & TSF["TSC_HI"] else None
             gp = struct.unpack_from(f"<{2 * GEN_SLOTS}Q", p, 96)
             cur.gen_pos = [(gp[2 * i], gp[2 * i + 1]) for i in range(GEN_SLOTS)]
         elif magic == "TRACEBUF":
@@ -376,9 +385,9 @@ def parse(data) -> Raw:
             lower = raw.header.get("min_tsc", 0) if raw.header.get("flags", 0) & 4 else 0
             if not t.flags & TSF["WRAPPED"]:
                 lower = max(lower, t.start_tsc)
-            t.entries = expand_e8(t.items, code, lower, ref)
+            t.entries = expand_e8(t.items, code, lower, ref, t.tsc_hi)
         if t.fmt == 4 and t.items:
-            t.entries = expand_s4(t.items, code, ref)
+            t.entries = expand_s4(t.items, code, ref, t.tsc_hi)
     return raw
 
 

@@ -271,7 +271,8 @@ def test_e8_first_lap(unit):
     raw, _ = unit("e8_firstlap")
     [t] = raw.threads
     assert t.fmt == 3 and ("TRACEE08", t.items and raw.chunks[-2][1]) in raw.chunks
-    assert (t.flags, t.n_entries, t.n_dropped, t.first_off, t.pos_off) == (0, 12, 0, 0, 96)
+    assert (t.flags, t.n_entries, t.n_dropped, t.first_off, t.pos_off) == (TSF["TSC_HI"], 12, 0, 0, 96)
+    assert t.tsc_hi == 5  # the record's: the high half of the newest events
     assert t.items == [ESC_A, ESC_T] + [e8(k) for k in range(1, 11)]
     assert t.entries == [(0x7f0000400000 + 4 * k, B8 + k) for k in range(1, 11)]
     assert raw.header["raw_version"] == 2
@@ -280,30 +281,35 @@ def test_e8_first_lap(unit):
 def test_e8_wrapped(unit):
     raw, _ = unit("e8_wrapped")        # 602 items in 512 slots: pos at slot 90
     [t] = raw.threads
-    assert t.flags == TSF["WRAPPED"] and t.pos_off == 90 * 8 and t.first_off == 91 * 8
+    assert t.flags == TSF["WRAPPED"] | TSF["TSC_HI"] and t.pos_off == 90 * 8 and t.first_off == 91 * 8
     assert t.items == [e8(k) for k in range(90, 601)] and t.n_entries == 511 and t.n_dropped == 0
+    # no TSC_HI escape is left in the ring: the record's high half dates its events
+    assert t.tsc_hi == 5 and tscs(t) == [B8 + k for k in range(90, 601)]
 
 
 def test_e8_uncommitted(unit):
     raw, _ = unit("e8_uncommitted")
     [t] = raw.threads
-    assert t.flags == TSF["UNCOMMITTED"] and t.n_entries == 13 and t.items[-1] == e8(11)
+    assert t.flags == TSF["UNCOMMITTED"] | TSF["TSC_HI"] and t.n_entries == 13 and t.items[-1] == e8(11)
     raw, _ = unit("e8_uncommitted_escape")   # an escape at pos: not emitted, counted
     [t] = raw.threads
-    assert t.flags == 0 and t.n_entries == 12 and t.n_dropped == 1
+    # a TSC_HI escape in flight: the record already has its high half, which is not
+    # the committed events' -- not given
+    assert t.flags == 0 and t.n_entries == 12 and t.n_dropped == 1 and t.tsc_hi is None
     raw, _ = unit("e8_wrapped_uncommitted")  # the newest entry over the oldest one
     [t] = raw.threads
-    assert t.flags == TSF["WRAPPED"] | TSF["UNCOMMITTED"]
+    assert t.flags == TSF["WRAPPED"] | TSF["UNCOMMITTED"] | TSF["TSC_HI"]
     assert t.items == [e8(k) for k in range(90, 602)] and t.n_entries == 512
 
 
 def test_e8_pos_at_last_slot(unit):
     raw, _ = unit("e8_lastslot_wrapped")     # 1023 items: pos = slot 511 holds event 510, the oldest
     [t] = raw.threads
-    assert t.flags == TSF["WRAPPED"] and t.first_off == 0 and t.items == [e8(k) for k in range(511, 1022)]
+    assert t.flags == TSF["WRAPPED"] | TSF["TSC_HI"] and t.first_off == 0
+    assert t.items == [e8(k) for k in range(511, 1022)]
     raw, _ = unit("e8_lastslot_unc")         # first lap, the newest entry uncommitted in the last slot
     [t] = raw.threads
-    assert t.flags == TSF["UNCOMMITTED"] and t.items == [ESC_A, ESC_T] + [e8(k) for k in range(1, 511)]
+    assert t.flags == TSF["UNCOMMITTED"] | TSF["TSC_HI"] and t.items == [ESC_A, ESC_T] + [e8(k) for k in range(1, 511)]
 
 
 def test_e8_time_filter(unit):
@@ -317,7 +323,7 @@ def test_e8_tiny_ring(unit):
     """a 32-byte ring (funtrace_set_thread_log_buf_size(5)): 4 slots, 3 emitted"""
     raw, _ = unit("e8_tiny")
     [t] = raw.threads
-    assert t.ring_size == 32 and t.flags == TSF["WRAPPED"] and t.items == [e8(5), e8(6), e8(7)]
+    assert t.ring_size == 32 and t.flags == TSF["WRAPPED"] | TSF["TSC_HI"] and t.items == [e8(5), e8(6), e8(7)]
 
 
 def test_e8_high_halves_and_flags(unit):
@@ -400,7 +406,7 @@ def test_s4_first_lap(unit):
     [t] = raw.threads
     assert t.fmt == 4 and [m for m, _ in raw.chunks].count("TRACES04") == 1
     items = [S4A] + [i for k in range(1, 11) for i in s4_pair(k)]
-    assert t.items == items and t.flags == 0 and t.pos_off == 4 * len(items)
+    assert t.items == items and t.flags == TSF["TSC_HI"] and t.tsc_hi == 5 and t.pos_off == 4 * len(items)
     F = rawfile
     assert t.entries == [e for k in range(1, 11) for e in
                          ((0x7f0000400000 + 16 * k, None),
@@ -411,8 +417,11 @@ def test_s4_wrapped(unit):
     raw, _ = unit("s4_wrapped")     # 1 + 700 * 2 + 1 items in 1024 slots
     [t] = raw.threads
     n = 1 + 700 * 2 + 1
-    assert t.flags == TSF["WRAPPED"] and t.n_entries == 1023 and t.pos_off == 4 * (n - 1024)
+    assert t.flags == TSF["WRAPPED"] | TSF["TSC_HI"] and t.n_entries == 1023 and t.pos_off == 4 * (n - 1024)
     assert t.items[-2:] == s4_pair(700)
+    raw, _ = unit("s4_uncommitted_escape")  # a TSC_HI escape in flight at pos: the record's value not given
+    [t] = raw.threads
+    assert t.flags == 0 and t.tsc_hi is None and t.n_dropped == 1
 
 
 def test_s4_time_filter(unit):

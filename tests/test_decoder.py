@@ -1,11 +1,12 @@
 """funtrace-decode end to end: real programs with known call patterns, built
 in each instrumentation mode, crashed by real signals; their cores extracted
 by coreextract (or their on-crash snapshots), decoded to JSON/text/summary."""
+import datetime
 import re
 
 import pytest
 
-from conftest import CLANG_MODES, INSTR_MODES
+from conftest import CLANG_MODES, INSTR_MODES, run_tool
 from dec_util import (check_nesting, crash_raw, decode, forest, load, merge_gens, modules, objdump_has_jmp,
                       render)
 
@@ -598,6 +599,35 @@ def test_wallclock_and_stdin(tree, compiled, run_crash, tmp_path):
     day_us = (int(h) * 3600 + int(m) * 60) * 1_000_000 + int(s.replace(".", "")) // 1000
     crash = [e for e in tr.instants if e["name"].startswith("SIGSEGV")][0]
     assert abs(crash["ts"] - day_us) < 1_000_000
+
+
+@pytest.mark.parametrize("time_mode", ["exact", "sampled"])
+def test_times_without_boundaries_for_seconds(tree, compiled, run_crash, time_mode):
+    """FUNTRACE_GEN_MS=0 (no generation boundaries, README) and a thread busy
+    for 2.5 s before the crash: its ring's TSC_HI escape (written when the TSC's
+    high half changed, every 2^32 ticks) was overwritten long ago, and nothing
+    in the ring dates its events but their low halves.  The thread's record
+    has the high half (THRDSTAT tsc_hi): the last event is shown when it
+    happened, not a multiple of 2^32 ticks (2 s) earlier."""
+    exe = compiled("dec_epoch.c", "pg")
+    env = {"FUNTRACE_GEN_MS": "0"}
+    if time_mode == "sampled":
+        env["FUNTRACE_TIME"] = "sampled"
+    r = run_crash([exe, "2.5"], env=env)
+    crash_ns = int(re.search(r"crash_at (\d+)", r.stdout).group(1))
+    raw = r.dir / "trace.raw"
+    ce = run_tool([tree.tool("coreextract"), "-o", raw, r.core, exe])
+    assert ce.returncode == 0, ce.stderr
+    out, _ = decode(tree, raw, "--text")
+    assert out.returncode == 0, out.stderr
+    last = re.search(r"last event: +(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{9}) ([+-]\d{4})", out.stdout)
+    assert last, out.stdout[:2000]
+    shown_ns = int(datetime.datetime.strptime(f"{last.group(1)} {last.group(3)}", "%Y-%m-%d %H:%M:%S %z")
+                   .timestamp()) * 1_000_000_000 + int(last.group(2))
+    # the last event is epoch_crash's call, right after the print (sampled mode:
+    # the last stamped return, at most a few calls before)
+    assert -100_000_000 < shown_ns - crash_ns < 100_000_000, (shown_ns - crash_ns, out.stdout[:1500])
+    assert "epoch_crash" in out.stdout
 
 
 def test_substitute_path(tree, compiled, run_crash, tmp_path):

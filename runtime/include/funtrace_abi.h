@@ -194,8 +194,11 @@ struct ft_thread {
                            readers ignore it */
     uint32_t addr_hi;   /* runtime-private (FT_FMT_EXACT8): address bits 63..32
                            of the last ADDR_HI escape; FT_E8_HI_NONE: escape next */
-    uint32_t tsc_hi;    /* runtime-private (FT_FMT_EXACT8): TSC bits 63..32 of the
-                           last TSC_HI escape; FT_E8_HI_NONE: escape next */
+    uint32_t tsc_hi;    /* FT_FMT_EXACT8 and FT_FMT_SAMPLED4: TSC bits 63..32 of
+                           the last TSC_HI escape (stored before the escape);
+                           FT_E8_HI_NONE: escape next.  Readers copy it to
+                           THRDSTAT: the high half of the ring's newest events
+                           when no TSC_HI escape is left among them */
     uint64_t self;      /* runtime-private: the record's own address while it is
                            in use (the hooks' validity check), else 0 */
     uint64_t hot_reserved[2];
@@ -357,7 +360,9 @@ enum ft_struct_id {
     X(ROOT_RECORDS_REUSED, ROOT, records_reused) \
     /* appended: fatal-signal episodes (1.9: u64, struct ft_fault[FT_FAULT_SLOTS]) */ \
     X(ROOT_FAULTS_TOTAL, ROOT, faults_total) \
-    X(ROOT_FAULTS, ROOT, faults)
+    X(ROOT_FAULTS, ROOT, faults) \
+    /* appended: the TSC high half of a thread's newest events (THRDSTAT tsc_hi) */ \
+    X(THR_TSC_HI, THREAD, tsc_hi)
 
 /* field ids: index into root->offsets[] (offset of the field inside its
  * structure; FT_OFF_ABSENT if this writer does not have the field) */
@@ -658,6 +663,8 @@ struct ft_raw_mapping {
 #define FT_TSF_COPY_RACED 0x20u      /* live read: events overwritten while copying
                                         were dropped (n_dropped) */
 #define FT_TSF_BAD_POS 0x40u         /* pos outside the ring: ring not emitted */
+#define FT_TSF_TSC_HI 0x80u          /* tsc_hi is the TSC high half (bits 63..32) of the
+                                        events after the ring's last TSC_HI escape */
 
 struct ft_raw_thread {
     uint32_t tid;
@@ -673,7 +680,8 @@ struct ft_raw_thread {
     uint64_t start_tsc;
     uint64_t exit_tsc;
     uint64_t seq;
-    uint64_t reserved;
+    uint32_t tsc_hi;         /* FT_TSF_TSC_HI: the record's tsc_hi (fmt 3 and 4) */
+    uint32_t reserved;
     /* positions at generation starts, as ring OFFSETS (gen = FT_GEN_NONE: none) */
     struct { uint64_t gen; uint64_t off; } gen_pos[FT_GEN_SLOTS];
 };

@@ -357,6 +357,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(sc, "e8_uncommitted_escape")) {
         t = new_e8(100, 4096);
         events8(t, 1, 10);
+        t->tsc_hi = 6; /* a TSC_HI escape in flight: the record's value is stored first */
         *slot_at(t, 12) = FT_E8_ESCAPE(FT_E8_TSC_HI, 6);
     } else if (!strcmp(sc, "e8_wrapped_uncommitted")) {
         t = new_e8(100, 4096);
@@ -416,11 +417,16 @@ int main(int argc, char **argv)
             write_e8(t, 0x7f0000400280ull | FT_F_RET, T0 + 6 * HZ + 1000 * (uint64_t)k + 500);
         }
         root->tsc_hz = HZ;
-    } else if (!strcmp(sc, "s4_firstlap") || !strcmp(sc, "s4_wrapped") || !strcmp(sc, "s4_min_tsc")) {
+    } else if (!strcmp(sc, "s4_firstlap") || !strcmp(sc, "s4_wrapped") || !strcmp(sc, "s4_min_tsc") ||
+               !strcmp(sc, "s4_uncommitted_escape")) {
         t = new_thread(100, FT_THR_ALIVE, FT_FMT_SAMPLED4, 4096); /* 1024 items */
         t->addr_hi = t->tsc_hi = FT_E8_HI_NONE;
         pairs4(t, 1, !strcmp(sc, "s4_wrapped") ? 700 : 10);
         if (!strcmp(sc, "s4_min_tsc")) si.min_tsc = (5ull << 32) + 6000;
+        if (!strcmp(sc, "s4_uncommitted_escape")) { /* a TSC_HI escape in flight, as in e8_uncommitted_escape */
+            t->tsc_hi = 6;
+            *(uint32_t *)(uintptr_t)(t->pos & t->mask) = FT_S4_ESCAPE(FT_S4_TSC_HI, 6);
+        }
     } else if (!strcmp(sc, "e8_live_race")) {
         t = new_e8(100, 4096);
         events8(t, 1, 600);

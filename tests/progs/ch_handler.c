@@ -14,7 +14,12 @@
  *                  chunk by chunk while traced functions are called, then
  *                  restored; prints "memtest: N mismatches"; re-raises.
  *                  A thread spins in traced functions meanwhile, another
- *                  sleeps in read().
+ *                  sleeps in read().  With MEMTEST_HOLD_MS=N the chunk
+ *                  holding the runtime's housekeeper's stack pointer (the
+ *                  thread named "funtrace", blocked in a system call) keeps
+ *                  each pattern N ms before it is checked: the housekeeper
+ *                  wakes meanwhile (FUNTRACE_GEN_MS below N) and must not
+ *                  run on that stack.
  *   mprotect       a guard page: the handler makes it writable and returns;
  *                  the program goes on, then aborts (no SIGABRT handler)
  *   longjmp        the handler siglongjmps back to main; the program goes
@@ -38,6 +43,7 @@
  * The faulting functions are w_crash (address 0x28) and w_probe (the guard
  * page); stdout gets "ready" lines as documented per mode. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
@@ -51,6 +57,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "rt_common.h"
 
@@ -185,6 +192,49 @@ static uintptr_t hex(const char **s)
     }
 }
 
+/* the stack pointer of the runtime's housekeeper, blocked in a system call
+ * (/proc/self/task/TID/syscall: "nr args... sp pc"); 0 if not found */
+static uintptr_t housekeeper_sp(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *de;
+    uintptr_t sp = 0;
+    while (dir && !sp && (de = readdir(dir))) {
+        char path[64], buf[256];
+        FILE *f;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        int is_hk = fgets(buf, sizeof buf, f) && !strcmp(buf, "funtrace\n");
+        fclose(f);
+        snprintf(path, sizeof path, "/proc/self/task/%s/syscall", de->d_name);
+        if (!is_hk || !(f = fopen(path, "r")))
+            continue;
+        if (fgets(buf, sizeof buf, f)) {
+            char *last = strrchr(buf, ' '); /* " pc": sp is the word before it */
+            if (last) {
+                *last = 0;
+                char *w = strrchr(buf, ' ');
+                if (w)
+                    sp = (uintptr_t)strtoull(w + 1, NULL, 16);
+            }
+        }
+        fclose(f);
+    }
+    if (dir)
+        closedir(dir);
+    return sp;
+}
+
+/* sleep ms milliseconds without libc (its GOT may be overwritten) */
+static void raw_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    long rc;
+    __asm__ volatile("syscall" : "=a"(rc) : "0"((long)SYS_nanosleep), "D"(&ts), "S"(0L) : "rcx", "r11", "memory");
+    (void)rc;
+}
+
 /* no library calls (their GOT, data and TLS may be overwritten meanwhile):
  * plain loops the compiler must not turn into memcpy/memset */
 static __attribute__((optimize("no-tree-loop-distribute-patterns"))) void copy_words(volatile uint64_t *d,
@@ -214,6 +264,16 @@ static void memtest_handler(int sig, siginfo_t *si, void *uc)
         len += (size_t)k;
     close(fd);
     maps[len] = 0;
+    const char *hold_s = getenv("MEMTEST_HOLD_MS");
+    long hold_ms = hold_s ? atol(hold_s) : 0;
+    uintptr_t hk_sp = 0;
+    for (int i = 0; hold_ms && !hk_sp && i < 500; i++) /* (it may be between two system calls) */
+        if (!(hk_sp = housekeeper_sp()))
+            usleep(1000);
+    if (hold_ms && !hk_sp) {
+        fprintf(stderr, "memtest: MEMTEST_HOLD_MS is set, but no housekeeper thread was found blocked (0.5 s)\n");
+        abort();
+    }
     uint64_t *save = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     for (const char *p = maps; *p && nreg < MAXREG;) {
         uintptr_t a = hex(&p);
@@ -235,7 +295,7 @@ static void memtest_handler(int sig, siginfo_t *si, void *uc)
     uint64_t mismatches = 0, first_bad = 0, bytes = 0;
     struct { uintptr_t at; uint64_t got, want; int pat; } bad[16]; /* the first ones, for the report */
     int nbad = 0;
-    int s = 0;
+    int s = 0, held = 0;
     for (int r = 0; r < nreg; r++) {
         for (uintptr_t c = lo[r]; c < hi[r]; c += CHUNK) {
             size_t n = (hi[r] - c < CHUNK ? hi[r] - c : CHUNK) / 8;
@@ -248,6 +308,10 @@ static void memtest_handler(int sig, siginfo_t *si, void *uc)
                     m[i] = pat == 0 ? 0 : pat == 1 ? ~0ull : pat == 2 ? 0xaaaa5555aaaa5555ull : (uint64_t)(c + 8 * i);
                 for (int j = 0; j < 20; j++) /* traced calls while the memory is overwritten */
                     s += h_format(j);
+                if (hk_sp >= c && hk_sp < c + n * 8) { /* the housekeeper's stack: it wakes meanwhile */
+                    raw_sleep_ms(hold_ms);
+                    held++;
+                }
                 for (size_t i = 0; i < n; i++) {
                     uint64_t want = pat == 0 ? 0 : pat == 1 ? ~0ull : pat == 2 ? 0xaaaa5555aaaa5555ull : (uint64_t)(c + 8 * i);
                     uint64_t got = m[i];
@@ -270,8 +334,9 @@ static void memtest_handler(int sig, siginfo_t *si, void *uc)
         }
     }
     /* everything is back: library calls are fine again */
-    fprintf(stderr, "memtest: %llu mismatches (first at %#llx) in %llu bytes of %d regions (%d)\n",
-            (unsigned long long)mismatches, (unsigned long long)first_bad, (unsigned long long)bytes, nreg, s & 1);
+    fprintf(stderr, "memtest: %llu mismatches (first at %#llx) in %llu bytes of %d regions (%d); held %d ms %d times\n",
+            (unsigned long long)mismatches, (unsigned long long)first_bad, (unsigned long long)bytes, nreg, s & 1,
+            (int)hold_ms, held);
     if (nbad)
         fprintf(stderr, "memtest: spinner's stack %#llx..%#llx left alone; maps:\n%s", (unsigned long long)skip_lo,
                 (unsigned long long)skip_hi, maps);
