@@ -3,6 +3,7 @@ in each instrumentation mode, crashed by real signals; their cores extracted
 by coreextract (or their on-crash snapshots), decoded to JSON/text/summary."""
 import datetime
 import re
+import time
 
 import pytest
 
@@ -620,14 +621,35 @@ def test_times_without_boundaries_for_seconds(tree, compiled, run_crash, time_mo
     assert ce.returncode == 0, ce.stderr
     out, _ = decode(tree, raw, "--text")
     assert out.returncode == 0, out.stderr
-    last = re.search(r"last event: +(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{9}) ([+-]\d{4})", out.stdout)
-    assert last, out.stdout[:2000]
-    shown_ns = int(datetime.datetime.strptime(f"{last.group(1)} {last.group(3)}", "%Y-%m-%d %H:%M:%S %z")
-                   .timestamp()) * 1_000_000_000 + int(last.group(2))
+    shown_ns = last_event_ns(out.stdout)
     # the last event is epoch_crash's call, right after the print (sampled mode:
     # the last stamped return, at most a few calls before)
     assert -100_000_000 < shown_ns - crash_ns < 100_000_000, (shown_ns - crash_ns, out.stdout[:1500])
     assert "epoch_crash" in out.stdout
+
+
+def last_event_ns(text) -> int:
+    m = re.search(r"last event: +(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{9}) ([+-]\d{4})", text)
+    assert m, text[:2000]
+    return int(datetime.datetime.strptime(f"{m.group(1)} {m.group(3)}", "%Y-%m-%d %H:%M:%S %z")
+               .timestamp()) * 1_000_000_000 + int(m.group(2))
+
+
+def test_times_without_boundaries_for_seconds_live(tree, compiled, spawn, tmp_path):
+    """The same read from the running process (coreextract --pid, as oomwatch
+    reads it): the newest events are dated at the time of the read."""
+    exe = compiled("dec_epoch.c", "pg")
+    p = spawn([exe, "60"], env={"FUNTRACE_GEN_MS": "0"})
+    time.sleep(2.5)
+    raw = tmp_path / "live.raw"
+    before = time.time_ns()
+    ce = run_tool([tree.tool("coreextract"), "-o", raw, "--pid", p.pid])
+    after = time.time_ns()
+    assert ce.returncode == 0, ce.stderr
+    out, _ = decode(tree, raw, "--text")
+    assert out.returncode == 0, out.stderr
+    shown = last_event_ns(out.stdout)
+    assert before - 100_000_000 < shown < after + 100_000_000, (shown - before, after - before)
 
 
 def test_substitute_path(tree, compiled, run_crash, tmp_path):
