@@ -5,7 +5,8 @@ crashed mid-work with a kernel core:
 * redis-server: multi-threaded (bio and I/O threads, named), its own fatal
   signal handler (crash report, stack trace, and an in-place memory test of
   every anonymous mapping before it re-raises); crashed with its own
-  `DEBUG SEGFAULT` while redis-benchmark loads it;
+  `DEBUG SEGFAULT` while redis-benchmark loads it; twice: tracing frozen in
+  its handler (the default) and left on (FUNTRACE_CRASH_HANDLERS=trace);
 * unbound: multi-threaded DNS server whose default build uses LTO
   (configure adds -flto); crashed with kill -SEGV while its own load
   generator (testcode/perf) queries it;
@@ -15,6 +16,8 @@ crashed mid-work with a kernel core:
   the frames that raised them, running a script of caught errors and
   coroutines, in exact and in sampled mode (FUNTRACE_TIME=sampled); crashed
   with kill -SEGV.  Every luaD_throw is a call whose return is missing;
+* nginx 1.22: a master that forks its worker processes; a worker killed
+  with kill -SEGV under keep-alive HTTP load: its core's trace is its own;
 * yaml-cpp 0.7 (C++, built by its CMake), driven by yaml_driver.cpp: its
   exceptions thrown and caught, then one rethrown to std::terminate (abort).
 
@@ -516,6 +519,99 @@ def lua_sampled_crash(tree, realprog, tmp_path_factory):
     yield from lua_crash_in(tree, realprog, tmp_path_factory, "sampled")
 
 
+NGINX_CONF = """daemon off;
+master_process on;
+worker_processes 2;
+user root;
+working_directory {dir};
+worker_rlimit_core 1g;
+error_log {dir}/error.log info;
+pid {dir}/nginx.pid;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/tmp;
+    server {{
+        listen 127.0.0.1:{port};
+        root {dir}/html;
+    }}
+}}
+"""
+
+
+def http_load(port, stop):
+    """keep-alive GETs of / until stop is set"""
+    req = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n"
+    while not stop.is_set():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                for _ in range(100):
+                    s.sendall(req)
+                    got = b""
+                    while b"hello" not in got:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            raise OSError("closed")
+                        got += chunk
+        except OSError:
+            time.sleep(0.01)
+
+
+class Worker:
+    """an nginx worker process (a child of the master): what check_core reads"""
+
+    def __init__(self, pid, master):
+        self.pid, self.dir, self.master = pid, master.dir, master
+        self.p = self  # (check_core's srv.p.returncode)
+        self.returncode = None
+
+    def threads(self):
+        return {int(t.name): (t / "comm").read_text().rstrip("\n") for t in Path(f"/proc/{self.pid}/task").iterdir()}
+
+    def output(self):
+        return (self.dir / "error.log").read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def nginx_crash(tree, realprog, tmp_path_factory):
+    """nginx (master and two forked workers) serving a static file under
+    keep-alive load; one worker killed by kill -SEGV (it dumps its core in
+    working_directory; the master starts another)."""
+    d = realprog("nginx")
+    run = tmp_path_factory.mktemp("nginx") / "run"
+    (run / "html").mkdir(parents=True)
+    (run / "html" / "index.html").write_text("hello\n")
+    port = free_port()
+    (run / "nginx.conf").write_text(NGINX_CONF.format(dir=run, port=port))
+    exe = d / "objs" / "nginx"
+    srv = Server([exe, "-p", run, "-c", run / "nginx.conf"], run)
+    stop = threading.Event()
+    clients = []
+    try:
+        srv.wait_for(lambda: tcp_port_open(port), "nginx to listen")
+        clients = [threading.Thread(target=http_load, args=(port, stop), daemon=True) for _ in range(4)]
+        for c in clients:
+            c.start()
+        time.sleep(2)
+        workers = sorted(int(x) for x in (Path(f"/proc/{srv.p.pid}/task/{srv.p.pid}/children")
+                                          .read_text().split()))
+        assert len(workers) == 2, workers
+        w = Worker(workers[0], srv)
+        names = w.threads()
+        os.kill(w.pid, signal.SIGSEGV)
+        srv.wait_for(lambda: f"worker process {w.pid} exited on signal 11 (core dumped)" in w.output(),
+                     "the master to see its worker's death")
+        w.returncode = -signal.SIGSEGV
+        res = check_core(tree, exe, w, names)
+        res["pid"] = w.pid
+        yield res, ()
+    finally:
+        stop.set()
+        for c in clients:
+            c.join(timeout=10)
+        srv.close()
+
+
 @pytest.fixture(scope="module")
 def yaml_crash(tree, realprog, tmp_path_factory):
     """tests/realprogs/yaml_driver.cpp linked with yaml-cpp's libyaml-cpp.a:
@@ -537,8 +633,8 @@ def yaml_crash(tree, realprog, tmp_path_factory):
         srv.close()
 
 
-DECODES = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "yaml"]
-STACKS = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "yaml"]
+DECODES = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "nginx", "yaml"]
+STACKS = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "nginx", "yaml"]
 
 
 @pytest.mark.parametrize("prog", DECODES)
@@ -593,6 +689,21 @@ def test_lua_errors_are_longjmps(request, tree, prog):
     assert not returned, f"{len(returned)} of {len(throws)} luaD_throw calls returned: {returned[:3]}"
     s = run_tool([tree.tool("funtrace-decode"), res["raw"], "--summary"], timeout=300)
     assert s.returncode == 0 and " 0 frames not on the final stack" in s.stdout, s.stdout
+
+
+def test_nginx_worker_is_the_forked_process(nginx_crash):
+    """The core is a worker's, forked by the master after start-up: the trace
+    is that process's (its pid, its own ring since the fork: the runtime
+    starts a fork child clean), and the frames it inherited from the master,
+    open since before the fork, enclose its calls."""
+    res, _ = nginx_crash
+    assert_core(res)
+    first = res["dec"]["stdout"].splitlines()[0]
+    assert f"(pid {res['pid']})" in first, first
+    ct = res["crashed"]
+    assert {"ngx_spawn_process", "ngx_worker_process_cycle"} <= set(ct["stack"]), ct["stack"]
+    traced = "\n".join(ct["text"]).split("final stack")[0]  # (open frames may be folded: "... of NAME ...")
+    assert "ngx_spawn_process" in traced, traced[:3000]
 
 
 def test_yaml_rethrow_escaping_to_terminate(request, tree):
