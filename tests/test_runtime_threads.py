@@ -90,8 +90,9 @@ def test_budget_evicts_oldest_exited(compiled, tmp_path):
     recently exited threads' rings are kept; older exited rings are evicted
     and their records reused (the registry stays compact)."""
     prog = compiled("rt_threads.c", "pg")
+    # (no housekeeper: a late one would register in the first evicted record's slot)
     r = run_ok(prog, tmp_path / "run", args=["budget"],
-               env={"FUNTRACE_BUF": "65536", "FUNTRACE_BUDGET": str(4 * 65536)})
+               env={"FUNTRACE_BUF": "65536", "FUNTRACE_BUDGET": str(4 * 65536), "FUNTRACE_GEN_MS": "0"})
     raw = only_snapshot(r.dir / "funtrace.raw")
     short = [t for t in raw.threads if t.tid != r.pid and t.name != "funtrace"]
     short.sort(key=lambda t: t.start_tsc)
