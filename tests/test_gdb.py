@@ -7,6 +7,7 @@ Hermetic: every gdb here runs with -nx (no system-wide gdbinit, so not an
 installed funtrace) and sources THIS tree's build/share/funtrace/gdb/funtrace.py,
 which loads build/lib/libfuntrace_reader.so and runs build/bin/funtrace-decode.
 The installed path is tested in test_gdb_install.py."""
+import datetime
 import os
 import re
 import shutil
@@ -786,3 +787,26 @@ def test_loading_twice_is_harmless(crash_core):
     g = run_gdb(f"source {GDB_EXT}", "funtrace threads", target=t)
     assert g.returncode == 0, g.stderr[-2000:]
     assert sum(1 for ln in g.stdout.splitlines() if ln.startswith("threads: ")) == 1
+
+
+def test_save_carries_the_newest_events_time_high_half(ext, compiled, tmp_path):
+    """A thread busy 2.5 s without generation boundaries (FUNTRACE_GEN_MS=0):
+    its ring keeps no TSC_HI escape. `funtrace save` (the shared reader) copies
+    the record's high half into THRDSTAT, as coreextract does, so the decoder
+    dates the last event at the crash, not 2^32 ticks (2 s) before it."""
+    exe = compiled("dec_epoch.c", "pg")
+    r = run_program([exe, "2.5"], tmp_path / "run", env={"FUNTRACE_GEN_MS": "0"}, timeout=60)
+    assert r.core is not None, r.stderr[-2000:]
+    crash_ns = int(re.search(r"crash_at (\d+)", r.stdout).group(1))
+    out = tmp_path / "gdb.raw"
+    g = run_gdb(f"funtrace save {out}", target=[exe, r.core], cwd=tmp_path)
+    assert g.returncode == 0, g.stderr[-3000:]
+    [t] = [t for t in rawfile.parse(out).threads if t.entries]
+    assert t.flags & rawfile.TSF["TSC_HI"] and t.tsc_hi is not None, t.flags
+    d = subprocess.run([str(DECODE), str(out), "--text"], capture_output=True, text=True, timeout=120)
+    assert d.returncode == 0, d.stderr
+    m = re.search(r"last event: +(\S+ \S+)\.(\d{9}) ([+-]\d{4})", d.stdout)
+    assert m, d.stdout[:2000]
+    shown = int(datetime.datetime.strptime(f"{m.group(1)} {m.group(3)}", "%Y-%m-%d %H:%M:%S %z").timestamp()) \
+        * 1_000_000_000 + int(m.group(2))
+    assert -100_000_000 < shown - crash_ns < 100_000_000, shown - crash_ns
