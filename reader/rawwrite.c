@@ -112,6 +112,19 @@ uint64_t ft_rw_fget(const struct rw *c, const uint8_t *buf, size_t len, int id)
     return 0;
 }
 
+/* field `id` (4 or 8 bytes) of the structure at addr, read again from the
+ * source (live: it may have changed since the structure was read); old if
+ * absent or unreadable */
+uint64_t ft_rw_fread(const struct rw *c, uint64_t addr, int id, uint64_t old)
+{
+    uint16_t off = c->offs[id];
+    unsigned wd = field_width[id];
+    if (off == FT_OFF_ABSENT) return old;
+    if (wd == 8) { uint64_t v; return ft_rw_rd_full(c->rd, addr + off, &v, 8) ? v : old; }
+    if (wd == 4) { uint32_t v; return ft_rw_rd_full(c->rd, addr + off, &v, 4) ? v : old; }
+    return old;
+}
+
 /* copy a byte-array field (absent -> zeros) */
 void ft_rw_fbytes(const struct rw *c, const uint8_t *buf, size_t len, int id, void *out)
 {

@@ -87,6 +87,8 @@ FT_RW_HIDDEN size_t ft_rw_rd_ring(const struct ft_reader *r, uint64_t addr, void
 FT_RW_HIDDEN int ft_rw_rd_full(const struct ft_reader *r, uint64_t addr, void *buf, size_t len);
 /* field `id` of a record held in buf[0..len); absent/out of range -> 0 */
 FT_RW_HIDDEN uint64_t ft_rw_fget(const struct rw *c, const uint8_t *buf, size_t len, int id);
+/* field `id` of the structure at addr, read again from the source; old if absent or unreadable */
+FT_RW_HIDDEN uint64_t ft_rw_fread(const struct rw *c, uint64_t addr, int id, uint64_t old);
 /* copy a byte-array field (absent -> zeros) */
 FT_RW_HIDDEN void ft_rw_fbytes(const struct rw *c, const uint8_t *buf, size_t len, int id, void *out);
 FT_RW_HIDDEN int ft_rw_wr(struct rw *c, const void *p, size_t n);

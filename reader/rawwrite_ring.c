@@ -698,14 +698,6 @@ static void thread_stat(struct rw *c, const struct trec *t, struct ft_raw_thread
     }
 }
 
-/* live: re-read a thread's pos (old value if unreadable) */
-static uint64_t reread_pos(struct rw *c, const struct trec *t, uint64_t old)
-{
-    uint64_t p;
-    if (!ft_rw_rd_full(c->rd, t->addr + c->offs[FT_F_THR_POS], &p, 8)) return old;
-    return p;
-}
-
 /* is w, the word at pos, a TSC_HI escape with the record's high half hi?
  * The runtime stores the record's value before the escape and commits the
  * escape on its own: such an escape at pos is not committed, and neither
@@ -717,14 +709,6 @@ static int tsc_hi_in_flight(uint32_t fmt, uint64_t w, uint32_t hi)
         return (w & FT_E8_TAG_MASK) == FT_E8_ESC && FT_E8_ESC_TYPE(w) == FT_E8_TSC_HI && (uint32_t)(w >> 32) == hi;
     uint32_t x = (uint32_t)w;
     return FT_S4_IS_ESC(x) && FT_S4_ESC_TYPE(x) == FT_S4_TSC_HI && (x >> 5) == (hi & FT_S4_HI_MASK);
-}
-
-/* live: re-read a thread's tsc_hi (FT_E8_HI_NONE if unreadable) */
-static uint32_t reread_tsc_hi(struct rw *c, const struct trec *t)
-{
-    uint32_t h;
-    if (!ft_rw_rd_full(c->rd, t->addr + c->offs[FT_F_THR_TSC_HI], &h, 4)) return FT_E8_HI_NONE;
-    return h;
 }
 
 /* live: slots the writer advanced from pos to pos2 (ring size/esz if pos2 is
@@ -764,7 +748,7 @@ int ft_rw_emit_thread(struct rw *c, struct trec *t, struct rview *v)
             ring_plan(v, &pl, 0, si->min_tsc, 0);
         } else {
             /* live: pos (fresh) and the time, copy, pos again */
-            uint64_t p1 = reread_pos(c, t, pos);
+            uint64_t p1 = ft_rw_fread(c, t->addr, FT_F_THR_POS, pos);
             uint64_t limit = rw_rdtsc() + RW_TSC_SKEW;
             if (p1 != pos && p1 - rt.ring < rt.ring_size && (p1 - rt.ring) % esz == 0) {
                 pos = pos2 = p1;
@@ -784,7 +768,7 @@ int ft_rw_emit_thread(struct rw *c, struct trec *t, struct rview *v)
                 ring_plan(v, &pl, 0, si->min_tsc, 1);
                 reread = 1;
             }
-            pos2 = reread_pos(c, t, pos);
+            pos2 = ft_rw_fread(c, t->addr, FT_F_THR_POS, pos);
             if (copy || pos2 != pos) {
                 uint64_t k = live_slots(pos, pos2, rt.ring, rt.ring_size, esz);
                 memset(&pl, 0, sizeof pl);
@@ -802,9 +786,11 @@ int ft_rw_emit_thread(struct rw *c, struct trec *t, struct rview *v)
                     " was written while it was copied; its oldest events were dropped", 0, 0);
     }
     rt.flags |= pl.tsf;
+    /* the record's tsc_hi: not while its escape is in flight, nor (live) if it
+     * changed while the ring was copied */
     if ((rt.flags & FT_TSF_TSC_HI) &&
         (!ring_ok || (pl.at_pos_ok && tsc_hi_in_flight(rt.fmt, pl.at_pos, rt.tsc_hi)) ||
-         (si->live && reread_tsc_hi(c, t) != rt.tsc_hi))) { /* (live: it changed while the ring was copied) */
+         (si->live && ft_rw_fread(c, t->addr, FT_F_THR_TSC_HI, FT_E8_HI_NONE) != rt.tsc_hi))) {
         rt.flags &= ~FT_TSF_TSC_HI;
         rt.tsc_hi = 0;
     }
@@ -825,7 +811,7 @@ int ft_rw_emit_thread(struct rw *c, struct trec *t, struct rview *v)
     if (ring_ok && pl.n_entries) {
         if (ring_stream(v, &pl)) return -1;
         /* without a copy, writes during the stream cannot be undone: say so */
-        if (reread && reread_pos(c, t, pos2) != pos2)
+        if (reread && ft_rw_fread(c, t->addr, FT_F_THR_POS, pos2) != pos2)
             ft_rw_problem(c, "ring of thread ", 1, rt.tid,
                     " was written while it was streamed; its oldest events may be newer ones", 0, 0);
     }

@@ -1,5 +1,6 @@
 """Test-side helpers for the decoder tests: run funtrace-decode, load its
 Chrome-trace JSON, check nesting, turn a thread's slices into a call tree."""
+import datetime
 import json
 import re
 import subprocess
@@ -153,6 +154,14 @@ def decode(tree, raw, *args, json_out: Optional[Path] = None, decoder=None, time
     r = run_tool(argv, timeout=timeout, input=input, text=input is None or isinstance(input, str))
     tr = load(json_out) if json_out is not None and r.returncode in (0, 3) and Path(json_out).exists() else None
     return r, tr
+
+
+def last_event_ns(text) -> int:
+    """the "last event:" time of a --text header, as ns since the epoch"""
+    m = re.search(r"last event: +(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{9}) ([+-]\d{4})", text)
+    assert m, text[:2000]
+    return int(datetime.datetime.strptime(f"{m.group(1)} {m.group(3)}", "%Y-%m-%d %H:%M:%S %z")
+               .timestamp()) * 1_000_000_000 + int(m.group(2))
 
 
 def crash_raw(tree, run_crash, exe, args=(), env=None, name="run", stacks=True) -> Path:

@@ -1,15 +1,14 @@
 """funtrace-decode end to end: real programs with known call patterns, built
 in each instrumentation mode, crashed by real signals; their cores extracted
 by coreextract (or their on-crash snapshots), decoded to JSON/text/summary."""
-import datetime
 import re
 import time
 
 import pytest
 
 from conftest import CLANG_MODES, INSTR_MODES, run_tool
-from dec_util import (check_nesting, crash_raw, decode, forest, load, merge_gens, modules, objdump_has_jmp,
-                      render)
+from dec_util import (check_nesting, crash_raw, decode, forest, last_event_ns, load, merge_gens, modules,
+                      objdump_has_jmp, render)
 
 
 def modes():
@@ -626,13 +625,6 @@ def test_times_without_boundaries_for_seconds(tree, compiled, run_crash, time_mo
     # the last stamped return, at most a few calls before)
     assert -100_000_000 < shown_ns - crash_ns < 100_000_000, (shown_ns - crash_ns, out.stdout[:1500])
     assert "epoch_crash" in out.stdout
-
-
-def last_event_ns(text) -> int:
-    m = re.search(r"last event: +(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{9}) ([+-]\d{4})", text)
-    assert m, text[:2000]
-    return int(datetime.datetime.strptime(f"{m.group(1)} {m.group(3)}", "%Y-%m-%d %H:%M:%S %z")
-               .timestamp()) * 1_000_000_000 + int(m.group(2))
 
 
 def test_times_without_boundaries_for_seconds_live(tree, compiled, spawn, tmp_path):

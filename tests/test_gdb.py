@@ -7,7 +7,6 @@ Hermetic: every gdb here runs with -nx (no system-wide gdbinit, so not an
 installed funtrace) and sources THIS tree's build/share/funtrace/gdb/funtrace.py,
 which loads build/lib/libfuntrace_reader.so and runs build/bin/funtrace-decode.
 The installed path is tested in test_gdb_install.py."""
-import datetime
 import os
 import re
 import shutil
@@ -21,6 +20,7 @@ import pytest
 import rawfile
 from conftest import (BIN, BUILD, ROOT, compile_prog, elf_symbols, functions_in_trace, load_bias, require_tools,
                       run_program, wait_for)
+from dec_util import last_event_ns
 
 GDB_EXT = BUILD / "share" / "funtrace" / "gdb" / "funtrace.py"
 DECODE = BIN / "funtrace-decode"
@@ -805,8 +805,5 @@ def test_save_carries_the_newest_events_time_high_half(ext, compiled, tmp_path):
     assert t.flags & rawfile.TSF["TSC_HI"] and t.tsc_hi is not None, t.flags
     d = subprocess.run([str(DECODE), str(out), "--text"], capture_output=True, text=True, timeout=120)
     assert d.returncode == 0, d.stderr
-    m = re.search(r"last event: +(\S+ \S+)\.(\d{9}) ([+-]\d{4})", d.stdout)
-    assert m, d.stdout[:2000]
-    shown = int(datetime.datetime.strptime(f"{m.group(1)} {m.group(3)}", "%Y-%m-%d %H:%M:%S %z").timestamp()) \
-        * 1_000_000_000 + int(m.group(2))
+    shown = last_event_ns(d.stdout)
     assert -100_000_000 < shown - crash_ns < 100_000_000, shown - crash_ns

@@ -27,6 +27,7 @@ included); its last calls are functions of the program; every thread of the
 process (as /proc listed it just before the crash) is in the trace with its
 name.
 """
+import contextlib
 import os
 import re
 import signal
@@ -63,6 +64,32 @@ def raise_core_limit():
     os.setsid()
 
 
+def proc_threads(pid) -> dict:
+    """{tid: name} of process pid, from /proc"""
+    out = {}
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out[int(t.name)] = (t / "comm").read_text().rstrip("\n")
+        except OSError:
+            pass
+    return out
+
+
+@contextlib.contextmanager
+def load_clients(fn, port, n):
+    """n daemon threads running fn(port, stop) until the block ends"""
+    stop = threading.Event()
+    clients = [threading.Thread(target=fn, args=(port, stop), daemon=True) for _ in range(n)]
+    for c in clients:
+        c.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for c in clients:
+            c.join(timeout=10)
+
+
 class Server:
     """A server process in its own directory (cores land there), always reaped."""
 
@@ -90,14 +117,7 @@ class Server:
         raise AssertionError(f"timed out waiting for {what}:\n{self.output()[-3000:]}")
 
     def threads(self) -> dict:
-        """{tid: name} from /proc"""
-        out = {}
-        for t in Path(f"/proc/{self.p.pid}/task").iterdir():
-            try:
-                out[int(t.name)] = (t / "comm").read_text().rstrip("\n")
-            except OSError:
-                pass
-        return out
+        return proc_threads(self.p.pid)
 
     def wait_exit(self, timeout=120) -> int:
         try:
@@ -460,18 +480,11 @@ def memcached_crash(tree, realprog, tmp_path_factory):
     port = free_port()
     exe = d / "memcached"
     srv = Server([exe, "-u", "root", "-l", "127.0.0.1", "-p", port, "-U", "0", "-t", "4"], tmp / "run")
-    stop = threading.Event()
-    clients = []
     try:
         srv.wait_for(lambda: tcp_port_open(port), "memcached to listen")
-        clients = [threading.Thread(target=memcached_load, args=(port, stop), daemon=True) for _ in range(3)]
-        for c in clients:
-            c.start()
-        yield killed_by_sigsegv(tree, exe, srv, "memcached"), ()
+        with load_clients(memcached_load, port, 3):
+            yield killed_by_sigsegv(tree, exe, srv, "memcached"), ()
     finally:
-        stop.set()
-        for c in clients:
-            c.join(timeout=10)
         srv.close()
 
 
@@ -566,7 +579,7 @@ class Worker:
         self.returncode = None
 
     def threads(self):
-        return {int(t.name): (t / "comm").read_text().rstrip("\n") for t in Path(f"/proc/{self.pid}/task").iterdir()}
+        return proc_threads(self.pid)
 
     def output(self):
         return (self.dir / "error.log").read_text(errors="replace")
@@ -585,30 +598,23 @@ def nginx_crash(tree, realprog, tmp_path_factory):
     (run / "nginx.conf").write_text(NGINX_CONF.format(dir=run, port=port))
     exe = d / "objs" / "nginx"
     srv = Server([exe, "-p", run, "-c", run / "nginx.conf"], run)
-    stop = threading.Event()
-    clients = []
     try:
         srv.wait_for(lambda: tcp_port_open(port), "nginx to listen")
-        clients = [threading.Thread(target=http_load, args=(port, stop), daemon=True) for _ in range(4)]
-        for c in clients:
-            c.start()
-        time.sleep(2)
-        workers = sorted(int(x) for x in (Path(f"/proc/{srv.p.pid}/task/{srv.p.pid}/children")
-                                          .read_text().split()))
-        assert len(workers) == 2, workers
-        w = Worker(workers[0], srv)
-        names = w.threads()
-        os.kill(w.pid, signal.SIGSEGV)
-        srv.wait_for(lambda: f"worker process {w.pid} exited on signal 11 (core dumped)" in w.output(),
-                     "the master to see its worker's death")
-        w.returncode = -signal.SIGSEGV
-        res = check_core(tree, exe, w, names)
-        res["pid"] = w.pid
-        yield res, ()
+        with load_clients(http_load, port, 4):
+            time.sleep(2)
+            workers = sorted(int(x) for x in (Path(f"/proc/{srv.p.pid}/task/{srv.p.pid}/children")
+                                              .read_text().split()))
+            assert len(workers) == 2, workers
+            w = Worker(workers[0], srv)
+            names = w.threads()
+            os.kill(w.pid, signal.SIGSEGV)
+            srv.wait_for(lambda: f"worker process {w.pid} exited on signal 11 (core dumped)" in w.output(),
+                         "the master to see its worker's death")
+            w.returncode = -signal.SIGSEGV
+            res = check_core(tree, exe, w, names)
+            res["pid"] = w.pid
+            yield res, ()
     finally:
-        stop.set()
-        for c in clients:
-            c.join(timeout=10)
         srv.close()
 
 
