@@ -9,13 +9,16 @@
  * or halted by funtrace-oomwatch in a memory-limited cgroup; with --limit-mb N
  * it stops by itself after N MiB.
  *
- *   oomhog [--limit-mb N] [--step-ms MS] [--hold]
- *     --limit-mb N  stop after N MiB (exit 0)            default: no limit
- *     --step-ms MS  pause between 1 MiB steps            default: 1
- *     --hold        at the limit, sleep instead of exiting (to be inspected live)
+ *   oomhog [--limit-mb N] [--step-ms MS] [--pause-at-mb N] [--hold]
+ *     --limit-mb N     stop after N MiB (exit 0)            default: no limit
+ *     --step-ms MS     pause between 1 MiB steps            default: 1
+ *     --pause-at-mb N  at N MiB, wait for SIGUSR1, then go on growing
+ *                      (a watcher can act at a known size before the limit)
+ *     --hold           at the limit, sleep instead of exiting (to be inspected live)
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,20 +107,27 @@ static long parse_num(const char *opt, const char *s)
 
 int main(int argc, char **argv)
 {
-    long limit_mb = -1, step_ms = 1;
+    long limit_mb = -1, step_ms = 1, pause_mb = -1;
     int hold = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--limit-mb"))
             limit_mb = parse_num(argv[i], argv[i + 1]), i++;
         else if (!strcmp(argv[i], "--step-ms"))
             step_ms = parse_num(argv[i], argv[i + 1]), i++;
+        else if (!strcmp(argv[i], "--pause-at-mb"))
+            pause_mb = parse_num(argv[i], argv[i + 1]), i++;
         else if (!strcmp(argv[i], "--hold"))
             hold = 1;
         else {
-            fprintf(stderr, "usage: oomhog [--limit-mb N] [--step-ms MS] [--hold]\n");
+            fprintf(stderr, "usage: oomhog [--limit-mb N] [--step-ms MS] [--pause-at-mb N] [--hold]\n");
             return 2;
         }
     }
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    if (pause_mb >= 0)  /* blocked before the first line: a SIGUSR1 sent early is kept, not fatal */
+        sigprocmask(SIG_BLOCK, &usr1, NULL);
     printf("oomhog: pid %d: growing 1 MiB at a time%s\n", (int)getpid(),
            limit_mb < 0 ? " until something stops me" : "");
     fflush(stdout);
@@ -125,6 +135,14 @@ int main(int argc, char **argv)
         load_chunk(n);
         if (cache_mb % 16 == 0) {
             printf("oomhog: %lu MiB\n", cache_mb);
+            fflush(stdout);
+        }
+        if ((long)cache_mb == pause_mb) {
+            printf("oomhog: pausing at %lu MiB until SIGUSR1\n", cache_mb);
+            fflush(stdout);
+            int sig;
+            sigwait(&usr1, &sig);
+            printf("oomhog: growing again\n");
             fflush(stdout);
         }
         if (step_ms)

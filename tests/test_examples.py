@@ -4,6 +4,7 @@ import re
 import resource
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,26 @@ def test_oomhog_really_uses_the_memory(ex, spawn):
     status = Path(f"/proc/{p.pid}/status").read_text()
     rss_kb = int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1))
     assert rss_kb >= 48 * 1024, status
+
+
+def test_oomhog_pauses_until_sigusr1(ex, spawn):
+    """--pause-at-mb holds the hog at a known size until it is told to go on: a
+    SIGUSR1 sent before it gets there (after its first line) is kept, not fatal."""
+    p = spawn([ex.example("oomhog"), "--limit-mb", "24", "--step-ms", "0", "--pause-at-mb", "20"], text=True)
+    wait_for(lambda: _read_until(p, "pausing at 20 MiB until SIGUSR1"), timeout=30, what="the pause")
+    time.sleep(0.2)
+    assert p.poll() is None
+    rss_kb = int(re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{p.pid}/status").read_text()).group(1))
+    assert 20 * 1024 <= rss_kb < 24 * 1024, rss_kb
+    p.send_signal(signal.SIGUSR1)
+    assert p.wait(timeout=30) == 0
+    assert p.stdout.read().rstrip().endswith("oomhog: reached --limit-mb 24: 24 MiB in use")
+
+    early = spawn([ex.example("oomhog"), "--limit-mb", "8", "--step-ms", "5", "--pause-at-mb", "4"], text=True)
+    wait_for(lambda: _read_until(early, "growing 1 MiB at a time"), timeout=30, what="the first line")
+    early.send_signal(signal.SIGUSR1)
+    assert early.wait(timeout=30) == 0, early.stderr.read()
+    assert "growing again" in early.stdout.read()
 
 
 def _read_until(p, text):
