@@ -680,7 +680,9 @@ def test_lua_errors_are_longjmps(request, tree, prog):
     luaD_throw lost its return (return_missing) -- none ends as if it had
     returned, which is what a sampled ring's stamped return after the jump
     used to make of the return of the frame the jump landed in -- and the
-    frames still open at the end are those of the final stack."""
+    frames still open at the end are those of the final stack.  (A luaD_throw
+    cut by a generation boundary failed this check once in CI: its first
+    piece, which ends at the boundary, was taken for a return.)"""
     import json
     res, _ = request.getfixturevalue(f"{prog}_crash")
     assert_core(res)
@@ -690,8 +692,10 @@ def test_lua_errors_are_longjmps(request, tree, prog):
     events = json.loads(out.read_text())["traceEvents"]
     throws = [e for e in events if e.get("ph") == "X" and e.get("name", "").startswith("luaD_throw")]
     assert len(throws) > 20, len(throws)
-    returned = [e for e in throws if not (e.get("args") or {}).get("return_missing")
-                and not (e.get("args") or {}).get("open_at_end")]
+    # a call that spans a generation boundary is cut into pieces: only its last
+    # piece says how it ended (the others continue_in_next_generation)
+    returned = [e for e in throws if not {"return_missing", "open_at_end", "continues_in_next_generation"}
+                & set(k for k, v in (e.get("args") or {}).items() if v)]
     assert not returned, f"{len(returned)} of {len(throws)} luaD_throw calls returned: {returned[:3]}"
     s = run_tool([tree.tool("funtrace-decode"), res["raw"], "--summary"], timeout=300)
     assert s.returncode == 0 and " 0 frames not on the final stack" in s.stdout, s.stdout
@@ -726,6 +730,8 @@ def test_yaml_rethrow_escaping_to_terminate(request, tree):
     assert r.returncode == 0, r.stderr
     ev = [e for e in json.loads(out.read_text())["traceEvents"] if e.get("ph") == "X"]
     end = max(e["ts"] + e["dur"] for e in ev)
+    # a call cut by generation boundaries: its last piece says how it ended
+    ev = [e for e in ev if not (e.get("args") or {}).get("continues_in_next_generation")]
 
     def args(e):
         return e.get("args") or {}
