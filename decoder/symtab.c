@@ -602,6 +602,15 @@ static const char *line_at(struct modfile *f, Dwarf_Die *cu, Dwarf_Addr bias, ui
 
 static char *die_name(Dwarf_Die *die);
 
+/* the DIE is in a C++ unit */
+static int is_cxx(Dwarf_Die *die)
+{
+    Dwarf_Die cu;
+    int lang = dwarf_diecu(die, &cu, NULL, NULL) ? dwarf_srclang(&cu) : -1;
+    return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 || lang == DW_LANG_C_plus_plus_11 ||
+           lang == DW_LANG_C_plus_plus_14 || lang == 0x2a || lang == 0x2b; /* (DWARF 5's C++17, C++20) */
+}
+
 /* the function's source location; *dname (may be NULL): its name in the
  * debug info (malloc'd), which gdb shows rather than the ELF symbol's (an
  * alias: glibc's __libc_start_main is __libc_start_main_impl) */
@@ -969,10 +978,7 @@ int sym_exit_on_unwind(struct symtab *s, uint32_t id)
     const char *prod = cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_producer, &a)) : NULL;
     int yes;
     if (prod) {
-        Dwarf_Word lang = 0;
-        int cxx = dwarf_formudata(dwarf_attr(cu, DW_AT_language, &a), &lang) == 0 &&
-                  (lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
-                   lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14);
+        int cxx = is_cxx(cu);
         yes = !strstr(prod, "clang") && !strstr(prod, "-fno-exceptions") && (cxx || strstr(prod, "-fexceptions"));
     } else {
         yes = !comment_names_clang(f);
@@ -1002,6 +1008,52 @@ int sym_pc_line(struct symtab *s, int space, uint64_t pc, const char **file, int
     return *file != NULL;
 }
 
+/* A C++ function's name qualified by the namespaces and classes it is
+ * declared in, as gdb prints it, for a DIE without a linkage name (a member
+ * function only ever inlined: `leveldb::Benchmark::RunBenchmark`, not
+ * `RunBenchmark`).  Its declaration is found through abstract_origin and
+ * specification; a class local to a function stops the walk, as in gdb
+ * (`State::Match`).  NULL: nothing to add. */
+static char *qualified_name(Dwarf_Die *die, const char *name)
+{
+    Dwarf_Die d = *die, next;
+    Dwarf_Attribute a;
+    for (int hops = 0; hops < 8; hops++) { /* to the declaration in its scope */
+        if (dwarf_formref_die(dwarf_attr(&d, DW_AT_abstract_origin, &a), &next) ||
+            dwarf_formref_die(dwarf_attr(&d, DW_AT_specification, &a), &next))
+            d = next;
+        else
+            break;
+    }
+    Dwarf_Die *scopes = NULL;
+    int n = dwarf_getscopes_die(&d, &scopes);
+    size_t len = strlen(name) + 1;
+    int top = 1; /* scopes[0]: the function itself; scopes[n - 1]: the unit */
+    while (top < n - 1) {
+        int tag = dwarf_tag(&scopes[top]);
+        if (tag != DW_TAG_namespace && tag != DW_TAG_class_type && tag != DW_TAG_structure_type &&
+            tag != DW_TAG_union_type)
+            break;
+        const char *sn = dwarf_diename(&scopes[top]);
+        if (!sn && tag != DW_TAG_namespace)
+            break;
+        len += strlen(sn ? sn : "(anonymous namespace)") + 2;
+        top++;
+    }
+    char *out = NULL;
+    if (top > 1) {
+        out = xcalloc(1, len);
+        for (int i = top - 1; i >= 1; i--) {
+            const char *sn = dwarf_diename(&scopes[i]);
+            strcat(out, sn ? sn : "(anonymous namespace)");
+            strcat(out, "::");
+        }
+        strcat(out, name);
+    }
+    free(scopes);
+    return out;
+}
+
 static char *die_name(Dwarf_Die *die)
 {
     Dwarf_Attribute a;
@@ -1014,6 +1066,11 @@ static char *die_name(Dwarf_Die *die)
             return d;
     }
     const char *n = dwarf_diename(die);
+    if (n && is_cxx(die)) {
+        char *q = qualified_name(die, n);
+        if (q)
+            return q;
+    }
     return xstrdup(n ? n : "??");
 }
 

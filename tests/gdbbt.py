@@ -10,8 +10,10 @@ A frame is (function, source file basename, line).  Function names are
 compared without parameters, return types and spaces (gdb prints
 `std::__invoke<void (*)()>`, the decoder the demangled linkage name with its
 signature); gdb's `??` (no symbol) matches the decoder's `lib.so+0xOFF`; and
-glibc's aliases of one function are one name (`clone3`/`__clone3`,
-`__GI_kill`/`__kill`, `__libc_sendto`/`sendto`: gdb and libdwfl pick
+the compiler's clones are their function (gdb's `f.isra.0`, the decoder's
+`f`); glibc's aliases of one function are one name (`clone3`/`__clone3`,
+`__GI_kill`/`__kill`, `__libc_sendto`/`sendto`, `__memcpy_avx512_unaligned_erms`/
+`__memmove_avx512_unaligned_erms`: gdb and libdwfl pick
 different ones of the ELF symbols at one address): leading underscores and
 the `__GI_`/`__libc_` prefixes are not compared.
 gdb's `bt` stops at main (as users see it); the decoder's frames past main
@@ -70,6 +72,14 @@ def norm_func(name: str) -> str:
     if name.endswith("operator()()"):
         name = name[:-2]
     n = _strip_return_type(_strip_params(name)).replace(" ", "")
+    # a class local to a function: gdb names its members from the DWARF
+    # (`State::Match`), the demangled name says where it is
+    # (`leveldb::Version::Get(...)::State::Match`)
+    cut = n.replace("(anonymousnamespace)", "_" * 20).rfind(")::")
+    if cut >= 0:
+        n = n[cut + 3:]
+    n = re.sub(r"\.(isra|part|constprop|lto_priv|cold|clone)\.\d+.*$|\.cold$", "", n)  # gdb names the clones
+    n = re.sub(r"^(_*)memcpy_", r"\1memmove_", n)  # glibc's x86-64 __memcpy_<cpu> are its __memmove_<cpu>
     return re.sub(r"^_*(GI_+|libc_+)?", "", n)
 
 
@@ -95,6 +105,15 @@ def _gdb_func(rest: str) -> str:
     return rest
 
 
+def gdb_frame(line: str) -> Optional[Frame]:
+    """one frame line of gdb's bt (`#3  0x... in f (a=...) at x.c:12`), or None"""
+    m = _GDB_FRAME.match(line.rstrip())
+    if not m:
+        return None
+    return Frame(int(m.group(1)), _gdb_func(m.group(2)), m.group(3) and Path(m.group(3)).name,
+                 int(m.group(4)) if m.group(4) else None)
+
+
 def gdb_backtraces(exe, core, past_main=False, timeout=300) -> Dict[int, List[Frame]]:
     """{tid: frames} of every thread of a core, as gdb's `thread apply all bt` shows them."""
     cmds = ["-ex", "set pagination off", "-ex", "set print frame-arguments none"]
@@ -109,10 +128,9 @@ def gdb_backtraces(exe, core, past_main=False, timeout=300) -> Dict[int, List[Fr
         if m:
             cur = out.setdefault(int(m.group(1)), [])
             continue
-        m = _GDB_FRAME.match(ln.rstrip())
-        if m and cur is not None:
-            cur.append(Frame(int(m.group(1)), _gdb_func(m.group(2)), m.group(3) and Path(m.group(3)).name,
-                             int(m.group(4)) if m.group(4) else None))
+        f = gdb_frame(ln)
+        if f and cur is not None:
+            cur.append(f)
     return out
 
 

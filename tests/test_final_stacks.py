@@ -54,6 +54,23 @@ def test_inlined_callers(compiled, run_crash, tool, mode):
         assert [x.split()[3] for x in calls[-3:]] == ["outer", "middle", "poke"], calls
 
 
+@pytest.mark.parametrize("mode", INSTR_MODES)
+def test_inlined_cxx_frames_are_qualified(compiled, run_crash, tool, mode):
+    """C++ functions that exist only inlined and have internal linkage (a
+    parameter's type is in an anonymous namespace) have no linkage name in
+    the debug info: they are named by their namespaces and classes, as gdb
+    names them (`app::Engine::step`, not `step`: seen first in leveldb's
+    db_bench, `leveldb::Benchmark::RunBenchmark`); a class local to a
+    function as gdb names it (`Local::go`)."""
+    prog = compiled("fs_qualified.cc", mode, extra=["-O2"], tag="O2")
+    r, raw, text = core_and_text(tool, run_crash, prog)
+    problems = compare_final_stacks(prog, r.core, text, r.pid)
+    assert not problems, "\n".join(problems) + "\n" + text
+    names = [norm_func(f.func) for f in decoder_stacks(text)[r.pid].frames]
+    assert "app::Engine::step" in names and "app::Engine::run" in names and "Local::go" in names, names
+    assert not {"step", "go", "poke"} & set(names), names
+
+
 @pytest.mark.parametrize("mode", ["pg", "clang"])
 def test_signal_frames(compiled, run_crash, tool, mode):
     """A second fault inside the program's SIGSEGV handler: the final stack
