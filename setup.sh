@@ -33,6 +33,7 @@ PACKAGES=(
     help2man                                # the man pages, from each program's --help
     python3-pytest                          # the test suite
     dpkg-dev libevent-dev libssl-dev libexpat1-dev bison flex libtool-bin  # the real-programs tier: apt-get source, memcached, unbound, lua
+    libgtest-dev libgmock-dev               # the real-programs tier: leveldb's db_bench includes its test utilities
     afl++                                   # make fuzz: the AFL++ build of the coreextract fuzz harness
 )
 

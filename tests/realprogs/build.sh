@@ -8,6 +8,7 @@
 #
 # PROGRAM: redis | unbound | memcached | lua | nginx | yaml-cpp (a C++ library:
 #          its libyaml-cpp.a and tools, built by its CMake; tests link a driver with it)
+#          | leveldb (C++, its CMake; its db_bench, whose worker threads are std::threads)
 # VARIANT: traced  CC=funtrace-gcc (FUNTRACE_INSTR=pg)
 #          plain   CC=gcc (no funtrace at all)
 #          count   the traced build relinked with -funtrace-count
@@ -51,7 +52,8 @@ case "$prog" in
     lua) pkg=lua5.4; exes=(src/lua) ;;
     nginx) pkg=nginx; exes=(objs/nginx) ;;
     yaml-cpp) pkg=yaml-cpp; exes=(b/util/parse) ;;
-    *) fail "unknown program (redis, unbound, memcached, lua, nginx, yaml-cpp)" ;;
+    leveldb) pkg=leveldb; exes=(b/db_bench) ;;
+    *) fail "unknown program (redis, unbound, memcached, lua, nginx, yaml-cpp, leveldb)" ;;
 esac
 
 # ---- the source package --------------------------------------------------
@@ -119,7 +121,7 @@ keysrc="$RECIPE $prog $base $(basename "$srcdir")"
 if [ "$cc" != gcc ]; then
     keysrc+=" $(h "$ft/bin/funtrace-gcc") $(h "$ft/bin/funtrace-asmfilter")"
     [ $variant = excl ] && keysrc+=" $(h "$REALPROGS_EXCLUDE")"
-    [ "$prog" = yaml-cpp ] && keysrc+=" $(h "$ft/bin/funtrace-g++")"
+    case "$prog" in yaml-cpp|leveldb) keysrc+=" $(h "$ft/bin/funtrace-g++")" ;; esac
 fi
 key=$(echo "$keysrc" | sha256sum | cut -c1-12)
 dir="$cache/build/$prog-$base-$key"
@@ -144,9 +146,14 @@ run_make() {
         memcached) make -j"$jobs" "$@" memcached ;;
         # as debian/rules builds it (linux-readline there: readline left out),
         # with the system's libtool for Debian's libtoolized one
-        lua) make -C src -j"$jobs" linux CC="$cc -std=gnu99" LIBTOOL="libtool --quiet" "$@" ;;
+        # (its two libraries are one rule with two targets: under -j make runs
+        # it twice at once, and the two links race -- "ar: unable to copy
+        # file '.libs/liblua.a'"; so the objects in parallel, the links not)
+        lua) make -C src -j"$jobs" o CC="$cc -std=gnu99" LIBTOOL="libtool --quiet" SYSCFLAGS="-DLUA_USE_LINUX" "$@" &&
+             make -C src -j1 linux CC="$cc -std=gnu99" LIBTOOL="libtool --quiet" "$@" ;;
         nginx) make -j"$jobs" "$@" ;;
         yaml-cpp) make -C b -j"$jobs" "$@" ;;
+        leveldb) make -C b -j"$jobs" "$@" db_bench ;;
     esac >> "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; fail "$what failed (log: $dir/build.log)"; }
 }
 build_from_scratch() {
@@ -170,6 +177,11 @@ build_from_scratch() {
             log "cmake CXX=$cxx"
             FUNTRACE_FLAGS="$flags" cmake -S . -B b -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
                 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYAML_CPP_BUILD_TESTS=OFF -DYAML_CPP_BUILD_TOOLS=ON \
+                >> "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; fail "cmake failed (log: $dir/build.log)"; } ;;
+        leveldb) # db_bench only (its unit tests are not needed); it links gtest/gmock (testutil.h)
+            log "cmake CXX=$cxx"
+            FUNTRACE_FLAGS="$flags" cmake -S . -B b -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+                -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLEVELDB_BUILD_TESTS=OFF -DLEVELDB_BUILD_BENCHMARKS=ON \
                 >> "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; fail "cmake failed (log: $dir/build.log)"; } ;;
         lua) # the header debian/rules writes before building
             printf '#ifndef _LUA_DEB_MULTIARCH_\n#define _LUA_DEB_MULTIARCH_\n#define DEB_HOST_MULTIARCH "%s"\n#endif\n' \

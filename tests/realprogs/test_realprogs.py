@@ -19,11 +19,15 @@ crashed mid-work with a kernel core:
 * nginx 1.22: a master that forks its worker processes; a worker killed
   with kill -SEGV under keep-alive HTTP load: its core's trace is its own;
 * yaml-cpp 0.7 (C++, built by its CMake), driven by yaml_driver.cpp: its
-  exceptions thrown and caught, then one rethrown to std::terminate (abort).
+  exceptions thrown and caught, then one rethrown to std::terminate (abort);
+* leveldb 1.23 (C++, built by its CMake): db_bench fills a database (a run
+  that exits normally), then reads it with two std::thread readers, the
+  busiest of which is sent SIGSEGV (tgkill) mid-lookup.
 
 For each core: coreextract and funtrace-decode succeed; the crashing thread's
 final stack equals gdb's `bt` of the same core frame by frame (inlined frames
-included); its last calls are functions of the program; every thread of the
+included), and so does every other thread's, with its source lines; its last
+calls are functions of the program; every thread of the
 process (as /proc listed it just before the crash) is in the trace with its
 name.
 """
@@ -39,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from gdbbt import norm_func
+from gdbbt import gdb_frame, norm_func
 
 HERE = Path(__file__).resolve().parent
 
@@ -181,16 +185,15 @@ CALL_RE = re.compile(r"^\s+(?:-?[\d.]+ \w+)\s+(?:open|[<>=~]*[\d.]+ \w+)\s+(\S+)
 
 
 def frame_name(rest: str) -> str:
-    """the function of a final-stack or gdb frame line (after '#N')"""
+    """the function of a final-stack frame line of funtrace-decode --text (after '#N')"""
     if "<signal handler called>" in rest:
         return "<signal handler called>"
     words = rest.split()
     while words and (re.fullmatch(r"0x[0-9a-f]+", words[0]) or words[0] == "in" or words[0].startswith("[")):
         words = words[1:]
-    if words and "(" in words[0] and not words[0].endswith(")"):
-        # the decoder's demangled C++ name with its parameters: all of it, up to " at FILE:LINE"
-        return " ".join(words).rsplit(" at ", 1)[0]
-    return words[0] if words else "?"
+    # all of it up to " at FILE:LINE": a demangled C++ name has spaces (its
+    # parameters, its template arguments, a template function's return type)
+    return " ".join(words).rsplit(" at ", 1)[0] if words else "?"
 
 
 def decode_text(tree, raw: Path) -> dict:
@@ -228,16 +231,21 @@ def decode_text(tree, raw: Path) -> dict:
     return dict(threads=threads, stdout=r.stdout, stderr=r.stderr, rc=r.returncode)
 
 
-def gdb_bt(exe: Path, core: Path) -> list:
-    r = run_tool(["gdb", *GDB_BT, exe, core], timeout=300)
-    frames = []
+def gdb_bt(exe: Path, core: Path, all_threads=False):
+    """gdb's bt of the crashed thread: [function...]; all_threads: {tid: [function...]}"""
+    r = run_tool(["gdb", *GDB_BT[:-1], "thread apply all bt" if all_threads else "bt", exe, core], timeout=300)
+    stacks, cur = {}, [] if not all_threads else None
     out = r.stdout.split("FUNTRACE-BT\n", 1)
     for line in (out[1] if len(out) == 2 else "").splitlines():
-        m = re.match(r"^#(\d+)\s+(.*)$", line)
-        if m:
-            frames.append(frame_name(m.group(2)))
-    assert frames, f"gdb printed no backtrace:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
-    return frames
+        m = re.match(r"^Thread \d+ \(.*?LWP (\d+)\)", line)
+        if m and all_threads:
+            cur = stacks[int(m.group(1))] = []
+            continue
+        f = gdb_frame(line)
+        if f and cur is not None:
+            cur.append(f.func)
+    assert (stacks if all_threads else cur), f"gdb printed no backtrace:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+    return stacks if all_threads else cur
 
 
 def exe_functions(exe: Path) -> set:
@@ -257,7 +265,7 @@ def check_core(tree, exe: Path, srv: Server, names_before: dict, real_open=()):
     assert core.exists(), f"no core (exit {srv.p.returncode}):\n{srv.output()[-3000:]}"
     raw = srv.dir / "trace.raw"
     r = run_tool([tree.tool("coreextract"), "-o", raw, core, exe], timeout=300)
-    res = dict(core=core, raw=raw, ce_rc=r.returncode, ce_err=r.stderr.strip(), gdb=gdb_bt(exe, core),
+    res = dict(exe=exe, core=core, raw=raw, ce_rc=r.returncode, ce_err=r.stderr.strip(), gdb=gdb_bt(exe, core),
                crashed=None, real_open=real_open)
     if r.returncode not in (0, 3):
         return res
@@ -293,16 +301,13 @@ def assert_core(res):
     assert not res["missing_threads"], f"threads missing or misnamed in the trace: {res['missing_threads']}"
 
 
-CLONE_RE = re.compile(r"\.(isra|part|constprop|lto_priv|cold|clone)\.\d+.*$|\.(cold)$")
-
-
 def same_frame(ours: str, gdbs: str) -> bool:
     """one frame: gdb names the compiler's clones (f.isra.0), the decoder strips
     the suffix; gdb says ?? where the decoder says module+0xOFFSET; glibc's
     aliases of one function are one name (tests/gdbbt.py)"""
     if gdbs == "??":
         return ours == "??" or re.search(r"\+0x[0-9a-f]+$", ours) is not None
-    return norm_func(CLONE_RE.sub("", ours)) == norm_func(CLONE_RE.sub("", gdbs))
+    return norm_func(ours) == norm_func(gdbs)
 
 
 def stacks_agree(ours, tails, gdbs, called) -> bool:
@@ -317,7 +322,7 @@ def stacks_agree(ours, tails, gdbs, called) -> bool:
     while i < len(ours) and j < len(gdbs):
         if same_frame(ours[i], gdbs[j]):
             i, j = i + 1, j + 1
-        elif tails[i] and ours[i] in called:
+        elif tails[i] and ours[i].split(" ")[0] in called:  # (called: names up to their first space)
             i += 1
         elif tails[i] and i + 1 < len(ours) and j + 1 < len(gdbs) and same_frame(ours[i + 1], gdbs[j + 1]):
             i, j = i + 1, j + 1
@@ -639,8 +644,57 @@ def yaml_crash(tree, realprog, tmp_path_factory):
         srv.close()
 
 
-DECODES = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "nginx", "yaml"]
-STACKS = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "nginx", "yaml"]
+def tgkill(pid, tid, sig):
+    """a signal to one thread of another process (Python has no tgkill)"""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(234, pid, tid, sig) != 0:  # SYS_tgkill on x86-64
+        raise OSError(ctypes.get_errno(), f"tgkill({pid}, {tid}, {sig})")
+
+
+def cpu_ticks(pid, tid) -> int:
+    """user + system time of one thread, in clock ticks (/proc/PID/task/TID/stat)"""
+    st = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+    fields = st[st.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+
+
+@pytest.fixture(scope="module")
+def leveldb_crash(tree, realprog, tmp_path_factory):
+    """leveldb's db_bench (C++, its CMake build): one run fills and compacts a
+    database and exits normally; a second one reads it with two std::thread
+    readers, and the thread that used the most CPU in the last half second (a
+    reader) is sent SIGSEGV (tgkill) mid-lookup."""
+    d = realprog("leveldb")
+    tmp = tmp_path_factory.mktemp("leveldb")
+    exe = d / "b" / "db_bench"
+    db = tmp / "db"
+    # (compacted: the reading run needs no compaction, so its only other threads are the readers)
+    fill = run_tool([exe, "--benchmarks=fillrandom,compact", f"--db={db}", "--num=200000"], timeout=300)
+    assert fill.returncode == 0 and "fillrandom" in fill.stdout, fill.stdout[-2000:] + fill.stderr[-2000:]
+    srv = Server([exe, "--benchmarks=readrandom", "--use_existing_db=1", f"--db={db}", "--num=200000",
+                  "--reads=1000000000", "--threads=2"], tmp / "run")
+    try:
+        main = srv.p.pid
+        srv.wait_for(lambda: sum(1 for n in srv.threads().values() if n == "db_bench") >= 3, "the readers")
+        time.sleep(1.0)
+        names = srv.threads()
+        others = [t for t, n in names.items() if t != main and n == "db_bench"]
+        before = {t: cpu_ticks(main, t) for t in others}
+        time.sleep(0.5)  # the busiest over the last half second: a reader (each runs on a CPU of its own)
+        busiest = max(others, key=lambda t: cpu_ticks(main, t) - before[t])
+        tgkill(main, busiest, signal.SIGSEGV)
+        rc = srv.wait_exit()
+        assert rc == -signal.SIGSEGV, f"db_bench exit {rc}:\n{srv.output()[-3000:]}"
+        res = check_core(tree, exe, srv, names)
+        res["target"] = busiest
+        yield res, ()
+    finally:
+        srv.close()
+
+
+DECODES = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "nginx", "yaml", "leveldb"]
+STACKS = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "nginx", "yaml", "leveldb"]
 
 
 @pytest.mark.parametrize("prog", DECODES)
@@ -660,6 +714,41 @@ def test_final_stack_is_gdbs(request, prog):
     function called: lua's sort_comp -> lua_compare -> luaV_lessthan)."""
     res, _ = request.getfixturevalue(f"{prog}_crash")
     assert_stack_is_gdbs(res)
+
+
+ALL_STACKS = ["leveldb", "memcached", "unbound"]  # (the others have one thread at the crash: redis ends its own)
+
+
+@pytest.mark.parametrize("prog", ALL_STACKS)
+def test_every_threads_final_stack_is_gdbs(request, prog):
+    """Not only the crashed thread: every traced thread's final stack equals
+    gdb's bt of that thread in the same core, as the crashed thread's does
+    (test_final_stack_is_gdbs): threads blocked in the C library -- a
+    condition variable's futex wait, with its inlined and tail-call frames --
+    and threads caught mid-computation."""
+    res, _ = request.getfixturevalue(f"{prog}_crash")
+    assert_core(res)
+    gdbs = gdb_bt(res["exe"], res["core"], all_threads=True)
+    ours = {tid: t for tid, t in res["dec"]["threads"].items() if t["stack"]}
+    assert len(ours) >= 2 and set(ours) <= set(gdbs), (sorted(ours), sorted(gdbs))
+    differ = [f"thread {tid}:\n  ours: " + " > ".join(("[tail-call] " if tl else "") + o
+                                                    for o, tl in zip(t["stack"], t["tail"]))
+              + "\n  gdb:  " + " > ".join(gdbs[tid])
+              for tid, t in ours.items() if not stacks_agree(t["stack"], t["tail"], gdbs[tid], set(t["calls"]))]
+    assert not differ, "final stacks differ from gdb's:\n" + "\n".join(differ)
+
+
+def test_leveldb_reader_crashed_mid_lookup(leveldb_crash):
+    """The thread sent SIGSEGV is the crashed one: a std::thread reader inside
+    DBImpl::Get (under Benchmark::ReadRandom), its recent calls leveldb's
+    lookups."""
+    res, _ = leveldb_crash
+    assert_core(res)
+    ct = res["crashed"]
+    tid = next(t for t, v in res["dec"]["threads"].items() if v is ct)
+    assert tid == res["target"], (tid, res["target"])
+    assert "leveldb::Benchmark::ReadRandom" in " ".join(res["gdb"]), res["gdb"]
+    assert any(c.startswith("leveldb::") for c in ct["calls"][-10:]), ct["calls"][-10:]
 
 
 def test_lto_build_is_traced(realprog, tree):
