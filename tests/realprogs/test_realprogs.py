@@ -20,14 +20,14 @@ crashed mid-work with a kernel core:
   with kill -SEGV under keep-alive HTTP load: its core's trace is its own;
 * yaml-cpp 0.7 (C++, built by its CMake), driven by yaml_driver.cpp: its
   exceptions thrown and caught, then one rethrown to std::terminate (abort);
-* leveldb 1.23 (C++, built by its CMake): db_bench fills a database (a run
-  that exits normally), then reads it with two std::thread readers, the
-  busiest of which is sent SIGSEGV (tgkill) mid-lookup.
+* leveldb 1.23 (C++, built by its CMake): db_bench fills and compacts a
+  database (a run that exits normally), then reads it with two std::thread
+  readers, the busiest of which is sent SIGSEGV (tgkill) mid-lookup.
 
 For each core: coreextract and funtrace-decode succeed; the crashing thread's
 final stack equals gdb's `bt` of the same core frame by frame (inlined frames
-included), and so does every other thread's, with its source lines; its last
-calls are functions of the program; every thread of the
+included), and so does every other thread's (the multi-threaded programs);
+its last calls are functions of the program; every thread of the
 process (as /proc listed it just before the crash) is in the trace with its
 name.
 """
