@@ -23,7 +23,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 
 @dataclass
@@ -114,16 +114,25 @@ def gdb_frame(line: str) -> Optional[Frame]:
                  int(m.group(4)) if m.group(4) else None)
 
 
-def gdb_backtraces(exe, core, past_main=False, timeout=300) -> Dict[int, List[Frame]]:
-    """{tid: frames} of every thread of a core, as gdb's `thread apply all bt` shows them."""
+def gdb_thread_stacks(exe, core, past_main=False, past_entry=False,
+                      timeout=300) -> Tuple[Optional[int], Dict[int, List[Frame]]]:
+    """One gdb run on a core: (the current thread's tid -- the one the kernel
+    put first, the thread that got the fatal signal -- or None, {tid: frames}
+    of every thread as `thread apply all bt` shows them, innermost first)."""
     cmds = ["-ex", "set pagination off", "-ex", "set print frame-arguments none"]
     if past_main:
         cmds += ["-ex", "set backtrace past-main on"]
+    if past_entry:
+        cmds += ["-ex", "set backtrace past-entry on"]
     r = subprocess.run(["gdb", "-q", "-batch", "-nx", *cmds, "-ex", "thread apply all bt", str(exe), str(core)],
                        capture_output=True, text=True, timeout=timeout)
     out: Dict[int, List[Frame]] = {}
-    cur = None
+    cur = current = None
     for ln in r.stdout.splitlines():
+        m = re.match(r"^\[Current thread is \d+ \(.*?LWP (\d+)\)", ln)
+        if m:
+            current = int(m.group(1))
+            continue
         m = re.match(r"^Thread \d+ \(.*?LWP (\d+)\)", ln)
         if m:
             cur = out.setdefault(int(m.group(1)), [])
@@ -131,7 +140,15 @@ def gdb_backtraces(exe, core, past_main=False, timeout=300) -> Dict[int, List[Fr
         f = gdb_frame(ln)
         if f and cur is not None:
             cur.append(f)
-    return out
+    assert out, f"gdb printed no backtrace of {core}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+    if current is None and len(out) == 1:  # (gdb names the current thread only when there are several)
+        current = next(iter(out))
+    return current, out
+
+
+def gdb_backtraces(exe, core, past_main=False, timeout=300) -> Dict[int, List[Frame]]:
+    """{tid: frames} of every thread of a core, as gdb's `thread apply all bt` shows them."""
+    return gdb_thread_stacks(exe, core, past_main=past_main, timeout=timeout)[1]
 
 
 _OUR_FRAME = re.compile(r"^    #(\d+)\s+(?:0x[0-9a-f]+|\[inlined\]|\[tail-call\])\s+(.*?)(?: at (\S+):(\d+))?$")

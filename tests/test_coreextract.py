@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import gdbbt
 import rawfile
 from conftest import ROOT, elf_symbols, load_bias, raw_modules, require_tools, run_tool
 
@@ -63,21 +64,8 @@ def event_names(thread, syms):
 
 
 def gdb_backtraces(exe, core):
-    """{lwp: [function names, innermost first]} from gdb -batch -nx 'thread apply all bt'."""
-    r = subprocess.run(["gdb", "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt",
-                        str(exe), str(core)], capture_output=True, text=True, timeout=120)
-    out = {}
-    cur = None
-    for line in r.stdout.splitlines():
-        if line.startswith("Thread ") and "(LWP " in line:
-            cur = int(line.split("(LWP ")[1].split(")")[0])
-            out[cur] = []
-        elif line.startswith("#") and cur is not None:
-            words = line.split()
-            name = words[3] if len(words) > 3 and words[2] == "in" else words[1]
-            out[cur].append(name)
-    assert out, f"gdb printed no backtrace:\n{r.stdout}\n{r.stderr}"
-    return out
+    """{lwp: [function names, innermost first]} from gdb's 'thread apply all bt' (tests/gdbbt.py)."""
+    return {tid: [f.func for f in frames] for tid, frames in gdbbt.gdb_backtraces(exe, core, timeout=120).items()}
 
 
 # gdb's own unwinding of every thread, as pcs: frame 0's pc, then each caller's

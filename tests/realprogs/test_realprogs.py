@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from gdbbt import gdb_frame, norm_func
+from gdbbt import gdb_thread_stacks, norm_func
 
 HERE = Path(__file__).resolve().parent
 
@@ -51,9 +51,6 @@ HERE = Path(__file__).resolve().parent
 
 def run_tool(args, timeout=120):
     return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout)
-
-GDB_BT = ["-batch", "-nx", "-ex", "set backtrace past-main on", "-ex", "set backtrace past-entry on",
-          "-ex", "set print frame-arguments none", "-ex", "echo FUNTRACE-BT\\n", "-ex", "bt"]
 
 
 def free_port() -> int:
@@ -231,21 +228,13 @@ def decode_text(tree, raw: Path) -> dict:
     return dict(threads=threads, stdout=r.stdout, stderr=r.stderr, rc=r.returncode)
 
 
-def gdb_bt(exe: Path, core: Path, all_threads=False):
-    """gdb's bt of the crashed thread: [function...]; all_threads: {tid: [function...]}"""
-    r = run_tool(["gdb", *GDB_BT[:-1], "thread apply all bt" if all_threads else "bt", exe, core], timeout=300)
-    stacks, cur = {}, [] if not all_threads else None
-    out = r.stdout.split("FUNTRACE-BT\n", 1)
-    for line in (out[1] if len(out) == 2 else "").splitlines():
-        m = re.match(r"^Thread \d+ \(.*?LWP (\d+)\)", line)
-        if m and all_threads:
-            cur = stacks[int(m.group(1))] = []
-            continue
-        f = gdb_frame(line)
-        if f and cur is not None:
-            cur.append(f.func)
-    assert (stacks if all_threads else cur), f"gdb printed no backtrace:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
-    return stacks if all_threads else cur
+def gdb_stacks(exe: Path, core: Path):
+    """gdb's stacks of a core, one gdb run: (the crashed thread's [function...],
+    {tid: [function...]} of every thread), innermost first"""
+    current, stacks = gdb_thread_stacks(exe, core, past_main=True, past_entry=True)
+    names = {tid: [f.func for f in frames] for tid, frames in stacks.items()}
+    assert current in names, f"gdb named no current thread in {core}: {sorted(names)}"
+    return names[current], names
 
 
 def exe_functions(exe: Path) -> set:
@@ -265,8 +254,9 @@ def check_core(tree, exe: Path, srv: Server, names_before: dict, real_open=()):
     assert core.exists(), f"no core (exit {srv.p.returncode}):\n{srv.output()[-3000:]}"
     raw = srv.dir / "trace.raw"
     r = run_tool([tree.tool("coreextract"), "-o", raw, core, exe], timeout=300)
-    res = dict(exe=exe, core=core, raw=raw, ce_rc=r.returncode, ce_err=r.stderr.strip(), gdb=gdb_bt(exe, core),
-               crashed=None, real_open=real_open)
+    res = dict(exe=exe, core=core, raw=raw, ce_rc=r.returncode, ce_err=r.stderr.strip(), crashed=None,
+               real_open=real_open)
+    res["gdb"], res["gdb_all"] = gdb_stacks(exe, core)
     if r.returncode not in (0, 3):
         return res
     dec = res["dec"] = decode_text(tree, raw)
@@ -331,14 +321,19 @@ def stacks_agree(ours, tails, gdbs, called) -> bool:
     return i == len(ours) and j == len(gdbs)
 
 
+def stack_difference(ours, tails, gdbs, called):
+    """None when the stacks agree (stacks_agree), else both, side by side"""
+    if stacks_agree(ours, tails, gdbs, called):
+        return None
+    return ("  ours: " + " > ".join(("[tail-call] " if t else "") + o for o, t in zip(ours, tails))
+            + "\n  gdb:  " + " > ".join(gdbs))
+
+
 def assert_stack_is_gdbs(res):
     assert res["crashed"], f"no crashed thread in the trace (coreextract: {res['ce_err']})"
-    ct, gdbs = res["crashed"], res["gdb"]
-    ours = ct["stack"]
-    assert stacks_agree(ours, ct["tail"], gdbs, set(ct["calls"])), (
-        "final stack differs from gdb's bt:\n  ours: " + " > ".join(("[tail-call] " if t else "") + o
-                                                         for o, t in zip(ours, ct["tail"]))
-        + "\n  gdb:  " + " > ".join(gdbs))
+    ct = res["crashed"]
+    diff = stack_difference(ct["stack"], ct["tail"], res["gdb"], set(ct["calls"]))
+    assert diff is None, "final stack differs from gdb's bt:\n" + diff
 
 
 def killed_by_sigsegv(tree, exe, srv, what, settle=2.0):
@@ -728,13 +723,11 @@ def test_every_threads_final_stack_is_gdbs(request, prog):
     and threads caught mid-computation."""
     res, _ = request.getfixturevalue(f"{prog}_crash")
     assert_core(res)
-    gdbs = gdb_bt(res["exe"], res["core"], all_threads=True)
+    gdbs = res["gdb_all"]
     ours = {tid: t for tid, t in res["dec"]["threads"].items() if t["stack"]}
     assert len(ours) >= 2 and set(ours) <= set(gdbs), (sorted(ours), sorted(gdbs))
-    differ = [f"thread {tid}:\n  ours: " + " > ".join(("[tail-call] " if tl else "") + o
-                                                    for o, tl in zip(t["stack"], t["tail"]))
-              + "\n  gdb:  " + " > ".join(gdbs[tid])
-              for tid, t in ours.items() if not stacks_agree(t["stack"], t["tail"], gdbs[tid], set(t["calls"]))]
+    differ = [f"thread {tid}:\n{d}" for tid, t in ours.items()
+              if (d := stack_difference(t["stack"], t["tail"], gdbs[tid], set(t["calls"]))) is not None]
     assert not differ, "final stacks differ from gdb's:\n" + "\n".join(differ)
 
 
