@@ -25,6 +25,13 @@ static int is_code_lo(const struct ce_code *c, uint32_t lo)
     return in_ranges(c->lo32, c->nlo32, lo) || in_ranges(c->lo32, c->nlo32, (uint64_t)lo - 3);
 }
 
+/* an event's address low half: code, or a landing pad's marker (a catch
+ * at FT_LANDING_PAD_ADDR, exc_events.c) */
+static int is_event_lo(const struct ce_code *c, uint32_t lo)
+{
+    return lo == FT_LANDING_PAD_ADDR || is_code_lo(c, lo);
+}
+
 static int pair_cmp(const void *a, const void *b)
 {
     const uint64_t *x = a, *y = b;
@@ -101,7 +108,8 @@ static int sampled8(const uint8_t *p, size_t len, const struct ce_code *c)
 }
 
 /* fmt 3 (FT_FMT_EXACT8): an escape is exactly FT_E8_ESCAPE(type, payload) of a
- * known type, CATCH's payload 0; an event's address low half is code */
+ * known type, CATCH's payload 0; an event's address low half is code (or a
+ * landing pad's marker) */
 static int exact8(const uint8_t *p, size_t len, const struct ce_code *c)
 {
     int events = 0;
@@ -116,14 +124,15 @@ static int exact8(const uint8_t *p, size_t len, const struct ce_code *c)
                 return 0;
             continue;
         }
-        if (!is_code_lo(c, (uint32_t)(w & FT_E8_ADDR_LO_MASK))) return 0;
+        if (!is_event_lo(c, (uint32_t)(w & FT_E8_ADDR_LO_MASK))) return 0;
         events = 1;
     }
     return events;
 }
 
 /* fmt 4 (FT_FMT_SAMPLED4): a stamped return; an escape of a known type, CATCH's
- * payload 0; else an event's address low half is code */
+ * payload 0; else an event's address low half is code (or a landing pad's
+ * marker) */
 static int sampled4(const uint8_t *p, size_t len, const struct ce_code *c)
 {
     int events = 0;
@@ -140,7 +149,7 @@ static int sampled4(const uint8_t *p, size_t len, const struct ce_code *c)
             if (type > FT_S4_CATCH || (type == FT_S4_CATCH && (v >> (32 - FT_S4_PAYLOAD_BITS)))) return 0;
             continue;
         }
-        if (!is_code_lo(c, v & ~FT_S4_TAG_MASK)) return 0;
+        if (!is_event_lo(c, v & ~FT_S4_TAG_MASK)) return 0;
         events = 1;
     }
     return events;

@@ -153,6 +153,7 @@ struct replay {
     /* the catch run being read (consecutive catch entries: the catcher,
      * then its callers): at the run's first entry */
     int crun;              /* a run is open */
+    int crun_landing;      /* it is a landing pad's (FT_LANDING_PAD_ADDR, then one frame) */
     int crun_done;         /* a function of the run was found on the stack */
     unsigned crun_callers; /* entries after the catcher */
     uint32_t crun_f;       /* the catcher */
@@ -498,19 +499,28 @@ static size_t catch_limit(const struct replay *r)
     return t < r->n && !(r->stk[t].flags & FR_ESCAPED) ? t : r->n;
 }
 
+static void catch_end(struct replay *r);
+
 /* one catch entry: the first of a run names the catcher, the others its
  * callers; the first of them found on the stack ends the unwinding.  A
  * catcher that is itself a throw function is the C++ runtime's __cxa_throw
  * or __cxa_rethrow on its way to std::terminate: the topmost throw's
- * exception escaped (FR_ESCAPED). */
+ * exception escaped (FR_ESCAPED).  A landing pad's run (its marker, then one
+ * entry: the function whose cleanup code or handler is entered) ends the
+ * frames above that function the same way, and nothing when the function
+ * is not on the stack (not traced: what it unwinds is not known). */
 static void catch_entry(struct replay *r, struct func *fn, uint32_t f, uint64_t addr, int64_t t, int64_t tm,
                         int exact)
 {
     size_t th;
-    if (!r->crun && fn->throws && (th = topmost_throw(r)) < r->n)
+    int landing = addr == FT_LANDING_PAD_ADDR;
+    if (r->crun && (landing || (r->crun_landing && r->crun_callers)))
+        catch_end(r); /* a run ends where a landing pad's begins, and after the landing pad's frame */
+    if (!r->crun && !landing && fn->throws && (th = topmost_throw(r)) < r->n)
         r->stk[th].flags |= FR_ESCAPED;
     if (!r->crun) {
         r->crun = 1;
+        r->crun_landing = landing;
         r->crun_done = 0;
         r->crun_callers = 0;
         r->crun_f = f;
@@ -518,12 +528,12 @@ static void catch_entry(struct replay *r, struct func *fn, uint32_t f, uint64_t 
         r->crun_tm = tm;
         r->crun_q = exact;
         r->crun_hi = r->cur_hi_m;
-        if (r->discovery)
+        if (r->discovery && !landing)
             r->th->ncatches++;
     } else {
         r->crun_callers++;
     }
-    if (r->crun_done || fn->ignored)
+    if (r->crun_done || fn->ignored || landing)
         return;
     size_t lim = catch_limit(r);
     long k = find(r, fn->match, lim);
@@ -542,7 +552,7 @@ static void catch_end(struct replay *r)
     struct dec *d = r->d;
     struct dthread *th = r->th;
     r->crun = 0;
-    if (r->crun_done)
+    if (r->crun_done || r->crun_landing)
         return;
     if (r->discovery)
         th->unmatched_catches++;
@@ -570,7 +580,9 @@ static void catch_end(struct replay *r)
 static __attribute__((noinline)) struct fcache *fc_fill(struct replay *r, struct fcache *c, uint64_t addr)
 {
     struct dec *d = r->d;
-    uint32_t f = sym_lookup(d->sym, r->g->space, addr);
+    /* (a landing pad's marker is not an address to look up: catch_entry) */
+    uint32_t f = addr == FT_LANDING_PAD_ADDR ? sym_special(d->sym, "[landing pad]")
+                                             : sym_lookup(d->sym, r->g->space, addr);
     struct func *fn = sym_func(d->sym, f);
     c->addr = addr;
     c->f = f;

@@ -10,7 +10,12 @@
  *   __cxa_begin_catch            (interposed in interpose.c, which calls
  *                                ft_exc_catch / ft_exc_caught) the catch
  *                                entries below, then a call and a return;
- *   __cxa_end_catch              a call and a return.
+ *   __cxa_end_catch              a call and a return;
+ *   __gxx_personality_v0         (the C++ personality routine, which the
+ *                                unwinder calls for every frame with
+ *                                exception tables) a landing pad: when it
+ *                                sends the unwinding into a frame's cleanup
+ *                                or handler code, the two catch entries below.
  * Their events carry the address of the interposer (the executable's
  * function of that name), flags as for the other hooks (FT_F_RET).
  *
@@ -24,6 +29,18 @@
  * filtered out, in an uninstrumented library, libstdc++'s terminate path)
  * still closes exactly the frames the exception unwound, in every
  * instrumentation mode (FORMAT.md 1.4).
+ *
+ * A landing pad: the entries FT_F_CATCH | FT_LANDING_PAD_ADDR (the marker,
+ * an address that is never code), then FT_F_CATCH | an address inside the frame's
+ * function (the call being unwound through, or the faulting instruction of
+ * a signal frame), logged right before the unwinder enters that function's
+ * cleanup code (destructors, gcc -finstrument-functions' exit hook) or
+ * catch handler.  The decoder ends there the frames above it: they were
+ * unwound, and the destructors that code calls nest under their own frame,
+ * not under __cxa_throw (without it -pg, clang and XRay builds, whose
+ * unwound frames log no return, showed them there).  Nothing is logged in
+ * the search phase, nor for a frame whose exception tables have no action
+ * for the call.
  *
  * The interposers are weak: with a static libstdc++ its own definitions win
  * (then no exception events).  The real functions are found with
@@ -59,17 +76,33 @@ void __cxa_end_catch(void);
 
 #define FN_WORD(f) ((uint64_t)(uintptr_t)(f))
 
-static void *real_fn(void **cache, const char *name, void *handle)
+/* A function of the C++ runtime or of the unwinder (found once, then
+ * cached): the next definition after ours (handle RTLD_NEXT) or the first
+ * (RTLD_DEFAULT) -- or, when they are not in the global scope, from the C++
+ * runtime's libraries already loaded.  That is a C program that dlopen()ed
+ * a C++ library with RTLD_LOCAL: the library's references to these
+ * functions still bind to the interposers the executable exports, and
+ * without the real ones its first throw would abort.  RTLD_NOLOAD loads
+ * nothing; the library found stays loaded (its functions are cached). */
+void *ft_cxx_real(void **cache, const char *name, void *handle)
 {
+    static const char *const libs[] = {"libstdc++.so.6", "libc++abi.so.1", "libgcc_s.so.1"};
     void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-    if (!p) {
-        p = dlsym(handle, name);
-        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    if (p)
+        return p;
+    p = dlsym(handle, name);
+    for (size_t i = 0; !p && i < sizeof libs / sizeof *libs; i++) {
+        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h && !(p = dlsym(h, name)))
+            dlclose(h);
     }
+    if (p)
+        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
     return p;
 }
 
-static void *real_throw, *real_rethrow, *real_end_catch, *real_backtrace, *real_getip;
+static void *real_throw, *real_rethrow, *real_end_catch, *real_backtrace, *real_getip, *real_personality,
+    *real_getipinfo;
 
 typedef void (*throw_fn)(void *, void *, void (*)(void *)) __attribute__((noreturn));
 typedef void (*void_fn)(void);
@@ -82,10 +115,15 @@ struct _Unwind_Context;
 typedef int (*trace_fn)(struct _Unwind_Context *, void *);
 typedef int (*backtrace_fn)(trace_fn, void *);
 typedef uintptr_t (*getip_fn)(struct _Unwind_Context *);
+typedef uintptr_t (*getipinfo_fn)(struct _Unwind_Context *, int *);
+#define UA_CLEANUP_PHASE 2
+#define URC_FATAL_PHASE1_ERROR 3
+#define URC_INSTALL_CONTEXT 7
+typedef int (*personality_fn)(int, int, uint64_t, void *, struct _Unwind_Context *);
 
 FT_EXPORT __attribute__((weak, noreturn)) void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 {
-    throw_fn f = (throw_fn)real_fn(&real_throw, "__cxa_throw", RTLD_NEXT);
+    throw_fn f = (throw_fn)ft_cxx_real(&real_throw, "__cxa_throw", RTLD_NEXT);
     ft_log_event(FN_WORD(__cxa_throw)); /* (after the first lookup, which is not the throw's time) */
     ft_no_leaf_return(FN_WORD(__cxa_throw));
     if (f)
@@ -95,7 +133,7 @@ FT_EXPORT __attribute__((weak, noreturn)) void __cxa_throw(void *obj, void *tinf
 
 FT_EXPORT __attribute__((weak, noreturn)) void __cxa_rethrow(void)
 {
-    void_fn f = (void_fn)real_fn(&real_rethrow, "__cxa_rethrow", RTLD_NEXT);
+    void_fn f = (void_fn)ft_cxx_real(&real_rethrow, "__cxa_rethrow", RTLD_NEXT);
     ft_log_event(FN_WORD(__cxa_rethrow));
     ft_no_leaf_return(FN_WORD(__cxa_rethrow));
     if (f)
@@ -105,11 +143,33 @@ FT_EXPORT __attribute__((weak, noreturn)) void __cxa_rethrow(void)
 
 FT_EXPORT __attribute__((weak)) void __cxa_end_catch(void)
 {
-    void_fn f = (void_fn)real_fn(&real_end_catch, "__cxa_end_catch", RTLD_NEXT);
+    void_fn f = (void_fn)ft_cxx_real(&real_end_catch, "__cxa_end_catch", RTLD_NEXT);
     ft_log_event(FN_WORD(__cxa_end_catch));
     if (f)
         f();
     ft_log_event(FN_WORD(__cxa_end_catch) | FT_F_RET);
+}
+
+FT_EXPORT __attribute__((weak)) int __gxx_personality_v0(int version, int actions, uint64_t exc_class, void *exc,
+                                                        struct _Unwind_Context *ctx)
+{
+    personality_fn f = (personality_fn)ft_cxx_real(&real_personality, "__gxx_personality_v0", RTLD_NEXT);
+    if (!f)
+        return URC_FATAL_PHASE1_ERROR; /* (no C++ runtime: no C++ frame to unwind either) */
+    uintptr_t at = 0;
+    if (actions & UA_CLEANUP_PHASE) {
+        getipinfo_fn gi = (getipinfo_fn)ft_cxx_real(&real_getipinfo, "_Unwind_GetIPInfo", RTLD_DEFAULT);
+        int before = 0;
+        at = gi ? gi(ctx, &before) : 0;
+        if (at && !before)
+            at--; /* a return address: the call lies before it */
+    }
+    int rc = f(version, actions, exc_class, exc, ctx);
+    if (rc == URC_INSTALL_CONTEXT && at) {
+        ft_log_event(FT_LANDING_PAD_ADDR | FT_F_CATCH);
+        ft_log_event((uint64_t)at | FT_F_CATCH);
+    }
+    return rc;
 }
 
 /* ---- the catch entries ---------------------------------------------------- */
@@ -136,8 +196,8 @@ __attribute__((noinline)) void ft_exc_catch(void *catcher)
     uintptr_t c = (uintptr_t)catcher;
     ft_log_event((uint64_t)c | FT_F_CATCH);
     int callers = catch_callers;
-    backtrace_fn bt = callers ? (backtrace_fn)real_fn(&real_backtrace, "_Unwind_Backtrace", RTLD_DEFAULT) : NULL;
-    getip_fn ip = bt ? (getip_fn)real_fn(&real_getip, "_Unwind_GetIP", RTLD_DEFAULT) : NULL;
+    backtrace_fn bt = callers ? (backtrace_fn)ft_cxx_real(&real_backtrace, "_Unwind_Backtrace", RTLD_DEFAULT) : NULL;
+    getip_fn ip = bt ? (getip_fn)ft_cxx_real(&real_getip, "_Unwind_GetIP", RTLD_DEFAULT) : NULL;
     if (ip) {
         struct walk w = {.getip = ip, .max = callers + 3};
         bt(walk_frame, &w);

@@ -290,6 +290,7 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
             -Wl,--export-dynamic-symbol=__cxa_end_catch
             -Wl,--export-dynamic-symbol=__cxa_throw
             -Wl,--export-dynamic-symbol=__cxa_rethrow
+            -Wl,--export-dynamic-symbol=__gxx_personality_v0
             -Wl,--export-dynamic-symbol=dlopen
             -Wl,--export-dynamic-symbol=dlclose
             -Wl,--export-dynamic-symbol=pthread_setname_np

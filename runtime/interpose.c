@@ -36,12 +36,11 @@ typedef void *(*begin_catch_fn)(void *);
 /* weak: with a static libstdc++ its own definition wins (then no catch events) */
 FT_EXPORT __attribute__((weak)) void *__cxa_begin_catch(void *exc)
 {
-    static begin_catch_fn real;
+    static void *real_begin_catch;
     if (ft_freeze_active()) /* caught outside a fatal-signal handler it was thrown in? */
         ft_freeze_unwinding((uintptr_t)__builtin_frame_address(0), FT_FAULT_CAUGHT);
     ft_exc_catch(__builtin_return_address(0));
-    if (!real)
-        real = (begin_catch_fn)dlsym(RTLD_NEXT, "__cxa_begin_catch");
+    begin_catch_fn real = (begin_catch_fn)ft_cxx_real(&real_begin_catch, "__cxa_begin_catch", RTLD_NEXT);
     return ft_exc_caught(real ? real(exc) : exc);
 }
 

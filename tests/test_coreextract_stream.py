@@ -3,7 +3,8 @@ compressed core, --one-pass): no temporary file, memory that grows with the
 rings and stacks and not with the core, the same raw as from the core file --
 and, where one pass cannot get something, a message that says so.
 
-Every core here is a real one made by the kernel (tests/progs/ce_crash.c)."""
+Every core here is a real one made by the kernel (tests/progs/ce_crash.c,
+exc_cases.cc)."""
 import os
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 import rawfile
 from conftest import require_tools, run_tool
+from dec_util import decode, forest, merge_gens
 from test_coreextract import crash, extract, gdb_backtraces, stderr_lines
 
 RAWF_PARTIAL = 1
@@ -67,6 +69,37 @@ def test_one_pass_gives_the_raw_of_the_file(tree, crashprog, run_crash, tmp_path
     assert "input is stdin, read once" in err, err
     one = run_tool([ce(tree), "--one-pass", run.core], text=False)
     assert one.returncode == 0 and one.stdout == ref.stdout, one.stderr
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_landing_pad_markers_are_ring_memory(tree, compiled, run_crash, time):
+    """A C++ program whose exceptions ran destructors in landing pads: its
+    ring holds their markers (catch entries at FT_LANDING_PAD_ADDR, not
+    code), and the pages that hold them are still taken for ring memory
+    when the rings go by before the registry: one pass gives the raw of the
+    file, and the decoder nests the destructors under their own frames."""
+    require_tools(tree, "coreextract")
+    exe = compiled("exc_cases.cc", "pg")
+    env = {"FUNTRACE_TIME": "sampled"} if time == "sampled" else None
+    run = crash(run_crash, exe, "cleanups", "crash", env=env)
+    ref, raw = extract(tree, run.core)
+    assert ref.returncode == 0, ref.stderr
+    one = run_tool([ce(tree), "--one-pass", run.core], text=False)
+    assert one.returncode == 0, one.stderr
+    assert one.stdout == ref.stdout
+    path = run.core.parent / "one.raw"
+    path.write_bytes(one.stdout)
+    res, tr = decode(tree, path, json_out=run.core.parent / "one.json")
+    assert res.returncode == 0, res.stderr
+    parents = []
+
+    def walk(nodes, parent):
+        for n in nodes:
+            if n.n == "Guard::~Guard":
+                parents.append(parent)
+            walk(n.children, n.n)
+    walk(merge_gens(forest(tr.slices[run.pid])), None)
+    assert parents == ["guard_inner", "guard_outer"] * 3, parents
 
 
 def test_plugin_library_one_pass(tree, crashprog, compiled, run_crash):

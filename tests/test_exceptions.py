@@ -52,11 +52,21 @@ CASES = {
                 c("nested_inner", c("pass_mid", c("pass_inner", c("raise_int", THROW)))),
                 CATCH, c("on_caught"), END,
                 c("nested_inner", c("raise_str", THROW), CATCH, c("on_caught"), END)),
-    # the catch block's __cxa_end_catch runs while the rethrow unwinds it
+    # the catch block's __cxa_end_catch runs in relay's landing pad, while
+    # the rethrow unwinds it: __cxa_rethrow's frame was left by then
     "rethrow": c("rethrow_outer",
-                 c("relay", c("raise_int", THROW), CATCH, c("on_relay"), c("__cxa_rethrow", END)),
+                 c("relay", c("raise_int", THROW), CATCH, c("on_relay"), c("__cxa_rethrow"), END),
                  CATCH, c("on_caught"), END),
     "self": c("self_catch", THROW, CATCH, END, c("after_self")),
+    # a destructor run by a landing pad nests under its own frame: the frames
+    # above it were left when the unwinder entered the landing pad (gcc
+    # -finstrument-functions logs their returns; elsewhere the personality
+    # routine's landing-pad entry ends them)
+    "cleanups": c("cleanups",
+                  c("guard_outer",
+                    c("guard_inner", c("pass_inner", c("raise_int", THROW)), c("Guard::~Guard", c("on_cleanup"))),
+                    c("Guard::~Guard", c("on_cleanup"))),
+                  CATCH, c("on_caught"), END),
 }
 
 
@@ -102,16 +112,22 @@ def test_exception_sequences(tree, compiled, tmp_path, mode, case, time):
         assert s.args.get("unwound_by_exception"), s
     bad = [s for s in forest(tr.slices[tr.pid]) if s.n != "main"]
     assert not bad, bad
-    for name in ("pass_outer", "pass_mid", "pass_inner", "raise_int", "relay", "nested_inner", "raise_str"):
+    for name in ("pass_outer", "pass_mid", "pass_inner", "raise_int", "relay", "nested_inner", "raise_str",
+                 "guard_inner", "guard_outer"):
         for s in slices_named(main, name):
             assert not s.args.get("return_missing") and not s.args.get("open_at_end"), s
             # gcc -finstrument-functions logs the returns of unwound frames;
             # elsewhere the catch closes them
             if mode == "finstr":
                 assert not s.args.get("unwound_by_exception"), s
-    if mode != "finstr" and case in ("caught", "untraced"):
-        for name in ("pass_outer", "pass_mid", "pass_inner", "raise_int"):
+    if mode != "finstr" and case in ("caught", "untraced", "cleanups"):
+        for name in ("pass_outer", "pass_mid", "pass_inner", "raise_int", "guard_inner", "guard_outer"):
             assert all(s.args.get("unwound_by_exception") for s in slices_named(main, name)), name
+    if case == "cleanups":
+        # each destructor runs after the frames above its own ended
+        for guard in slices_named(main, "guard_inner") + slices_named(main, "guard_outer"):
+            (dtor,) = [x for x in guard.children if x.n == "Guard::~Guard"]
+            assert all(x.end <= dtor.start for x in guard.children if x is not dtor), guard
     s, _ = decode(tree, tmp_path / "run" / "funtrace.raw", "--summary")
     assert s.returncode == 0 and "unmatched catches" not in s.stdout, s.stdout
 
@@ -218,21 +234,40 @@ def test_destructor_throwing_and_catching_during_unwinding(tree, compiled, tmp_p
     """guarded's int unwinds it; the landing pad runs an untraced destructor
     that throws and catches an int of its own (the catch's callers name
     guarded).  By then the landing pad had left raise_int and its
-    __cxa_throw: they end at that catch, with the destructor's throw, and
-    the destructor's catch calls nest under guarded -- not under the first
-    __cxa_throw, open until catcher's catch."""
+    __cxa_throw: they end where the landing pad is entered, before the
+    destructor's throw, and that throw and the destructor's catch calls
+    nest under guarded -- not under the first __cxa_throw, open until
+    catcher's catch (as they did before the landing pads were logged)."""
     tr, main = snapshot_main(tree, compiled("exc_escape.cc", mode), "dtor", tmp_path)
     seq = calls_and_returns(main.children)
-    if mode == "finstr":
-        # gcc's raise_int logged its return at the landing: the second throw
-        # is where it ran, under guarded
-        inner = c("raise_int", THROW) + THROW
-    else:
-        # no event marks the landing: the second throw is met inside the first
-        inner = c("raise_int", c("__cxa_throw", THROW))
+    # the landing pad's entry (logged by the personality routine) ended
+    # raise_int and its throw: the second throw is where it ran, under
+    # guarded (gcc -finstrument-functions: raise_int also logged its return)
+    inner = c("raise_int", THROW) + THROW
     assert seq == c("catcher", c("guarded", inner, CATCH, END), CATCH, c("on_caught"), END) + c("after"), seq
     (guarded,) = slices_named(main, "guarded")
     (raise_int,) = slices_named(main, "raise_int")
-    catch = [x for x in guarded.children if x.n == "__cxa_begin_catch"][0]
-    assert raise_int.end <= catch.start  # by the destructor's catch
+    second = [x for x in guarded.children if x.n == "__cxa_throw"][0]
+    assert raise_int.end <= second.start  # at the landing pad, before the destructor's throw
     assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_c_program_with_a_cxx_library_loaded_rtld_local(tree, compiled, tmp_path, mode):
+    """A C program dlopen()s a C++ library with RTLD_LOCAL: the C++ runtime is
+    not in the global scope, yet the library's references to __cxa_throw, the
+    personality routine and the catch functions bind to the interposers the
+    executable exports.  They find the real ones in the library's C++
+    runtime (before, the library's first throw aborted the program), and the
+    exceptions are in the trace: the destructor run by plugin_throw's landing
+    pad under plugin_throw, the catch in plugin_run."""
+    lib = compiled("exc_plugin.cc", mode, extra=["-shared", "-fPIC"], tag="so")
+    exe = compiled("exc_plugin_main.c", mode, extra=["-ldl"])
+    r = run_program([exe, lib], tmp_path / "run", want_core=False)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr}"
+    res, tr = decode(tree, r.dir / "funtrace.raw", json_out=tmp_path / "t.json")
+    assert res.returncode == 0, res.stderr
+    check_nesting(tr)
+    seq = calls_and_returns(main_calls(tr).children)
+    one = c("plugin_run", c("plugin_throw", THROW, c("Guard::~Guard", c("on_cleanup"))), CATCH, END)
+    assert seq == one * 3, "\n".join(f"{a} {n}" for a, n in seq)

@@ -187,20 +187,23 @@ def test_longjmp(compiled, tmp_path, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_cxx_exception(compiled, tmp_path, mode):
-    """A C++ exception thrown two frames below the catcher: a catch entry
-    names the catching function (gcc -finstrument-functions also logs the
-    unwound frames' returns)."""
+    """A C++ exception thrown two frames below the catcher: a landing-pad
+    entry names each function whose cleanup code or handler the unwinder
+    enters (the catcher's handler; under gcc -finstrument-functions also
+    the unwound frames' cleanups, which log their returns), and a catch
+    entry names the catching function."""
     prog = compiled("rt_exc.cc", mode)
     _, raw = run_snapshot(prog, tmp_path)
     names = {"ex_thrower", "ex_mid", "ex_catcher", "ex_after"}
     seq = sequence(raw, main_thread(raw), Syms(prog), keep=names)
     head = [("ex_catcher", "call"), ("ex_mid", "call"), ("ex_thrower", "call")]
-    tail = [("ex_catcher", "catch"), ("ex_catcher", "ret"), ("ex_after", "call"), ("ex_after", "ret")]
+    tail = [("ex_catcher", "landing"), ("ex_catcher", "catch"), ("ex_catcher", "ret"), ("ex_after", "call"),
+            ("ex_after", "ret")]
     if mode == "finstr":
-        middle = [("ex_thrower", "ret"), ("ex_mid", "ret")]
+        middle = [("ex_thrower", "landing"), ("ex_thrower", "ret"), ("ex_mid", "landing"), ("ex_mid", "ret")]
     else:
         middle = []
-    assert seq == head + middle + tail
+    assert seq == head + middle + tail, seq
 
 
 def test_wraparound_and_buf_size(compiled, tmp_path):

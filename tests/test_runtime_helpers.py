@@ -45,16 +45,23 @@ def bias(raw, syms):
     return raw.header["root_addr"] - syms.addr["funtrace_root"]
 
 
+FT_LANDING_PAD_ADDR = 4  # funtrace_abi.h: a catch there marks a landing pad; the next catch names its function
+
+
 def sequence(raw, thread, syms, keep=None):
-    """[(name, 'call'|'ret'|'catch')] of thread's events in the executable,
-    optionally only names in keep."""
+    """[(name, 'call'|'ret'|'catch'|'landing')] of thread's events in the
+    executable, optionally only names in keep ('landing': the catch entry
+    after a landing pad's marker)."""
     b = bias(raw, syms)
     out = []
+    landing = False
     for e in thread.events():
+        marker, landing_fn = e.catch and e.addr == FT_LANDING_PAD_ADDR, landing and e.catch
+        landing = marker
         n = syms.name(e.addr - b)
-        if n is None or (keep is not None and n not in keep):
+        if marker or n is None or (keep is not None and n not in keep):
             continue
-        out.append((n, "catch" if e.catch else "ret" if e.ret else "call"))
+        out.append((n, "landing" if landing_fn else "catch" if e.catch else "ret" if e.ret else "call"))
     return out
 
 

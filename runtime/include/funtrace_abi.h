@@ -73,6 +73,11 @@ extern "C" {
 #define FT_F_CATCH (FT_F_RET | FT_F_RET_WITH_CALLER)
 #define FT_F_CALL_RET_ON_THROW (1ULL << FT_BIT_CALL_RET_ON_THROW)
 #define FT_ADDR_MASK ((1ULL << 61) - 1)
+/* A catch at this address (in the first page: never code) is a landing pad's
+ * marker: the catch entry right after it is an address inside the function
+ * whose cleanup code (destructors) or catch handler the unwinder is about to
+ * enter; the frames above that function's were unwound (FORMAT.md 1.4). */
+#define FT_LANDING_PAD_ADDR 4ULL
 
 struct ft_entry {
     uint64_t word; /* address | flags */

@@ -1,5 +1,6 @@
 // exc_cases.cc -- C++ exceptions for tests/test_exceptions.py: each case is a
-// function of main's, run 3 times, then a snapshot (funtrace.raw).
+// function of main's, run 3 times, then a snapshot (funtrace.raw); with a
+// second argument "crash", a SIGSEGV instead (a core).
 //   caught     case_caught -> handler (traced catcher) -> setup, pass_outer
 //              -> pass_mid -> pass_inner -> raise_int (throws int);
 //              handler catches it and calls on_caught
@@ -10,6 +11,9 @@
 //   rethrow    rethrow_outer (catch int) -> relay (catch int: on_relay, throw;)
 //              -> raise_int
 //   self       self_catch throws and catches in the same function
+//   cleanups   cleanups (catch int) -> guard_outer -> guard_inner -> pass_inner
+//              -> raise_int; each guard_* has a Guard whose destructor (run
+//              by its landing pad while the int unwinds it) calls on_cleanup
 // Every traced function does work after its calls: no tail calls.
 #include <funtrace.h>
 #include <cstring>
@@ -105,6 +109,33 @@ NI void self_catch(int i)
     after_self();
 }
 
+NI void on_cleanup(int v) { sink += v; }
+struct Guard {
+    int v;
+    NI ~Guard() { on_cleanup(v); }
+};
+NI void guard_inner(int i)
+{
+    Guard g{2};
+    pass_inner(i);
+    sink++;
+}
+NI void guard_outer(int i)
+{
+    Guard g{1};
+    guard_inner(i);
+    sink++;
+}
+NI void cleanups(int i)
+{
+    try {
+        guard_outer(i);
+    } catch (int) {
+        on_caught();
+    }
+    sink++;
+}
+
 int main(int argc, char **argv)
 {
     const char *c = argc > 1 ? argv[1] : "caught";
@@ -119,9 +150,13 @@ int main(int argc, char **argv)
             rethrow_outer(i);
         else if (!strcmp(c, "self"))
             self_catch(i);
+        else if (!strcmp(c, "cleanups"))
+            cleanups(i);
         else
             return 2;
     }
+    if (argc > 2 && !strcmp(argv[2], "crash"))
+        *(volatile int *)0 = 0; /* a core instead of the snapshot */
     funtrace_pause_and_write_current_snapshot();
     return 0;
 }
