@@ -1030,19 +1030,25 @@ static int is_abandoned(const struct dthread *th, uint64_t call_idx)
            bsearch(&call_idx, th->abandoned, th->nabandoned, sizeof *th->abandoned, cmp_u64);
 }
 
-/* the end of the thread: close what is still open */
+/* the end of the thread: close what is still open.  A thread that exited
+ * left the frames still open at its end without their returns (pthread_exit,
+ * cancellation: the forced unwinding runs no return hook; the landing pads
+ * it entered are logged): they end when it exited, their returns missing --
+ * not "still open". */
 static void finish(struct replay *r)
 {
     struct dthread *th = r->th;
     r->finished = 1;
     if (!r->n)
         return;
+    const struct ftr_thread *rt = th->rt;
+    int exited = rt->has_stat && (rt->st.state == FT_THR_EXITED || rt->st.state == FT_THR_EVICTED);
     int64_t *ends = xcalloc(r->n, sizeof *ends), *mends = xcalloc(r->n, sizeof *mends);
     unsigned *fl = xcalloc(r->n, sizeof *fl);
     for (size_t i = 0; i < r->n; i++) {
-        int ab = is_abandoned(th, r->stk[i].call_idx);
-        ends[i] = ab ? th->last_ns : th->end_ns;
-        mends[i] = ab ? th->last_mns : th->end_ns;
+        int ab = exited || is_abandoned(th, r->stk[i].call_idx);
+        ends[i] = ab && !exited ? th->last_ns : th->end_ns;
+        mends[i] = ab && !exited ? th->last_mns : th->end_ns;
         fl[i] = ab ? SL_ABANDONED : SL_OPEN;
         if (i && ends[i] > ends[i - 1]) /* children never outlive parents */
             ends[i] = ends[i - 1];

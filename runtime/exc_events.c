@@ -79,11 +79,15 @@ void __cxa_end_catch(void);
 /* A function of the C++ runtime or of the unwinder (found once, then
  * cached): the next definition after ours (handle RTLD_NEXT) or the first
  * (RTLD_DEFAULT) -- or, when they are not in the global scope, from the C++
- * runtime's libraries already loaded.  That is a C program that dlopen()ed
- * a C++ library with RTLD_LOCAL: the library's references to these
- * functions still bind to the interposers the executable exports, and
- * without the real ones its first throw would abort.  RTLD_NOLOAD loads
- * nothing; the library found stays loaded (its functions are cached). */
+ * runtime's libraries already loaded (RTLD_NOLOAD).  That is a C program
+ * that dlopen()ed a C++ library with RTLD_LOCAL: the library's references
+ * to these functions still bind to the interposers the executable exports,
+ * and without the real ones its first throw would abort.  A C++ runtime
+ * function (RTLD_NEXT) found nowhere is loaded: a C++ program that uses
+ * nothing of its C++ runtime but the personality routine (destructors run
+ * by pthread_exit's unwinding) was linked --as-needed without it, since our
+ * interposer is the personality its objects name.  The library found stays
+ * loaded (its functions are cached). */
 void *ft_cxx_real(void **cache, const char *name, void *handle)
 {
     static const char *const libs[] = {"libstdc++.so.6", "libc++abi.so.1", "libgcc_s.so.1"};
@@ -91,11 +95,12 @@ void *ft_cxx_real(void **cache, const char *name, void *handle)
     if (p)
         return p;
     p = dlsym(handle, name);
-    for (size_t i = 0; !p && i < sizeof libs / sizeof *libs; i++) {
-        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
-        if (h && !(p = dlsym(h, name)))
-            dlclose(h);
-    }
+    for (int load = 0; load < 2 && !p && (!load || handle == RTLD_NEXT); load++)
+        for (size_t i = 0; !p && i < sizeof libs / sizeof *libs - load; i++) {
+            void *h = dlopen(libs[i], RTLD_LAZY | (load ? RTLD_LOCAL : RTLD_NOLOAD));
+            if (h && !(p = dlsym(h, name)))
+                dlclose(h);
+        }
     if (p)
         __atomic_store_n(cache, p, __ATOMIC_RELEASE);
     return p;

@@ -271,3 +271,31 @@ def test_c_program_with_a_cxx_library_loaded_rtld_local(tree, compiled, tmp_path
     seq = calls_and_returns(main_calls(tr).children)
     one = c("plugin_run", c("plugin_throw", THROW, c("Guard::~Guard", c("on_cleanup"))), CATCH, END)
     assert seq == one * 3, "\n".join(f"{a} {n}" for a, n in seq)
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_pthread_exit_runs_destructors_and_ends_the_threads_frames(tree, compiled, tmp_path, mode):
+    """pthread_exit's forced unwinding runs the destructors of the frames it
+    leaves, through the personality routine -- in a C++ program that uses
+    nothing else of its C++ runtime (linked --as-needed, the executable's
+    interposer is its only personality: it must find the real one, or the
+    unwinding fails and glibc aborts).  The destructors nest under their own
+    frames; the frames the thread left end when it exited, their returns
+    missing, not "still open"."""
+    exe = compiled("exc_pthread_exit.cc", mode, extra=["-pthread"])
+    r = run_program([exe], tmp_path / "run", want_core=False)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr}"
+    res, tr = decode(tree, r.dir / "funtrace.raw", json_out=tmp_path / "t.json")
+    assert res.returncode == 0, res.stderr
+    check_nesting(tr)
+    (roots,) = [merge_gens(forest(sl)) for tid, sl in tr.slices.items() if tr.names.get(tid) == "worker"]
+    seq = calls_and_returns(roots)
+    dtor = c("Guard::~Guard", c("on_cleanup"))
+    assert seq == c("worker", c("worker_outer", c("worker_inner", c("worker_leave"), dtor), dtor)), seq
+    (w,) = roots
+    (outer,) = w.children
+    # (gcc -finstrument-functions logs the returns of the frames it unwinds, in their landing pads)
+    for s in (w, outer):
+        assert bool(s.args.get("return_missing")) == (mode != "finstr") and not s.args.get("open_at_end"), s
+    for s in (outer.children[0], outer.children[0].children[0]):
+        assert bool(s.args.get("unwound_by_exception")) == (mode != "finstr"), s
