@@ -1,26 +1,31 @@
 # runtime/build.mk -- the in-process runtime, its headers, the compiler
 # wrappers and funtrace.pc.
 #
-# Every runtime/*.c and runtime/*.S goes into libfuntrace.a, with the shared
+# Every runtime/*.c and runtime/*.S goes into libfuntrace.a (but exc_events.c:
+# libfuntrace_cxx.a), with the shared
 # raw writer's objects (reader/rawwrite*.c, compiled once by reader/build.mk)
 # for the snapshots.  The runtime is never instrumented, -O2, PIC, hidden
 # visibility except the API/hooks, initial-exec TLS.
 
-RT_C_SRCS := $(wildcard runtime/*.c)
+RT_C_SRCS := $(filter-out runtime/exc_events.c,$(wildcard runtime/*.c))
 RT_S_SRCS := $(wildcard runtime/*.S)
 RT_OBJS := $(patsubst runtime/%.c,$(OBJ)/runtime/%.o,$(RT_C_SRCS)) \
            $(patsubst runtime/%.S,$(OBJ)/runtime/%.S.o,$(RT_S_SRCS))
+# the C++ runtime's interposers (exceptions): an archive of their own, which the
+# wrappers leave out of programs linked with a static C++ runtime (exc_events.c)
+RT_CXX_OBJS := $(OBJ)/runtime/exc_events.o
 # (no path of this tree in traced programs: FILE_PREFIX_MAP, Makefile)
 RT_CFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
              -fno-instrument-functions -fno-omit-frame-pointer -fno-stack-protector \
              -Iruntime/include -Iruntime -Ireader -MMD -MP $(FILE_PREFIX_MAP)
 
 RT_LIB := $(LIB)/libfuntrace.a
+RT_CXX_LIB := $(LIB)/libfuntrace_cxx.a
 RT_HEADERS := $(BUILD)/include/funtrace.h $(BUILD)/include/funtrace_abi.h
 RT_WRAPPERS := $(BIN)/funtrace-gcc $(BIN)/funtrace-g++ $(BIN)/funtrace-clang $(BIN)/funtrace-clang++
 RT_PC := $(LIB)/pkgconfig/funtrace.pc
 
-ALL_TARGETS += $(RT_LIB) $(RT_HEADERS) $(RT_WRAPPERS) $(RT_PC)
+ALL_TARGETS += $(RT_LIB) $(RT_CXX_LIB) $(RT_HEADERS) $(RT_WRAPPERS) $(RT_PC)
 
 $(OBJ)/runtime/%.o: runtime/%.c
 	@mkdir -p $(@D)
@@ -31,6 +36,11 @@ $(OBJ)/runtime/%.S.o: runtime/%.S
 	$(CC) -Iruntime/include -Iruntime -MMD -MP -g $(FILE_PREFIX_MAP) -c $< -o $@
 
 $(RT_LIB): $(RT_OBJS) $(RD_RAW_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(RT_CXX_LIB): $(RT_CXX_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
@@ -50,6 +60,7 @@ $(RT_PC): runtime/funtrace.pc.in
 	sed -e 's/@FT_VERSION@/$(FT_VERSION)/' $< > $@
 
 INSTALL_STEPS += install -m 644 $(RT_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace.a; \
+	install -m 644 $(RT_CXX_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace_cxx.a; \
 	install -m 644 $(RT_HEADERS) $(DESTDIR)$(PREFIX)/include/; \
 	install -m 755 $(RT_WRAPPERS) $(DESTDIR)$(PREFIX)/bin/; \
 	install -m 644 $(RT_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/funtrace.pc;

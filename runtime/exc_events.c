@@ -7,9 +7,8 @@
  *   __cxa_throw, __cxa_rethrow   a call (no return: they never return; the
  *                                decoder closes them when the frames they
  *                                unwind end, "unwound by exception");
- *   __cxa_begin_catch            (interposed in interpose.c, which calls
- *                                ft_exc_catch / ft_exc_caught) the catch
- *                                entries below, then a call and a return;
+ *   __cxa_begin_catch            the catch entries below, then a call and
+ *                                a return;
  *   __cxa_end_catch              a call and a return;
  *   __gxx_personality_v0         (the C++ personality routine, which the
  *                                unwinder calls for every frame with
@@ -42,9 +41,13 @@
  * the search phase, nor for a frame whose exception tables have no action
  * for the call.
  *
- * The interposers are weak: with a static libstdc++ its own definitions win
- * (then no exception events).  The real functions are found with
- * dlsym(RTLD_NEXT) on first use.
+ * This file is an archive of its own, libfuntrace_cxx.a, which the wrappers
+ * link (whole) unless the program links its C++ runtime statically
+ * (-static-libstdc++, -static): an archive member is only linked for a
+ * symbol still undefined, so these definitions would keep the C++ runtime's
+ * out of the program, with no real function left to call (its first throw
+ * aborted).  Such a program has no exception events.  The interposers are
+ * weak; the real functions are found on first use (ft_cxx_real).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -88,7 +91,7 @@ void __cxa_end_catch(void);
  * by pthread_exit's unwinding) was linked --as-needed without it, since our
  * interposer is the personality its objects name.  The library found stays
  * loaded (its functions are cached). */
-void *ft_cxx_real(void **cache, const char *name, void *handle)
+static void *ft_cxx_real(void **cache, const char *name, void *handle)
 {
     static const char *const libs[] = {"libstdc++.so.6", "libc++abi.so.1", "libgcc_s.so.1"};
     void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
@@ -196,7 +199,7 @@ static int walk_frame(struct _Unwind_Context *ctx, void *arg)
 
 /* __cxa_begin_catch, before the real one: the catch entries (catcher =
  * its return address), then its call */
-__attribute__((noinline)) void ft_exc_catch(void *catcher)
+static __attribute__((noinline)) void ft_exc_catch(void *catcher)
 {
     uintptr_t c = (uintptr_t)catcher;
     ft_log_event((uint64_t)c | FT_F_CATCH);
@@ -217,8 +220,20 @@ __attribute__((noinline)) void ft_exc_catch(void *catcher)
 }
 
 /* __cxa_begin_catch, after the real one: its return */
-void *ft_exc_caught(void *ret)
+static void *ft_exc_caught(void *ret)
 {
     ft_log_event(FN_WORD(__cxa_begin_catch) | FT_F_RET);
     return ret;
+}
+
+typedef void *(*begin_catch_fn)(void *);
+
+FT_EXPORT __attribute__((weak)) void *__cxa_begin_catch(void *exc)
+{
+    static void *real_begin_catch;
+    if (ft_freeze_active()) /* caught outside a fatal-signal handler it was thrown in? */
+        ft_freeze_unwinding((uintptr_t)__builtin_frame_address(0), FT_FAULT_CAUGHT);
+    ft_exc_catch(__builtin_return_address(0));
+    begin_catch_fn real = (begin_catch_fn)ft_cxx_real(&real_begin_catch, "__cxa_begin_catch", RTLD_NEXT);
+    return ft_exc_caught(real ? real(exc) : exc);
 }

@@ -144,12 +144,6 @@ void ft_clock_snapshot(uint64_t *tsc, uint64_t *mono, uint64_t *real) FT_HIDDEN;
 /* hooks_cyg.c: events from the runtime's C code (the interposers) */
 void ft_log_event(uint64_t word) FT_HIDDEN;
 void ft_no_leaf_return(uint64_t addr) FT_HIDDEN; /* frames being left without returns: sampled mode's next return has its address */
-/* exc_events.c: a catch's entries, then its call and return (__cxa_begin_catch, interpose.c) */
-void ft_exc_catch(void *catcher) FT_HIDDEN;
-/* the real C++ runtime / unwinder function `name` (dlsym(handle), or the C++
- * runtime's libraries when a C program loaded them RTLD_LOCAL), cached */
-void *ft_cxx_real(void **cache, const char *name, void *handle) FT_HIDDEN;
-void *ft_exc_caught(void *ret) FT_HIDDEN;
 
 /* tid.c */
 void ft_tid_init(void) FT_HIDDEN;             /* on the initialising thread */

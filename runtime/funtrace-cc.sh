@@ -19,7 +19,9 @@
 # Linking (no -c/-S/-E/-M/-MM): the instrumentation flags again, so that the
 # code generated at link time (-flto) is instrumented too.  Linking an
 # executable (no -shared/-r, some input) also adds <prefix>/lib/libfuntrace.a
-# (whole archive; libfuntrace_count.a with -funtrace-count), -ldl -pthread,
+# (whole archive; libfuntrace_count.a with -funtrace-count) and
+# libfuntrace_cxx.a (the C++ runtime's interposers: C++ exception events;
+# not with -static, -static-pie or -static-libstdc++), -ldl -pthread,
 # exports the runtime's hooks and root into the executable's .dynsym (so that
 # dlopen'ed instrumented libraries and the readers find them), and then checks
 # the executable: one warning line if no function (or under 5%) calls the hooks.
@@ -76,8 +78,10 @@ Usage: $n [COMPILER ARGUMENTS]...
 
 Compiles and links C/C++ with funtrace's function tracing: runs the real
 compiler with the instrumentation flags and -I for funtrace.h, and links
-executables with the funtrace runtime (libfuntrace.a) and the exports its
-readers need.  Shared libraries are instrumented but get no runtime.  Use it
+executables with the funtrace runtime (libfuntrace.a, and libfuntrace_cxx.a
+for C++ exception events unless the C++ runtime is linked statically:
+-static, -static-libstdc++) and the exports its readers need.  Shared
+libraries are instrumented but get no runtime.  Use it
 as CC/CXX (CC=funtrace-gcc CXX=funtrace-g++ make, cmake
 -DCMAKE_C_COMPILER=funtrace-gcc ...).
 
@@ -129,6 +133,7 @@ esac
 
 link=1
 shared=0
+static_cxx=0   # -static, -static-pie, -static-libstdc++: the program links its C++ runtime
 have_src=0
 have_input=0
 have_x=0
@@ -181,6 +186,7 @@ for a in "$@"; do
         -c|-E|-M|-MM) link=0 ;;
         -S) link=0; asm_only=1 ;;
         -shared|-r|-Wl,-r|-Wl,-shared|-Wl,--relocatable) shared=1 ;;
+        -static|-static-pie|-static-libstdc++) static_cxx=1 ;;
         -flto|-flto=*) lto=1 ;;
         -fno-lto) lto=0 ;;
         -fomit-frame-pointer)
@@ -272,26 +278,34 @@ fi
 [ $link = 1 ] && [ $instr = xray ] && extra+=(-fnoxray-link-deps)
 rtlib="$lib/libfuntrace.a"
 [ $count = 1 ] && rtlib="$lib/libfuntrace_count.a"
+# the C++ runtime's interposers (exception events, runtime/exc_events.c), but
+# not into a program linked with its own C++ runtime: they would keep the
+# real functions out of it
+rtlibs=("$rtlib")
+[ $count = 0 ] && [ $static_cxx = 0 ] && rtlibs+=("$lib/libfuntrace_cxx.a")
 exe=0
 if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
     exe=1
-    if [ ! -f "$rtlib" ]; then
-        echo "$me: $rtlib not found" >&2
-        exit 2
-    fi
+    for l in "${rtlibs[@]}"; do
+        if [ ! -f "$l" ]; then
+            echo "$me: $l not found" >&2
+            exit 2
+        fi
+    done
     # -x none: a "-x c++" (or any -x) in the arguments must not apply to the archive
-    extra+=(-x none -Wl,--whole-archive "$rtlib" -Wl,--no-whole-archive -ldl -pthread
+    extra+=(-x none -Wl,--whole-archive "${rtlibs[@]}" -Wl,--no-whole-archive -ldl -pthread
             -Wl,--export-dynamic-symbol=funtrace_root
             -Wl,--export-dynamic-symbol=__fentry__
             -Wl,--export-dynamic-symbol=__return__
             -Wl,--export-dynamic-symbol=__cyg_profile_func_enter
-            -Wl,--export-dynamic-symbol=__cyg_profile_func_exit
+            -Wl,--export-dynamic-symbol=__cyg_profile_func_exit)
+    [ ${#rtlibs[@]} = 2 ] && extra+=(
             -Wl,--export-dynamic-symbol=__cxa_begin_catch
             -Wl,--export-dynamic-symbol=__cxa_end_catch
             -Wl,--export-dynamic-symbol=__cxa_throw
             -Wl,--export-dynamic-symbol=__cxa_rethrow
-            -Wl,--export-dynamic-symbol=__gxx_personality_v0
-            -Wl,--export-dynamic-symbol=dlopen
+            -Wl,--export-dynamic-symbol=__gxx_personality_v0)
+    extra+=(-Wl,--export-dynamic-symbol=dlopen
             -Wl,--export-dynamic-symbol=dlclose
             -Wl,--export-dynamic-symbol=pthread_setname_np
             -Wl,--export-dynamic-symbol=sigaction -Wl,--export-dynamic-symbol=signal
@@ -309,7 +323,9 @@ check_exe() {
     [ -x "$bin/funtrace-instrcheck" ] && [ -f "$x" ] || return 0
     local xr=()
     [ $instr = xray ] && xr=(--xray)
-    "$bin/funtrace-instrcheck" --quiet "${xr[@]}" --name "$me" --runtime "$rtlib" "$x" 2>&1 >/dev/null | head -1 >&2
+    local rt=()
+    for l in "${rtlibs[@]}"; do rt+=(--runtime "$l"); done
+    "$bin/funtrace-instrcheck" --quiet "${xr[@]}" --name "$me" "${rt[@]}" "$x" 2>&1 >/dev/null | head -1 >&2
     return 0
 }
 

@@ -1,10 +1,6 @@
 /*
- * interpose.c -- libc/libstdc++ functions the runtime wraps (the real one is
- * found with dlsym(RTLD_NEXT)):
- *   __cxa_begin_catch   logs the catch entries (FT_F_CATCH: the catching
- *                       function and its callers), so the decoder can close
- *                       the frames an exception unwound without returns, and
- *                       its own call and return (exc_events.c);
+ * interpose.c -- libc functions the runtime wraps (the real one is found
+ * with dlsym(RTLD_NEXT); the C++ runtime's are in exc_events.c):
  *   pthread_setname_np  keeps the registry's thread names current;
  *   sigaction, signal, bsd_signal, sysv_signal
  *                       for SIGSEGV SIGBUS SIGFPE SIGILL SIGABRT: the
@@ -15,7 +11,7 @@
  *                       a jump out of such a handler ends the episode and
  *                       tracing resumes (freeze.c); so does a C++ exception
  *                       thrown in the handler and caught outside it
- *                       (__cxa_begin_catch);
+ *                       (__cxa_begin_catch, exc_events.c);
  * and gprof's start-up hooks, made no-ops: a one-step "compile and link"
  * with -pg makes gcc link gcrt1.o, which would otherwise write gmon.out.
  */
@@ -30,19 +26,6 @@
 
 #include "ft_internal.h"
 
-
-typedef void *(*begin_catch_fn)(void *);
-
-/* weak: with a static libstdc++ its own definition wins (then no catch events) */
-FT_EXPORT __attribute__((weak)) void *__cxa_begin_catch(void *exc)
-{
-    static void *real_begin_catch;
-    if (ft_freeze_active()) /* caught outside a fatal-signal handler it was thrown in? */
-        ft_freeze_unwinding((uintptr_t)__builtin_frame_address(0), FT_FAULT_CAUGHT);
-    ft_exc_catch(__builtin_return_address(0));
-    begin_catch_fn real = (begin_catch_fn)ft_cxx_real(&real_begin_catch, "__cxa_begin_catch", RTLD_NEXT);
-    return ft_exc_caught(real ? real(exc) : exc);
-}
 
 typedef int (*setname_fn)(pthread_t, const char *);
 

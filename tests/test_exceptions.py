@@ -299,3 +299,21 @@ def test_pthread_exit_runs_destructors_and_ends_the_threads_frames(tree, compile
         assert bool(s.args.get("return_missing")) == (mode != "finstr") and not s.args.get("open_at_end"), s
     for s in (outer.children[0], outer.children[0].children[0]):
         assert bool(s.args.get("unwound_by_exception")) == (mode != "finstr"), s
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_static_cxx_runtime_keeps_its_own_functions(tree, compiled, tmp_path, mode):
+    """-static-libstdc++: the wrappers leave the C++ interposers
+    (libfuntrace_cxx.a) out.  Linked in, their definitions kept
+    libstdc++.a's own __cxa_throw and personality routine out of the
+    program (an archive member is linked only for an undefined symbol), and
+    its first throw aborted.  The program's exceptions work; the trace has
+    its calls, and no exception events."""
+    exe = compiled("exc_cases.cc", mode, extra=["-static-libstdc++"], tag="static")
+    r = run_program([exe, "caught"], tmp_path / "run", want_core=False)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr}"
+    res, tr = decode(tree, r.dir / "funtrace.raw", json_out=tmp_path / "t.json")
+    assert res.returncode == 0, res.stderr
+    names = {s.n for s in tr.slices[tr.pid]}
+    assert {"case_caught", "handler", "raise_int", "on_caught"} <= names, sorted(names)
+    assert not names & {"__cxa_throw", "__cxa_begin_catch", "__cxa_end_catch"}, sorted(names)

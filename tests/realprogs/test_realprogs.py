@@ -750,7 +750,8 @@ def test_lto_build_is_traced(realprog, tree):
     d = realprog("unbound")
     mk = (d / "Makefile").read_text()
     assert re.search(r"^CFLAGS=.*-flto", mk, re.M), "unbound's configure did not enable -flto"
-    r = run_tool([tree.tool("funtrace-instrcheck"), "--runtime", tree.lib / "libfuntrace.a", d / "unbound"])
+    r = run_tool([tree.tool("funtrace-instrcheck"), "--runtime", tree.lib / "libfuntrace.a",
+                  "--runtime", tree.lib / "libfuntrace_cxx.a", d / "unbound"])
     m = re.search(r"(\d+) of (\d+) functions instrumented", r.stdout)
     assert r.returncode == 0 and m, r.stdout + r.stderr
     assert int(m.group(1)) * 10 > int(m.group(2)) * 9, r.stdout
