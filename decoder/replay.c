@@ -1043,12 +1043,13 @@ static void finish(struct replay *r)
         return;
     const struct ftr_thread *rt = th->rt;
     int exited = rt->has_stat && (rt->st.state == FT_THR_EXITED || rt->st.state == FT_THR_EVICTED);
+    int at_exit = exited && rt->st.exit_tsc; /* th->end_ns is its exit (decode.c); else its last event */
     int64_t *ends = xcalloc(r->n, sizeof *ends), *mends = xcalloc(r->n, sizeof *mends);
     unsigned *fl = xcalloc(r->n, sizeof *fl);
     for (size_t i = 0; i < r->n; i++) {
         int ab = exited || is_abandoned(th, r->stk[i].call_idx);
-        ends[i] = ab && !exited ? th->last_ns : th->end_ns;
-        mends[i] = ab && !exited ? th->last_mns : th->end_ns;
+        ends[i] = ab && !at_exit ? th->last_ns : th->end_ns;
+        mends[i] = ab && !at_exit ? th->last_mns : th->end_ns;
         fl[i] = ab ? SL_ABANDONED : SL_OPEN;
         if (i && ends[i] > ends[i - 1]) /* children never outlive parents */
             ends[i] = ends[i - 1];
