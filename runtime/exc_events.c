@@ -91,26 +91,34 @@ void __cxa_end_catch(void);
  * by pthread_exit's unwinding) was linked --as-needed without it, since our
  * interposer is the personality its objects name.  The library found stays
  * loaded (its functions are cached). */
+static void *lib_fn(const char *lib, const char *name, int mode)
+{
+    void *h = dlopen(lib, RTLD_LAZY | mode), *p = h ? dlsym(h, name) : NULL;
+    if (h && !p)
+        dlclose(h);
+    return p;
+}
+
 static void *ft_cxx_real(void **cache, const char *name, void *handle)
 {
-    static const char *const libs[] = {"libstdc++.so.6", "libc++abi.so.1", "libgcc_s.so.1"};
+    static const char *const cxx_libs[] = {"libstdc++.so.6", "libc++abi.so.1"};
     void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
     if (p)
         return p;
     p = dlsym(handle, name);
-    for (int load = 0; load < 2 && !p && (!load || handle == RTLD_NEXT); load++)
-        for (size_t i = 0; !p && i < sizeof libs / sizeof *libs - load; i++) {
-            void *h = dlopen(libs[i], RTLD_LAZY | (load ? RTLD_LOCAL : RTLD_NOLOAD));
-            if (h && !(p = dlsym(h, name)))
-                dlclose(h);
-        }
+    for (size_t i = 0; !p && i < 2; i++) /* loaded, not in the global scope */
+        p = lib_fn(cxx_libs[i], name, RTLD_NOLOAD);
+    if (!p)
+        p = lib_fn("libgcc_s.so.1", name, RTLD_NOLOAD); /* (the unwinder's functions) */
+    for (size_t i = 0; !p && handle == RTLD_NEXT && i < 2; i++) /* not loaded */
+        p = lib_fn(cxx_libs[i], name, RTLD_LOCAL);
     if (p)
         __atomic_store_n(cache, p, __ATOMIC_RELEASE);
     return p;
 }
 
-static void *real_throw, *real_rethrow, *real_end_catch, *real_backtrace, *real_getip, *real_personality,
-    *real_getipinfo;
+static void *real_throw, *real_rethrow, *real_begin_catch, *real_end_catch, *real_backtrace, *real_getip,
+    *real_personality, *real_getipinfo;
 
 typedef void (*throw_fn)(void *, void *, void (*)(void *)) __attribute__((noreturn));
 typedef void (*void_fn)(void);
@@ -219,21 +227,16 @@ static __attribute__((noinline)) void ft_exc_catch(void *catcher)
     ft_log_event(FN_WORD(__cxa_begin_catch));
 }
 
-/* __cxa_begin_catch, after the real one: its return */
-static void *ft_exc_caught(void *ret)
-{
-    ft_log_event(FN_WORD(__cxa_begin_catch) | FT_F_RET);
-    return ret;
-}
-
 typedef void *(*begin_catch_fn)(void *);
 
+/* the catch entries and the call, then the real one, then the return */
 FT_EXPORT __attribute__((weak)) void *__cxa_begin_catch(void *exc)
 {
-    static void *real_begin_catch;
     if (ft_freeze_active()) /* caught outside a fatal-signal handler it was thrown in? */
         ft_freeze_unwinding((uintptr_t)__builtin_frame_address(0), FT_FAULT_CAUGHT);
     ft_exc_catch(__builtin_return_address(0));
     begin_catch_fn real = (begin_catch_fn)ft_cxx_real(&real_begin_catch, "__cxa_begin_catch", RTLD_NEXT);
-    return ft_exc_caught(real ? real(exc) : exc);
+    void *ret = real ? real(exc) : exc;
+    ft_log_event(FN_WORD(__cxa_begin_catch) | FT_F_RET);
+    return ret;
 }

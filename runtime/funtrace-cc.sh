@@ -281,8 +281,10 @@ rtlib="$lib/libfuntrace.a"
 # the C++ runtime's interposers (exception events, runtime/exc_events.c), but
 # not into a program linked with its own C++ runtime: they would keep the
 # real functions out of it
+cxx_interposers=0
+[ $count = 0 ] && [ $static_cxx = 0 ] && cxx_interposers=1
 rtlibs=("$rtlib")
-[ $count = 0 ] && [ $static_cxx = 0 ] && rtlibs+=("$lib/libfuntrace_cxx.a")
+[ $cxx_interposers = 1 ] && rtlibs+=("$lib/libfuntrace_cxx.a")
 exe=0
 if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
     exe=1
@@ -299,7 +301,7 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
             -Wl,--export-dynamic-symbol=__return__
             -Wl,--export-dynamic-symbol=__cyg_profile_func_enter
             -Wl,--export-dynamic-symbol=__cyg_profile_func_exit)
-    [ ${#rtlibs[@]} = 2 ] && extra+=(
+    [ $cxx_interposers = 1 ] && extra+=(
             -Wl,--export-dynamic-symbol=__cxa_begin_catch
             -Wl,--export-dynamic-symbol=__cxa_end_catch
             -Wl,--export-dynamic-symbol=__cxa_throw
