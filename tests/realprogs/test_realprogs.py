@@ -765,7 +765,12 @@ def test_lua_errors_are_longjmps(request, tree, prog):
     used to make of the return of the frame the jump landed in -- and the
     frames still open at the end are those of the final stack.  (A luaD_throw
     cut by a generation boundary failed this check once in CI: its first
-    piece, which ends at the boundary, was taken for a return.)"""
+    piece, which ends at the boundary, was taken for a return.)  The kill
+    may land just after a jump, in the setjmp's frame before any hook ran
+    since: then the frames the jump skipped are still open in the ring, and
+    the decoder, aligning them with the final stack, ends them as
+    return_missing and counts them as "not on the final stack" (CI once
+    caught this: 5 such frames, unroll .. luaD_throw)."""
     import json
     res, _ = request.getfixturevalue(f"{prog}_crash")
     assert_core(res)
@@ -780,8 +785,18 @@ def test_lua_errors_are_longjmps(request, tree, prog):
     returned = [e for e in throws if not {"return_missing", "open_at_end", "continues_in_next_generation"}
                 & set(k for k, v in (e.get("args") or {}).items() if v)]
     assert not returned, f"{len(returned)} of {len(throws)} luaD_throw calls returned: {returned[:3]}"
+    tid = next(t for t, v in res["dec"]["threads"].items() if v is res["crashed"])
+    still_open = {e["name"] for e in events if e.get("ph") == "X" and e.get("tid") == tid
+                  and (e.get("args") or {}).get("open_at_end")}
+    gdb_funcs = {norm_func(f) for f in res["gdb"]}
+    assert still_open and not {f for f in still_open if norm_func(f) not in gdb_funcs}, (
+        f"frames open at the end but not on gdb's stack: {sorted(f for f in still_open if norm_func(f) not in gdb_funcs)}"
+        f"\ngdb: {res['gdb']}")
     s = run_tool([tree.tool("funtrace-decode"), res["raw"], "--summary"], timeout=300)
-    assert s.returncode == 0 and " 0 frames not on the final stack" in s.stdout, s.stdout
+    assert s.returncode == 0, s.stderr
+    m = re.search(r"(\d+) frames not on the final stack", s.stdout)
+    if m and int(m.group(1)):  # only after a jump that landed with no hook run since
+        assert "luaD_rawrunprotected" in res["gdb"][:2], (s.stdout, res["gdb"])
 
 
 def test_nginx_worker_is_the_forked_process(nginx_crash):
