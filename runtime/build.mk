@@ -2,7 +2,7 @@
 # wrappers and funtrace.pc.
 #
 # Every runtime/*.c and runtime/*.S goes into libfuntrace.a (but exc_events.c:
-# libfuntrace_cxx.a), with the shared
+# libfuntrace_cxx.a, and built with -DFT_CXX_WRAP libfuntrace_cxxwrap.a), with the shared
 # raw writer's objects (reader/rawwrite*.c, compiled once by reader/build.mk)
 # for the snapshots.  The runtime is never instrumented, -O2, PIC, hidden
 # visibility except the API/hooks, initial-exec TLS.
@@ -14,6 +14,9 @@ RT_OBJS := $(patsubst runtime/%.c,$(OBJ)/runtime/%.o,$(RT_C_SRCS)) \
 # the C++ runtime's interposers (exceptions): an archive of their own, which the
 # wrappers leave out of programs linked with a static C++ runtime (exc_events.c)
 RT_CXX_OBJS := $(OBJ)/runtime/exc_events.o
+# ... and the same interposers under ld --wrap's names, for the C++ programs
+# linked with their C++ runtime statically
+RT_CXXWRAP_OBJS := $(OBJ)/runtime/exc_events.wrap.o
 # (no path of this tree in traced programs: FILE_PREFIX_MAP, Makefile)
 RT_CFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
              -fno-instrument-functions -fno-omit-frame-pointer -fno-stack-protector \
@@ -21,15 +24,20 @@ RT_CFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initia
 
 RT_LIB := $(LIB)/libfuntrace.a
 RT_CXX_LIB := $(LIB)/libfuntrace_cxx.a
+RT_CXXWRAP_LIB := $(LIB)/libfuntrace_cxxwrap.a
 RT_HEADERS := $(BUILD)/include/funtrace.h $(BUILD)/include/funtrace_abi.h
 RT_WRAPPERS := $(BIN)/funtrace-gcc $(BIN)/funtrace-g++ $(BIN)/funtrace-clang $(BIN)/funtrace-clang++
 RT_PC := $(LIB)/pkgconfig/funtrace.pc
 
-ALL_TARGETS += $(RT_LIB) $(RT_CXX_LIB) $(RT_HEADERS) $(RT_WRAPPERS) $(RT_PC)
+ALL_TARGETS += $(RT_LIB) $(RT_CXX_LIB) $(RT_CXXWRAP_LIB) $(RT_HEADERS) $(RT_WRAPPERS) $(RT_PC)
 
 $(OBJ)/runtime/%.o: runtime/%.c
 	@mkdir -p $(@D)
 	$(CC) $(RT_CFLAGS) -c $< -o $@
+
+$(OBJ)/runtime/%.wrap.o: runtime/%.c
+	@mkdir -p $(@D)
+	$(CC) $(RT_CFLAGS) -DFT_CXX_WRAP -c $< -o $@
 
 $(OBJ)/runtime/%.S.o: runtime/%.S
 	@mkdir -p $(@D)
@@ -41,6 +49,11 @@ $(RT_LIB): $(RT_OBJS) $(RD_RAW_OBJS)
 	ar rcs $@ $^
 
 $(RT_CXX_LIB): $(RT_CXX_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(RT_CXXWRAP_LIB): $(RT_CXXWRAP_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
@@ -61,6 +74,7 @@ $(RT_PC): runtime/funtrace.pc.in
 
 INSTALL_STEPS += install -m 644 $(RT_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace.a; \
 	install -m 644 $(RT_CXX_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace_cxx.a; \
+	install -m 644 $(RT_CXXWRAP_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace_cxxwrap.a; \
 	install -m 644 $(RT_HEADERS) $(DESTDIR)$(PREFIX)/include/; \
 	install -m 755 $(RT_WRAPPERS) $(DESTDIR)$(PREFIX)/bin/; \
 	install -m 644 $(RT_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/funtrace.pc;

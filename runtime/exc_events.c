@@ -46,8 +46,18 @@
  * (-static-libstdc++, -static): an archive member is only linked for a
  * symbol still undefined, so these definitions would keep the C++ runtime's
  * out of the program, with no real function left to call (its first throw
- * aborted).  Such a program has no exception events.  The interposers are
- * weak; the real functions are found on first use (ft_cxx_real).
+ * aborted).  The interposers are weak; the real functions are found on
+ * first use (ft_cxx_real).
+ *
+ * A C++ program linked with its C++ runtime statically gets this file
+ * built with FT_CXX_WRAP instead (libfuntrace_cxxwrap.a), linked with
+ * ld --wrap=NAME for each interposed NAME: the program's references to
+ * NAME (its own and the static C++ runtime's) are the interposer
+ * __wrap_NAME's, and the interposer's to __real_NAME are the C++ runtime's
+ * NAME, which those references keep in the program.  There the events
+ * carry the address of the real function, which the executable's symbol
+ * table names NAME (no interposer is named so), and the unwinder's
+ * functions are linked, not looked up (a -static program has no dlsym).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -71,14 +81,41 @@ __attribute__((constructor)) static void exc_settings(void)
         catch_callers = v > CATCH_CALLERS_MAX ? CATCH_CALLERS_MAX : (int)v;
 }
 
+#define FN_WORD(f) ((uint64_t)(uintptr_t)(f))
+
+struct _Unwind_Context;
+#ifndef FT_CXX_WRAP
 /* the interposers: declared here, their addresses are the events' */
 void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *));
 void __cxa_rethrow(void);
 void *__cxa_begin_catch(void *exc);
 void __cxa_end_catch(void);
+/* ITP(NAME): the interposer of NAME; REAL(CACHE, NAME, HANDLE): the real
+ * NAME (ft_cxx_real); EV(NAME): the address NAME's events carry;
+ * UNWINDER(CACHE, NAME): a function of the unwinder (not every program links
+ * libgcc_s) */
+#define ITP(name) name
+#define REAL(cache, name, handle) ft_cxx_real(cache, #name, handle)
+#define EV(name) FN_WORD(name)
+#define UNWINDER(cache, name) ft_cxx_real(cache, #name, RTLD_DEFAULT)
+#else
+/* ld --wrap: the real functions are __real_NAME; the events carry their address */
+void __real___cxa_throw(void *obj, void *tinfo, void (*dest)(void *)) __attribute__((noreturn));
+void __real___cxa_rethrow(void) __attribute__((noreturn));
+void *__real___cxa_begin_catch(void *exc);
+void __real___cxa_end_catch(void);
+int __real___gxx_personality_v0(int version, int actions, uint64_t exc_class, void *exc,
+                                struct _Unwind_Context *ctx);
+int _Unwind_Backtrace(int (*trace)(struct _Unwind_Context *, void *), void *arg);
+uintptr_t _Unwind_GetIP(struct _Unwind_Context *ctx);
+uintptr_t _Unwind_GetIPInfo(struct _Unwind_Context *ctx, int *before);
+#define ITP(name) __wrap_##name
+#define REAL(cache, name, handle) ((void)(cache), (void *)&__real_##name)
+#define EV(name) FN_WORD(&__real_##name)
+#define UNWINDER(cache, name) ((void)(cache), (void *)&name)
+#endif
 
-#define FN_WORD(f) ((uint64_t)(uintptr_t)(f))
-
+#ifndef FT_CXX_WRAP
 /* A function of the C++ runtime or of the unwinder (found once, then
  * cached): the next definition after ours (handle RTLD_NEXT) or the first
  * (RTLD_DEFAULT) -- or, when they are not in the global scope, from the C++
@@ -116,6 +153,7 @@ static void *ft_cxx_real(void **cache, const char *name, void *handle)
         __atomic_store_n(cache, p, __ATOMIC_RELEASE);
     return p;
 }
+#endif
 
 static void *real_throw, *real_rethrow, *real_begin_catch, *real_end_catch, *real_backtrace, *real_getip,
     *real_personality, *real_getipinfo;
@@ -125,7 +163,6 @@ typedef void (*void_fn)(void);
 /* the unwinder's interface (Itanium C++ ABI, libgcc_s), found at run time:
  * _Unwind_Backtrace and _Unwind_GetIP (reader/unwind.h, on the runtime's
  * include path, shadows <unwind.h>) */
-struct _Unwind_Context;
 #define URC_NO_REASON 0
 #define URC_END_OF_STACK 5
 typedef int (*trace_fn)(struct _Unwind_Context *, void *);
@@ -137,44 +174,44 @@ typedef uintptr_t (*getipinfo_fn)(struct _Unwind_Context *, int *);
 #define URC_INSTALL_CONTEXT 7
 typedef int (*personality_fn)(int, int, uint64_t, void *, struct _Unwind_Context *);
 
-FT_EXPORT __attribute__((weak, noreturn)) void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
+FT_EXPORT __attribute__((weak, noreturn)) void ITP(__cxa_throw)(void *obj, void *tinfo, void (*dest)(void *))
 {
-    throw_fn f = (throw_fn)ft_cxx_real(&real_throw, "__cxa_throw", RTLD_NEXT);
-    ft_log_event(FN_WORD(__cxa_throw)); /* (after the first lookup, which is not the throw's time) */
-    ft_no_leaf_return(FN_WORD(__cxa_throw));
+    throw_fn f = (throw_fn)REAL(&real_throw, __cxa_throw, RTLD_NEXT);
+    ft_log_event(EV(__cxa_throw)); /* (after the first lookup, which is not the throw's time) */
+    ft_no_leaf_return(EV(__cxa_throw));
     if (f)
         f(obj, tinfo, dest);
     abort();
 }
 
-FT_EXPORT __attribute__((weak, noreturn)) void __cxa_rethrow(void)
+FT_EXPORT __attribute__((weak, noreturn)) void ITP(__cxa_rethrow)(void)
 {
-    void_fn f = (void_fn)ft_cxx_real(&real_rethrow, "__cxa_rethrow", RTLD_NEXT);
-    ft_log_event(FN_WORD(__cxa_rethrow));
-    ft_no_leaf_return(FN_WORD(__cxa_rethrow));
+    void_fn f = (void_fn)REAL(&real_rethrow, __cxa_rethrow, RTLD_NEXT);
+    ft_log_event(EV(__cxa_rethrow));
+    ft_no_leaf_return(EV(__cxa_rethrow));
     if (f)
         f();
     abort();
 }
 
-FT_EXPORT __attribute__((weak)) void __cxa_end_catch(void)
+FT_EXPORT __attribute__((weak)) void ITP(__cxa_end_catch)(void)
 {
-    void_fn f = (void_fn)ft_cxx_real(&real_end_catch, "__cxa_end_catch", RTLD_NEXT);
-    ft_log_event(FN_WORD(__cxa_end_catch));
+    void_fn f = (void_fn)REAL(&real_end_catch, __cxa_end_catch, RTLD_NEXT);
+    ft_log_event(EV(__cxa_end_catch));
     if (f)
         f();
-    ft_log_event(FN_WORD(__cxa_end_catch) | FT_F_RET);
+    ft_log_event(EV(__cxa_end_catch) | FT_F_RET);
 }
 
-FT_EXPORT __attribute__((weak)) int __gxx_personality_v0(int version, int actions, uint64_t exc_class, void *exc,
-                                                        struct _Unwind_Context *ctx)
+FT_EXPORT __attribute__((weak)) int ITP(__gxx_personality_v0)(int version, int actions, uint64_t exc_class,
+                                                             void *exc, struct _Unwind_Context *ctx)
 {
-    personality_fn f = (personality_fn)ft_cxx_real(&real_personality, "__gxx_personality_v0", RTLD_NEXT);
+    personality_fn f = (personality_fn)REAL(&real_personality, __gxx_personality_v0, RTLD_NEXT);
     if (!f)
         return URC_FATAL_PHASE1_ERROR; /* (no C++ runtime: no C++ frame to unwind either) */
     uintptr_t at = 0;
     if (actions & UA_CLEANUP_PHASE) {
-        getipinfo_fn gi = (getipinfo_fn)ft_cxx_real(&real_getipinfo, "_Unwind_GetIPInfo", RTLD_DEFAULT);
+        getipinfo_fn gi = (getipinfo_fn)UNWINDER(&real_getipinfo, _Unwind_GetIPInfo);
         int before = 0;
         at = gi ? gi(ctx, &before) : 0;
         if (at && !before)
@@ -212,8 +249,8 @@ static __attribute__((noinline)) void ft_exc_catch(void *catcher)
     uintptr_t c = (uintptr_t)catcher;
     ft_log_event((uint64_t)c | FT_F_CATCH);
     int callers = catch_callers;
-    backtrace_fn bt = callers ? (backtrace_fn)ft_cxx_real(&real_backtrace, "_Unwind_Backtrace", RTLD_DEFAULT) : NULL;
-    getip_fn ip = bt ? (getip_fn)ft_cxx_real(&real_getip, "_Unwind_GetIP", RTLD_DEFAULT) : NULL;
+    backtrace_fn bt = callers ? (backtrace_fn)UNWINDER(&real_backtrace, _Unwind_Backtrace) : NULL;
+    getip_fn ip = bt ? (getip_fn)UNWINDER(&real_getip, _Unwind_GetIP) : NULL;
     if (ip) {
         struct walk w = {.getip = ip, .max = callers + 3};
         bt(walk_frame, &w);
@@ -224,19 +261,19 @@ static __attribute__((noinline)) void ft_exc_catch(void *catcher)
         for (int j = i + 1; j < w.n && j <= i + callers && w.pc[j] > 1; j++)
             ft_log_event((uint64_t)(w.pc[j] - 1) | FT_F_CATCH);
     }
-    ft_log_event(FN_WORD(__cxa_begin_catch));
+    ft_log_event(EV(__cxa_begin_catch));
 }
 
 typedef void *(*begin_catch_fn)(void *);
 
 /* the catch entries and the call, then the real one, then the return */
-FT_EXPORT __attribute__((weak)) void *__cxa_begin_catch(void *exc)
+FT_EXPORT __attribute__((weak)) void *ITP(__cxa_begin_catch)(void *exc)
 {
     if (ft_freeze_active()) /* caught outside a fatal-signal handler it was thrown in? */
         ft_freeze_unwinding((uintptr_t)__builtin_frame_address(0), FT_FAULT_CAUGHT);
     ft_exc_catch(__builtin_return_address(0));
-    begin_catch_fn real = (begin_catch_fn)ft_cxx_real(&real_begin_catch, "__cxa_begin_catch", RTLD_NEXT);
+    begin_catch_fn real = (begin_catch_fn)REAL(&real_begin_catch, __cxa_begin_catch, RTLD_NEXT);
     void *ret = real ? real(exc) : exc;
-    ft_log_event(FN_WORD(__cxa_begin_catch) | FT_F_RET);
+    ft_log_event(EV(__cxa_begin_catch) | FT_F_RET);
     return ret;
 }

@@ -21,7 +21,9 @@
 # executable (no -shared/-r, some input) also adds <prefix>/lib/libfuntrace.a
 # (whole archive; libfuntrace_count.a with -funtrace-count) and
 # libfuntrace_cxx.a (the C++ runtime's interposers: C++ exception events;
-# not with -static, -static-pie or -static-libstdc++), -ldl -pthread,
+# with -static, -static-pie or -static-libstdc++, a C++ link -- funtrace-g++,
+# funtrace-clang++, -lstdc++ or -lc++ -- gets them as libfuntrace_cxxwrap.a
+# and ld --wrap for each, a C link none), -ldl -pthread,
 # exports the runtime's hooks and root into the executable's .dynsym (so that
 # dlopen'ed instrumented libraries and the readers find them), and then checks
 # the executable: one warning line if no function (or under 5%) calls the hooks.
@@ -78,9 +80,10 @@ Usage: $n [COMPILER ARGUMENTS]...
 
 Compiles and links C/C++ with funtrace's function tracing: runs the real
 compiler with the instrumentation flags and -I for funtrace.h, and links
-executables with the funtrace runtime (libfuntrace.a, and libfuntrace_cxx.a
-for C++ exception events unless the C++ runtime is linked statically:
--static, -static-libstdc++) and the exports its readers need.  Shared
+executables with the funtrace runtime (libfuntrace.a, and for C++ exception
+events libfuntrace_cxx.a, or with a static C++ runtime -- -static,
+-static-libstdc++ -- libfuntrace_cxxwrap.a and ld --wrap) and the exports
+its readers need.  Shared
 libraries are instrumented but get no runtime.  Use it
 as CC/CXX (CC=funtrace-gcc CXX=funtrace-g++ make, cmake
 -DCMAKE_C_COMPILER=funtrace-gcc ...).
@@ -134,6 +137,8 @@ esac
 link=1
 shared=0
 static_cxx=0   # -static, -static-pie, -static-libstdc++: the program links its C++ runtime
+cxx_link=0     # the C++ runtime is on the link line (a C++ driver, -lstdc++, -lc++)
+case "$me" in *++*) cxx_link=1 ;; esac
 have_src=0
 have_input=0
 have_x=0
@@ -187,6 +192,7 @@ for a in "$@"; do
         -S) link=0; asm_only=1 ;;
         -shared|-r|-Wl,-r|-Wl,-shared|-Wl,--relocatable) shared=1 ;;
         -static|-static-pie|-static-libstdc++) static_cxx=1 ;;
+        -lstdc++|-lc++) cxx_link=1 ;;
         -flto|-flto=*) lto=1 ;;
         -fno-lto) lto=0 ;;
         -fomit-frame-pointer)
@@ -280,11 +286,16 @@ rtlib="$lib/libfuntrace.a"
 [ $count = 1 ] && rtlib="$lib/libfuntrace_count.a"
 # the C++ runtime's interposers (exception events, runtime/exc_events.c), but
 # not into a program linked with its own C++ runtime: they would keep the
-# real functions out of it
+# real functions out of it.  A C++ program linked so gets them under ld
+# --wrap's names (the real ones are __real_NAME: a C link, with no C++
+# runtime to define them, gets none)
 cxx_interposers=0
+cxx_wrap=0
 [ $count = 0 ] && [ $static_cxx = 0 ] && cxx_interposers=1
+[ $count = 0 ] && [ $static_cxx = 1 ] && [ $cxx_link = 1 ] && cxx_wrap=1
 rtlibs=("$rtlib")
 [ $cxx_interposers = 1 ] && rtlibs+=("$lib/libfuntrace_cxx.a")
+[ $cxx_wrap = 1 ] && rtlibs+=("$lib/libfuntrace_cxxwrap.a")
 exe=0
 if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
     exe=1
@@ -307,6 +318,9 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
             -Wl,--export-dynamic-symbol=__cxa_throw
             -Wl,--export-dynamic-symbol=__cxa_rethrow
             -Wl,--export-dynamic-symbol=__gxx_personality_v0)
+    [ $cxx_wrap = 1 ] && extra+=(
+            -Wl,--wrap=__cxa_begin_catch,--wrap=__cxa_end_catch,--wrap=__cxa_throw,--wrap=__cxa_rethrow
+            -Wl,--wrap=__gxx_personality_v0)
     extra+=(-Wl,--export-dynamic-symbol=dlopen
             -Wl,--export-dynamic-symbol=dlclose
             -Wl,--export-dynamic-symbol=pthread_setname_np

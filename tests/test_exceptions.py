@@ -12,6 +12,7 @@ plus invented calls from the other modes; here every mode gives the clean one.
 """
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -104,7 +105,13 @@ def test_exception_sequences(tree, compiled, tmp_path, mode, case, time):
     that a return right after a throw's call (gcc -finstrument-functions
     logs the unwound frames' returns) is never taken for the throw's"""
     env = {"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "1"} if time == "sampled" else None
-    tr, main = snapshot_main(tree, compiled("exc_cases.cc", mode), case, tmp_path, env=env)
+    check_case(tree, compiled("exc_cases.cc", mode), case, mode, tmp_path, env)
+
+
+def check_case(tree, exe, case, mode, tmp_path, env=None):
+    """exc_cases.cc's CASE: the call/return sequence of CASES, every unwound
+    frame ended by the exception, no catch unmatched"""
+    tr, main = snapshot_main(tree, exe, case, tmp_path, env=env)
     seq = calls_and_returns(main.children)
     assert seq == CASES[case] * 3, "\n".join(f"{a} {n}" for a, n in seq)
     # no frame left open or closed by a guess
@@ -301,19 +308,32 @@ def test_pthread_exit_runs_destructors_and_ends_the_threads_frames(tree, compile
         assert bool(s.args.get("unwound_by_exception")) == (mode != "finstr"), s
 
 
+@pytest.mark.parametrize("case", ["caught", "cleanups", "rethrow"])
+@pytest.mark.parametrize("link", ["-static-libstdc++", "-static"])
 @pytest.mark.parametrize("mode", modes())
-def test_static_cxx_runtime_keeps_its_own_functions(tree, compiled, tmp_path, mode):
-    """-static-libstdc++: the wrappers leave the C++ interposers
-    (libfuntrace_cxx.a) out.  Linked in, their definitions kept
-    libstdc++.a's own __cxa_throw and personality routine out of the
-    program (an archive member is linked only for an undefined symbol), and
-    its first throw aborted.  The program's exceptions work; the trace has
-    its calls, and no exception events."""
-    exe = compiled("exc_cases.cc", mode, extra=["-static-libstdc++"], tag="static")
-    r = run_program([exe, "caught"], tmp_path / "run", want_core=False)
-    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr}"
+def test_static_cxx_runtime_has_exception_events(tree, compiled, tmp_path, mode, link, case):
+    """A C++ runtime linked into the program (-static-libstdc++, -static):
+    the interposers of libfuntrace_cxx.a would define __cxa_throw and the
+    personality routine, so libstdc++.a's own would never be linked (an
+    archive member is linked only for an undefined symbol) and the first
+    throw abort; the wrappers link libfuntrace_cxxwrap.a and ld --wrap
+    instead.  The program works, and its exceptions show exactly as in a
+    dynamically linked one (the events carry the real functions' addresses,
+    named __cxa_throw, ... in the executable)."""
+    exe = compiled("exc_cases.cc", mode, extra=[link], tag=link.strip("-"))
+    nm = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    assert re.search(r" T __cxa_throw$", nm, re.M) and " __wrap___cxa_throw" in nm, "not the C++ runtime's own"
+    check_case(tree, exe, case, mode, tmp_path)
+
+
+def test_static_c_program_gets_no_cxx_interposers(tree, compiled, tmp_path):
+    """A C program linked -static has no C++ runtime to define the real
+    functions the --wrap interposers call: it gets none, links and runs."""
+    exe = compiled("rt_pattern.c", "pg", extra=["-static"], tag="static")
+    nm = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    assert "__wrap___cxa" not in nm and "__cxa_throw" not in nm
+    r = run_program([exe], tmp_path / "run", want_core=False)
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
     res, tr = decode(tree, r.dir / "funtrace.raw", json_out=tmp_path / "t.json")
     assert res.returncode == 0, res.stderr
-    names = {s.n for s in tr.slices[tr.pid]}
-    assert {"case_caught", "handler", "raise_int", "on_caught"} <= names, sorted(names)
-    assert not names & {"__cxa_throw", "__cxa_begin_catch", "__cxa_end_catch"}, sorted(names)
+    assert {"main", "pat_a", "pat_b", "pat_c"} <= {s.n for s in tr.slices[tr.pid]}

@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from conftest import run_program
+from dec_util import decode
 from test_runtime_helpers import Syms, main_thread, modules, only_snapshot, sequence
 
 MAIN_C = r"""
@@ -141,9 +142,27 @@ def test_pkg_config(tree, tmp_path):
     check_program(src / "prog", tmp_path)
 
 
+@pytest.mark.skipif(shutil.which("pkg-config") is None, reason="pkg-config is not installed")
+def test_pkg_config_static_cxx_runtime(tree, tmp_path):
+    """g++ -static-libstdc++ ... $(pkg-config --variable=libs_static_cxx
+    funtrace): the program's exceptions work and are in the trace"""
+    env = {"PKG_CONFIG_PATH": str(tree.lib / "pkgconfig")}
+    cflags = sh(["pkg-config", "--cflags", "funtrace"], tmp_path, env).stdout.split()
+    libs = sh(["pkg-config", "--variable=libs_static_cxx", "funtrace"], tmp_path, env).stdout.split()
+    sh(["g++", "-O1", "-g", *cflags, "-o", "prog", str(tree.root / "tests" / "progs" / "exc_cases.cc"),
+        "-static-libstdc++", *libs], tmp_path)
+    run = tmp_path / "run"
+    r = run_program([tmp_path / "prog", "caught"], run, want_core=False)
+    assert r.returncode == 0, r.stderr
+    res, tr = decode(tree, run / "funtrace.raw", json_out=tmp_path / "t.json")
+    assert res.returncode == 0, res.stderr
+    names = {s.n for s in tr.slices[tr.pid]}
+    assert {"__cxa_throw", "__cxa_begin_catch", "__cxa_end_catch", "on_caught"} <= names, sorted(names)
+
+
 def test_static_libstdcxx(tree, tmp_path):
-    """-static-libstdc++ links (the runtime's __cxa_begin_catch interposer is
-    weak and yields to the static one) and the program is traced."""
+    """-static-libstdc++ links (with the C++ interposers under ld --wrap's
+    names: test_exceptions.py) and the program is traced."""
     src = project(tmp_path)
     (src / "main.cc").write_text(MAIN_C.replace("void other(int);", 'extern "C" void other(int);'))
     sh([str(tree.tool("funtrace-gcc")), "-O1", "-c", "other.c"], src)
@@ -159,8 +178,8 @@ def test_installed_wrappers(tree, tmp_path):
                        timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     prefix = dest / "usr" / "local"
-    for f in ("lib/libfuntrace.a", "include/funtrace.h", "include/funtrace_abi.h", "lib/pkgconfig/funtrace.pc",
-              "bin/funtrace-gcc", "bin/funtrace-g++", "bin/funtrace-clang", "bin/funtrace-clang++"):
+    for f in ("lib/libfuntrace.a", "lib/libfuntrace_cxx.a", "lib/libfuntrace_cxxwrap.a", "include/funtrace.h",
+              "include/funtrace_abi.h", "lib/pkgconfig/funtrace.pc", "bin/funtrace-gcc", "bin/funtrace-g++", "bin/funtrace-clang", "bin/funtrace-clang++"):
         assert (prefix / f).exists(), f
     src = project(tmp_path)
     sh([str(prefix / "bin" / "funtrace-gcc"), "-O1", "-o", "prog", "main.c", "other.c"], src)

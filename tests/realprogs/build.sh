@@ -131,7 +131,7 @@ dir="$cache/build/$prog-$base-$key"
 rtlib="$ft/lib/libfuntrace.a"
 [ $variant = count ] && rtlib="$ft/lib/libfuntrace_count.a"
 rtkey=none
-[ "$cc" != gcc ] && rtkey=$(h "$rtlib" "$ft/lib/libfuntrace_cxx.a" "$ft/bin/funtrace-instrcheck" | tr -d '\n')
+[ "$cc" != gcc ] && rtkey=$(h "$rtlib" "$ft/lib/libfuntrace_cxx.a" "$ft/lib/libfuntrace_cxxwrap.a" "$ft/bin/funtrace-instrcheck" | tr -d '\n')
 
 log() { echo "== $*" >> "$dir/build.log"; }
 run_make() {
