@@ -14,7 +14,10 @@
  *                                unwinder calls for every frame with
  *                                exception tables) a landing pad: when it
  *                                sends the unwinding into a frame's cleanup
- *                                or handler code, the two catch entries below.
+ *                                or handler code, the two catch entries below;
+ *   __gcc_personality_v0         (C's, libgcc's: C code built with
+ *                                -fexceptions, whose cleanups pthread_exit
+ *                                and cancellation run) the same.
  * Their events carry the address of the interposer (the executable's
  * function of that name), flags as for the other hooks (FT_F_RET).
  *
@@ -106,6 +109,8 @@ void *__real___cxa_begin_catch(void *exc);
 void __real___cxa_end_catch(void);
 int __real___gxx_personality_v0(int version, int actions, uint64_t exc_class, void *exc,
                                 struct _Unwind_Context *ctx);
+int __real___gcc_personality_v0(int version, int actions, uint64_t exc_class, void *exc,
+                                struct _Unwind_Context *ctx);
 int _Unwind_Backtrace(int (*trace)(struct _Unwind_Context *, void *), void *arg);
 uintptr_t _Unwind_GetIP(struct _Unwind_Context *ctx);
 uintptr_t _Unwind_GetIPInfo(struct _Unwind_Context *ctx, int *before);
@@ -119,15 +124,16 @@ uintptr_t _Unwind_GetIPInfo(struct _Unwind_Context *ctx, int *before);
 /* A function of the C++ runtime or of the unwinder (found once, then
  * cached): the next definition after ours (handle RTLD_NEXT) or the first
  * (RTLD_DEFAULT) -- or, when they are not in the global scope, from the C++
- * runtime's libraries already loaded (RTLD_NOLOAD).  That is a C program
+ * runtime's libraries or libgcc_s already loaded (RTLD_NOLOAD).  That is a C program
  * that dlopen()ed a C++ library with RTLD_LOCAL: the library's references
  * to these functions still bind to the interposers the executable exports,
  * and without the real ones its first throw would abort.  A C++ runtime
  * function (RTLD_NEXT) found nowhere is loaded: a C++ program that uses
  * nothing of its C++ runtime but the personality routine (destructors run
  * by pthread_exit's unwinding) was linked --as-needed without it, since our
- * interposer is the personality its objects name.  The library found stays
- * loaded (its functions are cached). */
+ * interposer is the personality its objects name (a C program's libgcc_s
+ * likewise: glibc loads it itself, locally, to unwind).  The library found
+ * stays loaded (its functions are cached). */
 static void *lib_fn(const char *lib, const char *name, int mode)
 {
     void *h = dlopen(lib, RTLD_LAZY | mode), *p = h ? dlsym(h, name) : NULL;
@@ -138,17 +144,16 @@ static void *lib_fn(const char *lib, const char *name, int mode)
 
 static void *ft_cxx_real(void **cache, const char *name, void *handle)
 {
-    static const char *const cxx_libs[] = {"libstdc++.so.6", "libc++abi.so.1"};
+    /* the C++ runtimes, and the unwinder's library (C's personality routine, _Unwind_*) */
+    static const char *const libs[] = {"libstdc++.so.6", "libc++abi.so.1", "libgcc_s.so.1"};
     void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
     if (p)
         return p;
     p = dlsym(handle, name);
-    for (size_t i = 0; !p && i < 2; i++) /* loaded, not in the global scope */
-        p = lib_fn(cxx_libs[i], name, RTLD_NOLOAD);
-    if (!p)
-        p = lib_fn("libgcc_s.so.1", name, RTLD_NOLOAD); /* (the unwinder's functions) */
-    for (size_t i = 0; !p && handle == RTLD_NEXT && i < 2; i++) /* not loaded */
-        p = lib_fn(cxx_libs[i], name, RTLD_LOCAL);
+    for (size_t i = 0; !p && i < 3; i++) /* loaded, not in the global scope */
+        p = lib_fn(libs[i], name, RTLD_NOLOAD);
+    for (size_t i = 0; !p && handle == RTLD_NEXT && i < 3; i++) /* not loaded */
+        p = lib_fn(libs[i], name, RTLD_LOCAL);
     if (p)
         __atomic_store_n(cache, p, __ATOMIC_RELEASE);
     return p;
@@ -156,7 +161,7 @@ static void *ft_cxx_real(void **cache, const char *name, void *handle)
 #endif
 
 static void *real_throw, *real_rethrow, *real_begin_catch, *real_end_catch, *real_backtrace, *real_getip,
-    *real_personality, *real_getipinfo;
+    *real_personality, *real_gcc_personality, *real_getipinfo;
 
 typedef void (*throw_fn)(void *, void *, void (*)(void *)) __attribute__((noreturn));
 typedef void (*void_fn)(void);
@@ -203,12 +208,13 @@ FT_EXPORT __attribute__((weak)) void ITP(__cxa_end_catch)(void)
     ft_log_event(EV(__cxa_end_catch) | FT_F_RET);
 }
 
-FT_EXPORT __attribute__((weak)) int ITP(__gxx_personality_v0)(int version, int actions, uint64_t exc_class,
-                                                             void *exc, struct _Unwind_Context *ctx)
+/* a personality routine f's call, and the landing-pad entries when it sends
+ * the unwinding into the frame's landing pad */
+static int landing_pads(personality_fn f, int version, int actions, uint64_t exc_class, void *exc,
+                        struct _Unwind_Context *ctx)
 {
-    personality_fn f = (personality_fn)REAL(&real_personality, __gxx_personality_v0, RTLD_NEXT);
     if (!f)
-        return URC_FATAL_PHASE1_ERROR; /* (no C++ runtime: no C++ frame to unwind either) */
+        return URC_FATAL_PHASE1_ERROR; /* (no such runtime: no frame of its language to unwind either) */
     uintptr_t at = 0;
     if (actions & UA_CLEANUP_PHASE) {
         getipinfo_fn gi = (getipinfo_fn)UNWINDER(&real_getipinfo, _Unwind_GetIPInfo);
@@ -223,6 +229,24 @@ FT_EXPORT __attribute__((weak)) int ITP(__gxx_personality_v0)(int version, int a
         ft_log_event((uint64_t)at | FT_F_CATCH);
     }
     return rc;
+}
+
+/* C++'s personality routine */
+FT_EXPORT __attribute__((weak)) int ITP(__gxx_personality_v0)(int version, int actions, uint64_t exc_class,
+                                                             void *exc, struct _Unwind_Context *ctx)
+{
+    return landing_pads((personality_fn)REAL(&real_personality, __gxx_personality_v0, RTLD_NEXT), version,
+                        actions, exc_class, exc, ctx);
+}
+
+/* C's (libgcc's), for C code built with -fexceptions: its cleanups
+ * (__attribute__((cleanup)), glibc's pthread_cleanup_push), which the forced
+ * unwinding of pthread_exit and cancellation runs */
+FT_EXPORT __attribute__((weak)) int ITP(__gcc_personality_v0)(int version, int actions, uint64_t exc_class,
+                                                             void *exc, struct _Unwind_Context *ctx)
+{
+    return landing_pads((personality_fn)REAL(&real_gcc_personality, __gcc_personality_v0, RTLD_NEXT), version,
+                        actions, exc_class, exc, ctx);
 }
 
 /* ---- the catch entries ---------------------------------------------------- */

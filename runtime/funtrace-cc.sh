@@ -317,10 +317,11 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
             -Wl,--export-dynamic-symbol=__cxa_end_catch
             -Wl,--export-dynamic-symbol=__cxa_throw
             -Wl,--export-dynamic-symbol=__cxa_rethrow
-            -Wl,--export-dynamic-symbol=__gxx_personality_v0)
+            -Wl,--export-dynamic-symbol=__gxx_personality_v0
+            -Wl,--export-dynamic-symbol=__gcc_personality_v0)
     [ $cxx_wrap = 1 ] && extra+=(
             -Wl,--wrap=__cxa_begin_catch,--wrap=__cxa_end_catch,--wrap=__cxa_throw,--wrap=__cxa_rethrow
-            -Wl,--wrap=__gxx_personality_v0)
+            -Wl,--wrap=__gxx_personality_v0,--wrap=__gcc_personality_v0)
     extra+=(-Wl,--export-dynamic-symbol=dlopen
             -Wl,--export-dynamic-symbol=dlclose
             -Wl,--export-dynamic-symbol=pthread_setname_np

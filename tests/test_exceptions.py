@@ -280,16 +280,21 @@ def test_c_program_with_a_cxx_library_loaded_rtld_local(tree, compiled, tmp_path
     assert seq == one * 3, "\n".join(f"{a} {n}" for a, n in seq)
 
 
+@pytest.mark.parametrize("prog,cleanup,flags", [("exc_pthread_exit.cc", "Guard::~Guard", []),
+                                                ("exc_pthread_exit_c.c", "guard_release", ["-fexceptions"])])
 @pytest.mark.parametrize("mode", modes())
-def test_pthread_exit_runs_destructors_and_ends_the_threads_frames(tree, compiled, tmp_path, mode):
+def test_pthread_exit_runs_destructors_and_ends_the_threads_frames(tree, compiled, tmp_path, mode, prog, cleanup,
+                                                                  flags):
     """pthread_exit's forced unwinding runs the destructors of the frames it
     leaves, through the personality routine -- in a C++ program that uses
     nothing else of its C++ runtime (linked --as-needed, the executable's
     interposer is its only personality: it must find the real one, or the
-    unwinding fails and glibc aborts).  The destructors nest under their own
-    frames; the frames the thread left end when it exited, their returns
-    missing, not "still open"."""
-    exe = compiled("exc_pthread_exit.cc", mode, extra=["-pthread"])
+    unwinding fails and glibc aborts) -- and the cleanups of C code built
+    with -fexceptions (__attribute__((cleanup))) through C's personality
+    routine, __gcc_personality_v0, interposed too.  They nest under their
+    own frames; the frames the thread left end when it exited, their
+    returns missing, not "still open"."""
+    exe = compiled(prog, mode, extra=["-pthread", *flags])
     r = run_program([exe], tmp_path / "run", want_core=False)
     assert r.returncode == 0, f"exit {r.returncode}: {r.stderr}"
     res, tr = decode(tree, r.dir / "funtrace.raw", json_out=tmp_path / "t.json")
@@ -297,7 +302,7 @@ def test_pthread_exit_runs_destructors_and_ends_the_threads_frames(tree, compile
     check_nesting(tr)
     (roots,) = [merge_gens(forest(sl)) for tid, sl in tr.slices.items() if tr.names.get(tid) == "worker"]
     seq = calls_and_returns(roots)
-    dtor = c("Guard::~Guard", c("on_cleanup"))
+    dtor = c(cleanup, c("on_cleanup"))
     assert seq == c("worker", c("worker_outer", c("worker_inner", c("worker_leave"), dtor), dtor)), seq
     (w,) = roots
     (outer,) = w.children
