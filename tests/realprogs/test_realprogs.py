@@ -20,6 +20,7 @@ crashed mid-work with a kernel core:
   with kill -SEGV under keep-alive HTTP load: its core's trace is its own;
 * yaml-cpp 0.7 (C++, built by its CMake), driven by yaml_driver.cpp: its
   exceptions thrown and caught, then one rethrown to std::terminate (abort);
+  the driver linked twice, the second time -static-libstdc++;
 * leveldb 1.23 (C++, built by its CMake): db_bench fills and compacts a
   database (a run that exits normally), then reads it with two std::thread
   readers, the busiest of which is sent SIGSEGV (tgkill) mid-lookup.
@@ -618,16 +619,15 @@ def nginx_crash(tree, realprog, tmp_path_factory):
         srv.close()
 
 
-@pytest.fixture(scope="module")
-def yaml_crash(tree, realprog, tmp_path_factory):
+def yaml_crash_in(tree, realprog, tmp_path_factory, name, link=()):
     """tests/realprogs/yaml_driver.cpp linked with yaml-cpp's libyaml-cpp.a:
     3000 documents, a quarter of them malformed (yaml-cpp's exceptions,
     caught), then a rethrow that escapes main: std::terminate -> SIGABRT."""
     d = realprog("yaml-cpp")
-    tmp = tmp_path_factory.mktemp("yaml")
+    tmp = tmp_path_factory.mktemp(name)
     exe = tmp / "yaml_driver"
     r = run_tool([tree.tool("funtrace-g++"), "-O2", "-g", "-I", d / "include", HERE / "yaml_driver.cpp",
-                  d / "b" / "libyaml-cpp.a", "-o", exe], timeout=300)
+                  d / "b" / "libyaml-cpp.a", *link, "-o", exe], timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     srv = Server([exe], tmp / "run")
     try:
@@ -637,6 +637,18 @@ def yaml_crash(tree, realprog, tmp_path_factory):
         yield check_core(tree, exe, srv, {}), ()
     finally:
         srv.close()
+
+
+@pytest.fixture(scope="module")
+def yaml_crash(tree, realprog, tmp_path_factory):
+    yield from yaml_crash_in(tree, realprog, tmp_path_factory, "yaml")
+
+
+@pytest.fixture(scope="module")
+def yaml_static_crash(tree, realprog, tmp_path_factory):
+    """the same, linked -static-libstdc++ (its C++ runtime in the executable:
+    the exception events come from ld --wrap's interposers)"""
+    yield from yaml_crash_in(tree, realprog, tmp_path_factory, "yaml-static", ["-static-libstdc++"])
 
 
 def tgkill(pid, tid, sig):
@@ -688,8 +700,10 @@ def leveldb_crash(tree, realprog, tmp_path_factory):
         srv.close()
 
 
-DECODES = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "nginx", "yaml", "leveldb"]
-STACKS = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "nginx", "yaml", "leveldb"]
+DECODES = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "nginx", "yaml", "yaml_static",
+           "leveldb"]
+STACKS = ["redis", "redis_trace", "unbound", "memcached", "lua", "lua_sampled", "nginx", "yaml", "yaml_static",
+          "leveldb"]
 
 
 @pytest.mark.parametrize("prog", DECODES)
@@ -814,14 +828,16 @@ def test_nginx_worker_is_the_forked_process(nginx_crash):
     assert "ngx_spawn_process" in traced, traced[:3000]
 
 
-def test_yaml_rethrow_escaping_to_terminate(request, tree):
+@pytest.mark.parametrize("prog", ["yaml", "yaml_static"])
+def test_yaml_rethrow_escaping_to_terminate(request, tree, prog):
     """yaml-cpp's exception, caught in load() and rethrown with nothing above
     it: at the end load's __cxa_rethrow is still running (gdb's bt has it),
     and the terminate handler's own rethrow of it, under it, was unwound by
     the handler's catch; the thousands of exceptions before were caught, their
-    __cxa_throw frames unwound, none left open."""
+    __cxa_throw frames unwound, none left open.  The same with libstdc++
+    linked into the program (-static-libstdc++)."""
     import json
-    res, _ = request.getfixturevalue("yaml_crash")
+    res, _ = request.getfixturevalue(f"{prog}_crash")
     assert_core(res)
     out = res["raw"].with_suffix(".json")
     r = run_tool([tree.tool("funtrace-decode"), res["raw"], "--json", out], timeout=300)
