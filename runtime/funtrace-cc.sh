@@ -26,7 +26,8 @@
 # and ld --wrap for each, a C link none), -ldl -pthread,
 # exports the runtime's hooks and root into the executable's .dynsym (so that
 # dlopen'ed instrumented libraries and the readers find them), and then checks
-# the executable: one warning line if no function (or under 5%) calls the hooks.
+# the executable: one warning line if no function (or under 5%) calls the hooks
+# (not counting the runtime's, nor a static link's system libraries').
 # Shared libraries are instrumented but never get the runtime: their hooks
 # resolve to the executable's.
 # Flags of the original funtrace (removed before the compiler sees them):
@@ -137,6 +138,7 @@ esac
 link=1
 shared=0
 static_cxx=0   # -static, -static-pie, -static-libstdc++: the program links its C++ runtime
+static_all=0   # -static, -static-pie: ... and its C library
 cxx_link=0     # the C++ runtime is on the link line (a C++ driver, -lstdc++, -lc++)
 case "$me" in *++*) cxx_link=1 ;; esac
 have_src=0
@@ -191,7 +193,8 @@ for a in "$@"; do
         -c|-E|-M|-MM) link=0 ;;
         -S) link=0; asm_only=1 ;;
         -shared|-r|-Wl,-r|-Wl,-shared|-Wl,--relocatable) shared=1 ;;
-        -static|-static-pie|-static-libstdc++) static_cxx=1 ;;
+        -static|-static-pie) static_cxx=1; static_all=1 ;;
+        -static-libstdc++) static_cxx=1 ;;
         -lstdc++|-lc++) cxx_link=1 ;;
         -flto|-flto=*) lto=1 ;;
         -fno-lto) lto=0 ;;
@@ -340,8 +343,17 @@ check_exe() {
     [ -x "$bin/funtrace-instrcheck" ] && [ -f "$x" ] || return 0
     local xr=()
     [ $instr = xray ] && xr=(--xray)
-    local rt=()
+    local rt=() l p sys=()
     for l in "${rtlibs[@]}"; do rt+=(--runtime "$l"); done
+    # the functions of the static system libraries linked in are not the
+    # program's (uninstrumented, and in a small program most of its functions)
+    [ $static_cxx = 1 ] && [ $cxx_link = 1 ] && sys+=(libstdc++.a libc++.a libc++abi.a)
+    [ $static_all = 1 ] && sys+=(libc.a libm.a libgcc.a libgcc_eh.a)
+    for l in "${sys[@]}"; do
+        p=$("$cc" -print-file-name="$l" 2>/dev/null)
+        # (an archive: Debian's libm.a is a linker script)
+        [[ $p == /* && -f $p && $(head -c 7 "$p" 2>/dev/null) == '!<arch>' ]] && rt+=(--runtime "$p")
+    done
     "$bin/funtrace-instrcheck" --quiet "${xr[@]}" --name "$me" "${rt[@]}" "$x" 2>&1 >/dev/null | head -1 >&2
     return 0
 }
