@@ -200,6 +200,7 @@ void maps_free(struct ce_maps *m)
     for (size_t i = 0; i < m->n; i++) free(m->v[i].path);
     for (size_t i = 0; i < m->nobjs; i++) {
         free(m->objs[i].path);
+        free(m->objs[i].ehf);
         if (m->objs[i].file) munmap((void *)m->objs[i].file, (size_t)m->objs[i].file_size);
     }
     free(m->v);

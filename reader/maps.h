@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "ehframe.h"
 #include "funtrace_rawwrite.h"
 #include "util.h"
 
@@ -36,6 +37,11 @@ struct ce_obj {                    /* one ELF object (distinct path) */
     uint64_t file_size;
     int eh_state;                  /* .eh_frame_hdr: 0 not checked, 1 usable, -1 not */
     uint32_t fde_count;            /* its table's entries (eh_state 1) */
+    int ehf_state;                 /* no hdr: .eh_frame indexed from the file (ehframe.h):
+                                      0 not tried, 1 usable, -1 not */
+    struct eh_entry *ehf;          /* that index, sorted (ehf_state 1) */
+    size_t nehf;
+    uint64_t ehf_addr;             /* the section's runtime address */
 };
 
 struct ce_maps {

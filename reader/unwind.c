@@ -35,10 +35,29 @@ static int src_read(struct ce_unwinder *u, uint64_t addr, void *buf, size_t len)
     return -1;
 }
 
+/* The .eh_frame indexes built here (an object without .eh_frame_hdr:
+ * ehframe.h) are searched by libunwind as a hdr's table, read through
+ * acc_mem: object i's is at SYN_BASE + i * SYN_STRIDE, a non-canonical
+ * address that no target memory has. */
+#define SYN_BASE 0x8000000000000000ull
+#define SYN_STRIDE (1ull << 40)
+
+static int syn_read(struct ce_unwinder *u, uint64_t addr, unw_word_t *val)
+{
+    uint64_t i = (addr - SYN_BASE) / SYN_STRIDE, off = (addr - SYN_BASE) % SYN_STRIDE;
+    if (i >= u->maps->nobjs) return -UNW_EINVAL;
+    const struct ce_obj *o = &u->maps->objs[i];
+    uint64_t size = (uint64_t)o->nehf * sizeof *o->ehf;
+    if (o->ehf_state != 1 || off > size || size - off < sizeof *val) return -UNW_EINVAL;
+    memcpy(val, (const uint8_t *)o->ehf + off, sizeof *val);
+    return 0;
+}
+
 static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
 {
     (void)as;
     if (write) return -UNW_EINVAL;
+    if (addr >= SYN_BASE) return syn_read(arg, addr, val);
     return src_read(arg, addr, val, sizeof *val) == 0 ? 0 : -UNW_EINVAL;
 }
 
@@ -101,19 +120,44 @@ static int eh_hdr_ok(struct ce_unwinder *u, struct ce_obj *o)
     return o->eh_state == 1;
 }
 
+/* no .eh_frame_hdr: index the object's .eh_frame from its file once (a
+ * program linked -static by gcc has none) */
+static int eh_index_ok(struct ce_obj *o)
+{
+    if (o->ehf_state == 0) {
+        uint64_t addr, len;
+        const uint8_t *sec;
+        o->ehf_state = -1;
+        if (o->info_ok && o->file && eh_frame_section(o->file, o->file_size, &addr, &sec, &len) == 0) {
+            o->nehf = eh_frame_index(sec, len, addr, &o->ehf);
+            o->ehf_addr = o->bias + addr;
+            if (o->nehf && o->nehf <= (1u << 26)) o->ehf_state = 1;
+        }
+    }
+    return o->ehf_state == 1;
+}
+
 static int acc_find(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need, void *arg)
 {
     struct ce_unwinder *u = arg;
     struct ce_obj *o = maps_obj_at(u->maps, ip);
-    if (!o || ip < o->text_lo || ip >= o->text_hi || !eh_hdr_ok(u, o)) return -UNW_ENOINFO;
+    if (!o || ip < o->text_lo || ip >= o->text_hi) return -UNW_ENOINFO;
     unw_dyn_info_t di;
     memset(&di, 0, sizeof di);
     di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
     di.start_ip = o->text_lo;
     di.end_ip = o->text_hi;
-    di.u.rti.segbase = o->eh_hdr;
-    di.u.rti.table_data = o->eh_hdr + 12;
-    di.u.rti.table_len = (uint64_t)o->fde_count * 8 / sizeof(unw_word_t);
+    if (eh_hdr_ok(u, o)) {
+        di.u.rti.segbase = o->eh_hdr;
+        di.u.rti.table_data = o->eh_hdr + 12;
+        di.u.rti.table_len = (uint64_t)o->fde_count * 8 / sizeof(unw_word_t);
+    } else if (eh_index_ok(o)) {
+        di.u.rti.segbase = o->ehf_addr;
+        di.u.rti.table_data = SYN_BASE + (uint64_t)(o - u->maps->objs) * SYN_STRIDE;
+        di.u.rti.table_len = (uint64_t)o->nehf * sizeof *o->ehf / sizeof(unw_word_t);
+    } else {
+        return -UNW_ENOINFO;
+    }
     return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need, arg);
 }
 

@@ -6,6 +6,7 @@ code, the one-line messages and the content: rings end with the known events, th
 crash signal and thread, final stacks naming the functions gdb's `bt` shows.
 """
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -232,6 +233,31 @@ def test_stacks_equal_gdb_on_every_thread_of_the_crash_example(tree, run_crash, 
     assert all(t.name == "funtrace" for t in recs), [t.name for t in recs]
     [crashed] = [s for s in raw.stacks if s.flags & STKF_CRASHED]
     assert stack_names(crashed, syms)[:2] == ["corrupt_record", "parse_record"]
+
+
+def test_static_executable_stacks_equal_gdb(tree, compiled, run_crash, tmp_path):
+    """examples/crash linked -static: gcc gives such an executable .eh_frame
+    but no .eh_frame_hdr, the table libunwind searches; coreextract indexes
+    .eh_frame itself.  Every thread unwinds to gdb's frames -- without the
+    index, each stack was its innermost frame alone, and the decoder ended
+    the crashed thread's open frames as if they had returned."""
+    exe = compiled(tree.root / "examples" / "crash.c", "pg", extra=["-O1", "-pthread", "-static"], tag="static")
+    hdr = subprocess.run(["readelf", "-lW", str(exe)], capture_output=True, text=True, check=True).stdout
+    assert "GNU_EH_FRAME" not in hdr, "gcc gave this -static executable an .eh_frame_hdr: the test tests nothing"
+    run = crash(run_crash, exe)
+    out = tmp_path / "static.raw"
+    r, raw = extract(tree, run.core, out=out)
+    assert r.returncode == 0, r.stderr
+    frames = gdb_frames(exe, run.core, tmp_path)
+    assert set(frames) == {s.tid for s in raw.stacks} and len(frames) == 6
+    for s in raw.stacks:
+        assert s.pcs == frames[s.tid], (s.tid, [hex(p) for p in s.pcs], [hex(p) for p in frames[s.tid]])
+        assert len(s.pcs) >= 4 and not s.flags & STKF_TRUNCATED, s.tid
+    d = subprocess.run([str(tree.tool("funtrace-decode")), "--summary", str(out)], capture_output=True, text=True,
+                       timeout=60)
+    assert d.returncode == 0, d.stderr
+    # (the decoder ends the open frames missing from the final stack as return_missing)
+    assert set(re.findall(r"(\d+) frames not on the final stack", d.stdout)) <= {"0"}, d.stdout
 
 
 def test_a_stack_that_unwinds_into_itself_stops(tree, compiled, run_crash, tmp_path):
