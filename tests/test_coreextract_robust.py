@@ -5,6 +5,7 @@ coreextract -> build-san/bin/coreextract), including over randomly corrupted rea
 cores; the libFuzzer harness is built and run briefly over real seed cores."""
 import concurrent.futures
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -204,6 +205,44 @@ def test_randomly_corrupted_cores(san_coreextract, acore, tmp_path):
                 assert raw.ended, (i, r.returncode, r.stderr, len(r.stdout))
             codes[r.returncode] = codes.get(r.returncode, 0) + 1
     assert len(codes) >= 2, codes   # the corruption did hit something
+
+
+def test_randomly_corrupted_eh_frame_of_a_static_executable(san_coreextract, compiled, run_crash, tmp_path):
+    """An executable without .eh_frame_hdr (linked -static) has its .eh_frame
+    indexed by coreextract itself (reader/ehframe.c); bytes of that section
+    corrupted -- lengths, CIE pointers, encodings, locations -- never crash
+    the sanitized build or make it report a memory error: it exits 0 with a
+    complete raw, the stacks as far as the unwind info still leads."""
+    exe = compiled(ROOT / "examples" / "crash.c", "pg", extra=["-O1", "-pthread", "-static"], tag="static")
+    run_ = run_crash([exe], name="static")
+    assert run_.core is not None, run_.stderr
+    sections = subprocess.run(["readelf", "-SW", str(exe)], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"\.eh_frame\s+PROGBITS\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)", sections)
+    assert m, sections
+    off, size = int(m.group(1), 16), int(m.group(2), 16)
+    data = exe.read_bytes()
+    rng = random.Random(99)
+    cases = []
+    for _ in range(24):
+        buf = bytearray(data)
+        for _ in range(rng.choice([1, 8, 64])):
+            buf[off + rng.randrange(size)] = rng.choice([0, 0xff, 0x80, rng.randrange(256)])
+        if rng.random() < 0.3:  # a length or CIE pointer far out of the section
+            i = off + rng.randrange(size - 4)
+            buf[i:i + 4] = rng.choice([b"\xff\xff\xff\xff", b"\xfe\xff\xff\x7f", b"\x00\x00\x00\x80"])
+        cases.append(bytes(buf))
+
+    def extract_with_exe(i):
+        bad = tmp_path / f"exe{i}"
+        bad.write_bytes(cases[i])
+        r = run(san_coreextract, run_.core, bad, timeout=120)
+        bad.unlink()
+        return r
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for i, r in enumerate(pool.map(extract_with_exe, range(len(cases)))):
+            assert r.returncode == 0, (i, r.returncode, r.stderr[-2000:])
+            assert rawfile.parse(r.stdout).ended, i
 
 
 @pytest.mark.slow
