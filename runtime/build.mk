@@ -11,6 +11,11 @@ RT_C_SRCS := $(filter-out runtime/exc_events.c,$(wildcard runtime/*.c))
 RT_S_SRCS := $(wildcard runtime/*.S)
 RT_OBJS := $(patsubst runtime/%.c,$(OBJ)/runtime/%.o,$(RT_C_SRCS)) \
            $(patsubst runtime/%.S,$(OBJ)/runtime/%.S.o,$(RT_S_SRCS))
+# libfuntrace_static.a, for programs linked -static: the same, but the libc
+# interposers built with -DFT_STATIC_WRAP (ld --wrap's names: ft_interposing.h)
+RT_WRAPPED := interpose signals modules
+RT_STATIC_OBJS := $(filter-out $(patsubst %,$(OBJ)/runtime/%.o,$(RT_WRAPPED)),$(RT_OBJS)) \
+                  $(patsubst %,$(OBJ)/runtime/%.static.o,$(RT_WRAPPED))
 # the C++ runtime's interposers (exceptions): an archive of their own, which the
 # wrappers leave out of programs linked with a static C++ runtime (exc_events.c)
 RT_CXX_OBJS := $(OBJ)/runtime/exc_events.o
@@ -23,17 +28,22 @@ RT_CFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initia
              -Iruntime/include -Iruntime -Ireader -MMD -MP $(FILE_PREFIX_MAP)
 
 RT_LIB := $(LIB)/libfuntrace.a
+RT_STATIC_LIB := $(LIB)/libfuntrace_static.a
 RT_CXX_LIB := $(LIB)/libfuntrace_cxx.a
 RT_CXXWRAP_LIB := $(LIB)/libfuntrace_cxxwrap.a
 RT_HEADERS := $(BUILD)/include/funtrace.h $(BUILD)/include/funtrace_abi.h
 RT_WRAPPERS := $(BIN)/funtrace-gcc $(BIN)/funtrace-g++ $(BIN)/funtrace-clang $(BIN)/funtrace-clang++
 RT_PC := $(LIB)/pkgconfig/funtrace.pc
 
-ALL_TARGETS += $(RT_LIB) $(RT_CXX_LIB) $(RT_CXXWRAP_LIB) $(RT_HEADERS) $(RT_WRAPPERS) $(RT_PC)
+ALL_TARGETS += $(RT_LIB) $(RT_STATIC_LIB) $(RT_CXX_LIB) $(RT_CXXWRAP_LIB) $(RT_HEADERS) $(RT_WRAPPERS) $(RT_PC)
 
 $(OBJ)/runtime/%.o: runtime/%.c
 	@mkdir -p $(@D)
 	$(CC) $(RT_CFLAGS) -c $< -o $@
+
+$(OBJ)/runtime/%.static.o: runtime/%.c
+	@mkdir -p $(@D)
+	$(CC) $(RT_CFLAGS) -DFT_STATIC_WRAP -c $< -o $@
 
 $(OBJ)/runtime/%.wrap.o: runtime/%.c
 	@mkdir -p $(@D)
@@ -44,6 +54,11 @@ $(OBJ)/runtime/%.S.o: runtime/%.S
 	$(CC) -Iruntime/include -Iruntime -MMD -MP -g $(FILE_PREFIX_MAP) -c $< -o $@
 
 $(RT_LIB): $(RT_OBJS) $(RD_RAW_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(RT_STATIC_LIB): $(RT_STATIC_OBJS) $(RD_RAW_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
@@ -73,6 +88,7 @@ $(RT_PC): runtime/funtrace.pc.in
 	sed -e 's/@FT_VERSION@/$(FT_VERSION)/' $< > $@
 
 INSTALL_STEPS += install -m 644 $(RT_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace.a; \
+	install -m 644 $(RT_STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace_static.a; \
 	install -m 644 $(RT_CXX_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace_cxx.a; \
 	install -m 644 $(RT_CXXWRAP_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace_cxxwrap.a; \
 	install -m 644 $(RT_HEADERS) $(DESTDIR)$(PREFIX)/include/; \

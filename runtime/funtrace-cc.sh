@@ -19,7 +19,8 @@
 # Linking (no -c/-S/-E/-M/-MM): the instrumentation flags again, so that the
 # code generated at link time (-flto) is instrumented too.  Linking an
 # executable (no -shared/-r, some input) also adds <prefix>/lib/libfuntrace.a
-# (whole archive; libfuntrace_count.a with -funtrace-count) and
+# (whole archive; libfuntrace_count.a with -funtrace-count; with -static or
+# -static-pie libfuntrace_static.a and ld --wrap for its libc interposers) and
 # libfuntrace_cxx.a (the C++ runtime's interposers: C++ exception events;
 # with -static, -static-pie or -static-libstdc++, a C++ link -- funtrace-g++,
 # funtrace-clang++, -lstdc++ or -lc++ -- gets them as libfuntrace_cxxwrap.a
@@ -81,8 +82,9 @@ Usage: $n [COMPILER ARGUMENTS]...
 
 Compiles and links C/C++ with funtrace's function tracing: runs the real
 compiler with the instrumentation flags and -I for funtrace.h, and links
-executables with the funtrace runtime (libfuntrace.a, and for C++ exception
-events libfuntrace_cxx.a, or with a static C++ runtime -- -static,
+executables with the funtrace runtime (libfuntrace.a, or with -static
+libfuntrace_static.a and ld --wrap; and for C++ exception events
+libfuntrace_cxx.a, or with a static C++ runtime -- -static,
 -static-libstdc++ -- libfuntrace_cxxwrap.a and ld --wrap) and the exports
 its readers need.  Shared
 libraries are instrumented but get no runtime.  Use it
@@ -286,6 +288,10 @@ elif [ $link = 1 ]; then
 fi
 [ $link = 1 ] && [ $instr = xray ] && extra+=(-fnoxray-link-deps)
 rtlib="$lib/libfuntrace.a"
+# -static: the runtime whose libc interposers are ld --wrap's (their weak
+# definitions would keep libc.a's out, and there is no dlsym to find them:
+# runtime/ft_interposing.h)
+[ $static_all = 1 ] && rtlib="$lib/libfuntrace_static.a"
 [ $count = 1 ] && rtlib="$lib/libfuntrace_count.a"
 # the C++ runtime's interposers (exception events, runtime/exc_events.c), but
 # not into a program linked with its own C++ runtime: they would keep the
@@ -325,6 +331,10 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
     [ $cxx_wrap = 1 ] && extra+=(
             -Wl,--wrap=__cxa_begin_catch,--wrap=__cxa_end_catch,--wrap=__cxa_throw,--wrap=__cxa_rethrow
             -Wl,--wrap=__gxx_personality_v0,--wrap=__gcc_personality_v0)
+    [ $static_all = 1 ] && [ $count = 0 ] && extra+=(
+            -Wl,--wrap=sigaction,--wrap=signal,--wrap=bsd_signal,--wrap=sysv_signal,--wrap=__sysv_signal
+            -Wl,--wrap=longjmp,--wrap=_longjmp,--wrap=siglongjmp,--wrap=__longjmp_chk
+            -Wl,--wrap=pthread_setname_np)
     extra+=(-Wl,--export-dynamic-symbol=dlopen
             -Wl,--export-dynamic-symbol=dlclose
             -Wl,--export-dynamic-symbol=pthread_setname_np

@@ -1,6 +1,7 @@
 /*
  * interpose.c -- libc functions the runtime wraps (the real one is found
- * with dlsym(RTLD_NEXT); the C++ runtime's are in exc_events.c):
+ * with dlsym(RTLD_NEXT), or under -static is ld --wrap's __real_NAME:
+ * ft_interposing.h; the C++ runtime's are in exc_events.c):
  *   pthread_setname_np  keeps the registry's thread names current;
  *   sigaction, signal, bsd_signal, sysv_signal
  *                       for SIGSEGV SIGBUS SIGFPE SIGILL SIGABRT: the
@@ -24,17 +25,29 @@
 #include <signal.h>
 #include <string.h>
 
+#include "ft_interposing.h"
 #include "ft_internal.h"
 
 
 typedef int (*setname_fn)(pthread_t, const char *);
 
-FT_EXPORT __attribute__((weak)) int pthread_setname_np(pthread_t th, const char *name)
+#ifndef FT_STATIC_WRAP
+void *ft_real_next(void **cache, const char *name)
 {
-    static setname_fn real;
+    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (!p) {
+        p = dlsym(RTLD_NEXT, name);
+        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    }
+    return p;
+}
+#endif
+
+FT_EXPORT __attribute__((weak)) int FT_ITP(pthread_setname_np)(pthread_t th, const char *name)
+{
+    static void *cache;
+    setname_fn real = (setname_fn)FT_REAL(&cache, pthread_setname_np);
     int rc;
-    if (!real)
-        real = (setname_fn)dlsym(RTLD_NEXT, "pthread_setname_np");
     if (!real)
         return ENOSYS;
     rc = real(th, name);
@@ -50,25 +63,14 @@ typedef void (*sighandler_fn)(int);
 typedef sighandler_fn (*signal_fn)(int, sighandler_fn);
 typedef void (*jmp_fn)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
 
-static void *real_fn(void **cache, const char *name)
-{
-    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-    if (!p) {
-        p = dlsym(RTLD_NEXT, name);
-        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
-    }
-    return p;
-}
-
 static void *real_sigaction, *real_longjmp, *real__longjmp, *real_siglongjmp, *real_longjmp_chk;
 
-FT_EXPORT __attribute__((weak)) int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+FT_EXPORT __attribute__((weak)) int FT_ITP(sigaction)(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    void **real = &real_sigaction;
     int rc;
     if (ft_sig_sigaction(sig, act, old, &rc))
         return rc;
-    sigaction_fn f = (sigaction_fn)real_fn(real, "sigaction");
+    sigaction_fn f = (sigaction_fn)FT_REAL(&real_sigaction, sigaction);
     if (!f) {
         errno = ENOSYS;
         return -1;
@@ -91,9 +93,8 @@ static sighandler_fn set_handler(int sig, sighandler_fn h, int flags, int mask_s
     return o.sa_handler;
 }
 
-static sighandler_fn other_signal(void **cache, const char *name, int sig, sighandler_fn h)
+static sighandler_fn other_signal(signal_fn f, int sig, sighandler_fn h)
 {
-    signal_fn f = (signal_fn)real_fn(cache, name);
     if (!f) {
         errno = ENOSYS;
         return SIG_ERR;
@@ -101,35 +102,35 @@ static sighandler_fn other_signal(void **cache, const char *name, int sig, sigha
     return f(sig, h);
 }
 
-FT_EXPORT __attribute__((weak)) sighandler_fn signal(int sig, sighandler_fn h)
+FT_EXPORT __attribute__((weak)) sighandler_fn FT_ITP(signal)(int sig, sighandler_fn h)
 {
     static void *real;
     if (!ft_sig_is_ours(sig))
-        return other_signal(&real, "signal", sig, h);
+        return other_signal((signal_fn)FT_REAL(&real, signal), sig, h);
     return set_handler(sig, h, SA_RESTART, 1); /* BSD semantics, glibc's default */
 }
 
-FT_EXPORT __attribute__((weak)) sighandler_fn bsd_signal(int sig, sighandler_fn h)
+FT_EXPORT __attribute__((weak)) sighandler_fn FT_ITP(bsd_signal)(int sig, sighandler_fn h)
 {
     static void *real;
     if (!ft_sig_is_ours(sig))
-        return other_signal(&real, "bsd_signal", sig, h);
+        return other_signal((signal_fn)FT_REAL(&real, bsd_signal), sig, h);
     return set_handler(sig, h, SA_RESTART, 1);
 }
 
-FT_EXPORT __attribute__((weak)) sighandler_fn sysv_signal(int sig, sighandler_fn h)
+FT_EXPORT __attribute__((weak)) sighandler_fn FT_ITP(sysv_signal)(int sig, sighandler_fn h)
 {
     static void *real;
     if (!ft_sig_is_ours(sig))
-        return other_signal(&real, "sysv_signal", sig, h);
+        return other_signal((signal_fn)FT_REAL(&real, sysv_signal), sig, h);
     return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, 0);
 }
 
-FT_EXPORT __attribute__((weak)) sighandler_fn __sysv_signal(int sig, sighandler_fn h)
+FT_EXPORT __attribute__((weak)) sighandler_fn FT_ITP(__sysv_signal)(int sig, sighandler_fn h)
 {
     static void *real;
     if (!ft_sig_is_ours(sig))
-        return other_signal(&real, "__sysv_signal", sig, h);
+        return other_signal((signal_fn)FT_REAL(&real, __sysv_signal), sig, h);
     return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, 0);
 }
 
@@ -143,46 +144,45 @@ static uintptr_t jmp_target_sp(const struct __jmp_buf_tag *env)
     return v ^ guard;
 }
 
-static __attribute__((noreturn)) void do_jump(void **cache, const char *name, struct __jmp_buf_tag *env, int val)
+static __attribute__((noreturn)) void do_jump(jmp_fn f, struct __jmp_buf_tag *env, int val)
 {
     if (ft_freeze_active())
         ft_freeze_unwinding(jmp_target_sp(env), FT_FAULT_LONGJMP);
     ft_no_leaf_return((uint64_t)(uintptr_t)__builtin_return_address(0));
-    jmp_fn f = (jmp_fn)real_fn(cache, name);
     if (!f)
         abort();
     f(env, val);
 }
 
-FT_EXPORT __attribute__((weak, noreturn)) void longjmp(struct __jmp_buf_tag env[1], int val)
+FT_EXPORT __attribute__((weak, noreturn)) void FT_ITP(longjmp)(struct __jmp_buf_tag env[1], int val)
 {
-    do_jump(&real_longjmp, "longjmp", env, val);
+    do_jump((jmp_fn)FT_REAL(&real_longjmp, longjmp), env, val);
 }
 
-FT_EXPORT __attribute__((weak, noreturn)) void _longjmp(struct __jmp_buf_tag env[1], int val)
+FT_EXPORT __attribute__((weak, noreturn)) void FT_ITP(_longjmp)(struct __jmp_buf_tag env[1], int val)
 {
-    do_jump(&real__longjmp, "_longjmp", env, val);
+    do_jump((jmp_fn)FT_REAL(&real__longjmp, _longjmp), env, val);
 }
 
-FT_EXPORT __attribute__((weak, noreturn)) void siglongjmp(struct __jmp_buf_tag env[1], int val)
+FT_EXPORT __attribute__((weak, noreturn)) void FT_ITP(siglongjmp)(struct __jmp_buf_tag env[1], int val)
 {
-    do_jump(&real_siglongjmp, "siglongjmp", env, val);
+    do_jump((jmp_fn)FT_REAL(&real_siglongjmp, siglongjmp), env, val);
 }
 
-void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
-FT_EXPORT __attribute__((weak, noreturn)) void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
+void FT_ITP(__longjmp_chk)(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
+FT_EXPORT __attribute__((weak, noreturn)) void FT_ITP(__longjmp_chk)(struct __jmp_buf_tag env[1], int val)
 {
-    do_jump(&real_longjmp_chk, "__longjmp_chk", env, val);
+    do_jump((jmp_fn)FT_REAL(&real_longjmp_chk, __longjmp_chk), env, val);
 }
 
 /* resolve the real functions now (a signal handler must not call dlsym) */
 void ft_interpose_init(void)
 {
-    real_fn(&real_sigaction, "sigaction");
-    real_fn(&real_longjmp, "longjmp");
-    real_fn(&real__longjmp, "_longjmp");
-    real_fn(&real_siglongjmp, "siglongjmp");
-    real_fn(&real_longjmp_chk, "__longjmp_chk");
+    (void)FT_REAL(&real_sigaction, sigaction);
+    (void)FT_REAL(&real_longjmp, longjmp);
+    (void)FT_REAL(&real__longjmp, _longjmp);
+    (void)FT_REAL(&real_siglongjmp, siglongjmp);
+    (void)FT_REAL(&real_longjmp_chk, __longjmp_chk);
 }
 
 /* gcrt1.o (linked by "gcc -pg" when linking) calls these; no gmon.out */

@@ -225,6 +225,8 @@ void ft_modules_after_fork_child(void)
 }
 
 /* ---- dlopen / dlclose interposition ----------------------------------- */
+/* (not in libfuntrace_static.a: ft_interposing.h) */
+#ifndef FT_STATIC_WRAP
 
 typedef void *(*dlopen_fn)(const char *, int);
 typedef int (*dlclose_fn)(void *);
@@ -265,3 +267,4 @@ FT_EXPORT __attribute__((weak)) int dlclose(void *handle)
     ft_xray_scan();
     return rc;
 }
+#endif

@@ -20,7 +20,6 @@
  * async-signal-safe.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -32,6 +31,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "ft_interposing.h"
 #include "ft_internal.h"
 
 static const int crash_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
@@ -46,7 +46,7 @@ static struct {
     int mode;                    /* FT_CH_*, -1: not read yet */
     uint8_t known[NCRASH];       /* prog[i] initialised from the kernel */
     struct sigaction prog[NCRASH];
-    int (*real)(int, const struct sigaction *, struct sigaction *);
+    void *real;                  /* libc's sigaction (ft_interposing.h) */
     uint32_t snapshots;          /* on-crash snapshots written */
 } sg = { .mode = -1 };
 
@@ -74,13 +74,13 @@ static int is_handler_fn(const struct sigaction *a)
 /* libc's sigaction (the interposed one is ours) */
 static int real_sigaction(int sig, const struct sigaction *a, struct sigaction *old)
 {
-    if (!sg.real)
-        sg.real = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
-    if (!sg.real) {
+    int (*f)(int, const struct sigaction *, struct sigaction *) =
+        (int (*)(int, const struct sigaction *, struct sigaction *))FT_REAL(&sg.real, sigaction);
+    if (!f) {
         errno = ENOSYS;
         return -1;
     }
-    return sg.real(sig, a, old);
+    return f(sig, a, old);
 }
 
 static int crash_mode(void)
@@ -336,10 +336,12 @@ static void fatal_wrapper(int sig, siginfo_t *si, void *uc)
         errno = saved;
         return;
     }
-    if (act.sa_flags & SA_SIGINFO)
-        act.sa_sigaction(sig, si, uc);
-    else
-        act.sa_handler(sig);
+    /* as the kernel calls it: on x86-64 every handler gets the signal, the
+     * siginfo and the context in rdi, rsi, rdx, SA_SIGINFO or not, and
+     * programs that install with signal() a handler reading its second
+     * argument exist (tests/progs/ch_handler.c's report-signal); called
+     * with the signal alone, it read whatever rsi held */
+    act.sa_sigaction(sig, si, uc);
     if (lv >= 0 && !dies_on_return(uc))
         ft_freeze_leave(lv, FT_FAULT_RETURNED);
     errno = saved;

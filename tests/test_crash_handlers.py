@@ -33,6 +33,13 @@ def decode_text(tool, r, *extra):
     return t.stdout
 
 
+def handler_prog(compiled, mode, link=""):
+    """ch_handler.c; link "-static": the runtime's libc interposers are ld
+    --wrap's there (libfuntrace_static.a): before, the program's sigaction()
+    and signal() failed (ENOSYS) and its handlers were never installed"""
+    return compiled("ch_handler.c", mode, extra=[link] if link else None, tag=link.strip("-"))
+
+
 def thread_named(raw, name):
     return next(t for t in raw.threads if t.name == name)
 
@@ -44,17 +51,19 @@ def the_fault(raw, state=rawfile.FAULT_ACTIVE):
     return f
 
 
-@pytest.mark.parametrize("mode,how", [(m, "report") for m in INSTR_MODES] +
-                         [("pg", "report-signal"), ("pg", "report-early")])
-def test_report_and_reraise(compiled, run_crash, tool, mode, how):
+@pytest.mark.parametrize("mode,how,link", [(m, "report", "") for m in INSTR_MODES] +
+                         [("pg", "report-signal", ""), ("pg", "report-early", ""), ("pg", "report", "-static"),
+                          ("finstr", "report-signal", "-static"), ("pg", "report-early", "-static-pie")])
+def test_report_and_reraise(compiled, run_crash, tool, mode, how, link):
     """A handler that prints a report, walks the stack, calls 2000 traced
     functions and re-raises: the main thread's ring ends at the real fault
     (none of the handler's calls), the root keeps the original fault
     (SEGV_MAPERR at 0x28 in w_crash) although the core's signal is the
     re-raise (SI_TKILL), and the decoder reports both for what they are.
     The handler may be installed with sigaction, signal, or from
-    .preinit_array before the runtime starts."""
-    prog = compiled("ch_handler.c", mode)
+    .preinit_array before the runtime starts; the program may be linked
+    -static or -static-pie."""
+    prog = handler_prog(compiled, mode, link)
     r = run_crash([prog, how])
     assert r.returncode == -signal.SIGSEGV and "report done" in r.stderr, r.stderr
     raw = extract(tool, r)
@@ -71,7 +80,7 @@ def test_report_and_reraise(compiled, run_crash, tool, mode, how):
     out = decode_text(tool, r, "--text")
     head = out.split("\nthread ")[0]
     assert "  fault:      SIGSEGV (Segmentation fault), si_code 1 (SEGV_MAPERR), fault address 0x28, " \
-           f"thread {r.pid} \"{f'ch_handler-{mode}'[:15]}\", pc 0x{f['pc']:x} in w_crash (ch_handler.c:" in head, head
+           f"thread {r.pid} \"{prog.name[:15]}\", pc 0x{f['pc']:x} in w_crash (ch_handler.c:" in head, head
     assert "si_code -6 (SI_TKILL), sent by pid" in head and "raised again by the program, not the original fault" \
         in head, head
     assert "tracing was frozen meanwhile, so the rings end at the fault" in head
@@ -201,15 +210,17 @@ def test_memtest_handler_traced_is_survived_but_not_frozen(compiled, run_crash, 
     assert sum(1 for e in spin.events() if e.tsc > f["tsc"]) > 1
 
 
-@pytest.mark.parametrize("how,state", [("mprotect", rawfile.FAULT_RETURNED), ("longjmp", rawfile.FAULT_LONGJMP)])
+@pytest.mark.parametrize("how,state,link", [("mprotect", rawfile.FAULT_RETURNED, ""),
+                                            ("longjmp", rawfile.FAULT_LONGJMP, ""),
+                                            ("longjmp", rawfile.FAULT_LONGJMP, "-static")])
 @pytest.mark.parametrize("trace", [False, True])
-def test_recovery_resumes_tracing(compiled, run_crash, tool, how, state, trace):
+def test_recovery_resumes_tracing(compiled, run_crash, tool, how, state, trace, link):
     """A handler that recovers (makes a guard page writable and returns, or
     siglongjmps back) does not leave tracing frozen: the calls after the
     recovery are traced, and the episode is an instant between the faulting
     call and them.  The process then aborts (no handler): that is the core's
     signal, and nothing is reported as an original fault."""
-    prog = compiled("ch_handler.c", "pg")
+    prog = handler_prog(compiled, "pg", link)
     r = run_crash([prog, how], env={"FUNTRACE_CRASH_HANDLERS": "trace"} if trace else None)
     assert r.returncode == -signal.SIGABRT, r.stderr
     raw = extract(tool, r)
@@ -305,12 +316,13 @@ def test_on_crash_snapshot_with_a_program_handler(compiled, run_crash, tmp_path)
     assert seq[-1] == ("w_crash", "call")
 
 
-def test_program_sees_its_own_dispositions(compiled, tmp_path):
+@pytest.mark.parametrize("link", ["", "-static"])
+def test_program_sees_its_own_dispositions(compiled, tmp_path, link):
     """sigaction()'s old action and signal()'s return value are what the
     program installed (flags and mask included), never the runtime's
     wrapper; other signals go straight to libc."""
     from conftest import run_program
-    prog = compiled("ch_handler.c", "pg")
+    prog = handler_prog(compiled, "pg", link)
     r = run_program([prog, "query"], tmp_path / "q", want_core=False)
     assert r.returncode == 0 and r.stdout == "dispositions ok\n", (r.stdout, r.stderr)
 

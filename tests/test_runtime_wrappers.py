@@ -160,6 +160,20 @@ def test_pkg_config_static_cxx_runtime(tree, tmp_path):
     assert {"__cxa_throw", "__cxa_begin_catch", "__cxa_end_catch", "on_caught"} <= names, sorted(names)
 
 
+@pytest.mark.skipif(shutil.which("pkg-config") is None, reason="pkg-config is not installed")
+def test_pkg_config_static(tree, tmp_path):
+    """gcc -static ... $(pkg-config --variable=libs_static funtrace): the
+    program's own SIGSEGV handler is installed and runs (with the runtime's
+    interposers named for ld --wrap), and the trace records the fault"""
+    env = {"PKG_CONFIG_PATH": str(tree.lib / "pkgconfig")}
+    cflags = sh(["pkg-config", "--cflags", "funtrace"], tmp_path, env).stdout.split()
+    libs = sh(["pkg-config", "--variable=libs_static", "funtrace"], tmp_path, env).stdout.split()
+    sh(["gcc", "-O1", "-g", *cflags, "-o", "prog", str(tree.root / "tests" / "progs" / "ch_handler.c"), "-static",
+        *libs], tmp_path)
+    r = run_program([tmp_path / "prog", "query"], tmp_path / "run", want_core=False)
+    assert r.returncode == 0 and r.stdout == "dispositions ok\n", (r.stdout, r.stderr)
+
+
 @pytest.mark.parametrize("link", ["-static-libstdc++", "-static"])
 def test_static_libstdcxx(tree, tmp_path, link):
     """-static-libstdc++ and -static link (with the C++ interposers under ld
@@ -187,7 +201,8 @@ def test_installed_wrappers(tree, tmp_path):
                        timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     prefix = dest / "usr" / "local"
-    for f in ("lib/libfuntrace.a", "lib/libfuntrace_cxx.a", "lib/libfuntrace_cxxwrap.a", "include/funtrace.h",
+    for f in ("lib/libfuntrace.a", "lib/libfuntrace_static.a", "lib/libfuntrace_cxx.a", "lib/libfuntrace_cxxwrap.a",
+              "include/funtrace.h",
               "include/funtrace_abi.h", "lib/pkgconfig/funtrace.pc", "bin/funtrace-gcc", "bin/funtrace-g++", "bin/funtrace-clang", "bin/funtrace-clang++"):
         assert (prefix / f).exists(), f
     src = project(tmp_path)
