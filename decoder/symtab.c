@@ -1577,6 +1577,13 @@ size_t sym_tailcalls(struct symtab *s, int space, uint64_t ret, uint64_t callee_
         uint64_t r = t.pret[i - 1];
         out[n].func = func_at(s, in->file, t.pfn[i - 1]);
         out[n].pc = r + bias;
+        /* named as gdb names it: by the innermost function at the jump,
+         * an inlined one's when the tail call is in inlined code (gdb makes
+         * no inline frames on a tail-call frame; glibc's static pthread_kill
+         * tail-calls from its inlined __pthread_kill_internal) */
+        struct sym_frame sf[1];
+        if (sym_frames(s, space, out[n].pc, 0, sf, 1) == 1 && sf[0].inlined)
+            out[n].func = sf[0].func;
         Dwarf_Addr cb;
         Dwarf_Die cumem;
         Dwarf_Die *cu = cu_of(f, r - 1, &cumem, &cb);

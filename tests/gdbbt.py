@@ -69,6 +69,8 @@ def _strip_return_type(name: str) -> str:
 
 
 def norm_func(name: str) -> str:
+    # gdb shows a demangled clone's symbol as `f() [clone .cold]`
+    name = re.sub(r" \[clone [^]]*\]$", "", name)
     if name.endswith("operator()()"):
         name = name[:-2]
     n = _strip_return_type(_strip_params(name)).replace(" ", "")
@@ -91,17 +93,22 @@ _GDB_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(.*?)(?: at (\S+):(\d+))
 
 
 def _gdb_func(rest: str) -> str:
-    """`poke (p=0x0)` -> `poke`; `std::f<int> (x=...)` -> `std::f<int>`; `<signal handler called>`"""
+    """`poke (p=0x0)` -> `poke`; `std::f<int> (x=...)` -> `std::f<int>`; `<signal handler called>`;
+    a symbol without debug info, demangled with its parameters: `ns::f(void (*)()) ()` -> `ns::f(void (*)())`"""
     if rest.startswith("<signal handler called>"):
         return "<signal handler called>"
-    depth = 0
+    depth = parens = 0
     for i, c in enumerate(rest):
         if c in "<":
             depth += 1
         elif c in ">":
             depth -= 1
-        elif c == "(" and depth == 0 and i > 0 and rest[i - 1] == " ":
+        elif c == "(" and depth == 0 and parens == 0 and i > 0 and rest[i - 1] == " ":
             return rest[:i - 1]
+        elif c == "(":
+            parens += 1
+        elif c == ")":
+            parens -= 1
     return rest
 
 
