@@ -4,7 +4,9 @@
 # Every runtime/*.c and runtime/*.S goes into libfuntrace.a (but exc_events.c:
 # libfuntrace_cxx.a, and built with -DFT_CXX_WRAP libfuntrace_cxxwrap.a), with the shared
 # raw writer's objects (reader/rawwrite*.c, compiled once by reader/build.mk)
-# for the snapshots.  The runtime is never instrumented, -O2, PIC, hidden
+# for the snapshots; libfuntrace_static.a is the same with the libc
+# interposers built for ld --wrap (-DFT_STATIC_WRAP: ft_interposing.h), for
+# programs linked -static.  The runtime is never instrumented, -O2, PIC, hidden
 # visibility except the API/hooks, initial-exec TLS.
 
 RT_C_SRCS := $(filter-out runtime/exc_events.c,$(wildcard runtime/*.c))
