@@ -3,7 +3,6 @@
 
 #include "util.h"
 
-#include <elf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,36 +180,4 @@ size_t eh_frame_index(const uint8_t *sec, uint64_t len, uint64_t addr, struct eh
         qsort(v, n, sizeof *v, by_start);
     *out = v;
     return n;
-}
-
-int eh_frame_section(const uint8_t *p, uint64_t size, uint64_t *addr, const uint8_t **sec, uint64_t *len)
-{
-    Elf64_Ehdr eh;
-    if (!p || size < sizeof eh)
-        return -1;
-    memcpy(&eh, p, sizeof eh);
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > size ||
-        eh.e_shnum > (size - eh.e_shoff) / sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum)
-        return -1;
-    Elf64_Shdr str;
-    memcpy(&str, p + eh.e_shoff + (uint64_t)eh.e_shstrndx * sizeof str, sizeof str);
-    if (str.sh_offset > size || str.sh_size > size - str.sh_offset)
-        return -1;
-    for (unsigned i = 0; i < eh.e_shnum; i++) {
-        Elf64_Shdr sh;
-        memcpy(&sh, p + eh.e_shoff + (uint64_t)i * sizeof sh, sizeof sh);
-        static const char want[] = ".eh_frame";
-        if (sh.sh_type != SHT_PROGBITS || sh.sh_name >= str.sh_size ||
-            str.sh_size - sh.sh_name < sizeof want ||
-            memcmp(p + str.sh_offset + sh.sh_name, want, sizeof want) != 0)
-            continue;
-        if (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset || !sh.sh_addr)
-            return -1;
-        *addr = sh.sh_addr;
-        *sec = p + sh.sh_offset;
-        *len = sh.sh_size;
-        return 0;
-    }
-    return -1;
 }

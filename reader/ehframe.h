@@ -5,7 +5,7 @@
  * registers the frames itself), and libunwind finds FDEs only through the
  * hdr's binary-search table.  eh_frame_index builds that table from the
  * section itself, in the hdr's layout, so that the unwinder searches it
- * the same way. */
+ * the same way.  (The section itself: elf_section_in_file, elfinfo.h.) */
 #ifndef FT_EHFRAME_H
 #define FT_EHFRAME_H
 
@@ -18,10 +18,6 @@ struct eh_entry {
     int32_t start;                 /* the FDE's initial location */
     int32_t fde;                   /* the FDE's offset */
 };
-
-/* The .eh_frame section of the ELF file p[0..size): 0 and its address and
- * bytes, or -1 if there is none (or the file is not a readable ELF64). */
-int eh_frame_section(const uint8_t *p, uint64_t size, uint64_t *addr, const uint8_t **sec, uint64_t *len);
 
 /* The entries of the section sec[0..len) at address addr, sorted by start
  * (malloc'ed, *out; NULL if none): their number.  FDEs whose location

@@ -119,11 +119,17 @@ int elf_info_load(const char *path, const char *sym, struct elf_info *out, char 
     return 0;
 }
 
-/* e_ident, class, phentsize and phnum of an ELF header */
+/* e_ident and class of an ELF header */
+static int ident_ok(const Elf64_Ehdr *eh)
+{
+    return memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64;
+}
+
+/* ... and its phentsize and phnum */
 static int ehdr_ok(const Elf64_Ehdr *eh)
 {
-    return memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
-           eh->e_phentsize == sizeof(Elf64_Phdr) && eh->e_phnum != 0 && eh->e_phnum <= ELF_MAX_PHDRS;
+    return ident_ok(eh) && eh->e_phentsize == sizeof(Elf64_Phdr) && eh->e_phnum != 0 &&
+           eh->e_phnum <= ELF_MAX_PHDRS;
 }
 
 int elf_phdrs_in_memory(const struct ft_reader *rd, uint64_t start, Elf64_Phdr *ph, unsigned *n)
@@ -219,4 +225,35 @@ void elf_core_xnum(Elf64_Ehdr *eh, Elf64_Shdr *sh, uint64_t phnum, uint64_t shof
     eh->e_shentsize = sizeof *sh;
     eh->e_shnum = 1;
     eh->e_shstrndx = SHN_UNDEF;
+}
+
+int elf_section_in_file(const uint8_t *p, uint64_t size, const char *name, uint64_t *addr, const uint8_t **sec,
+                        uint64_t *len)
+{
+    Elf64_Ehdr eh;
+    if (!p || size < sizeof eh)
+        return -1;
+    memcpy(&eh, p, sizeof eh);
+    if (!ident_ok(&eh) || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > size ||
+        eh.e_shnum > (size - eh.e_shoff) / sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum)
+        return -1;
+    Elf64_Shdr str;
+    memcpy(&str, p + eh.e_shoff + (uint64_t)eh.e_shstrndx * sizeof str, sizeof str);
+    if (str.sh_offset > size || str.sh_size > size - str.sh_offset)
+        return -1;
+    size_t want = strlen(name) + 1;
+    for (unsigned i = 0; i < eh.e_shnum; i++) {
+        Elf64_Shdr sh;
+        memcpy(&sh, p + eh.e_shoff + (uint64_t)i * sizeof sh, sizeof sh);
+        if (sh.sh_type != SHT_PROGBITS || sh.sh_name >= str.sh_size || str.sh_size - sh.sh_name < want ||
+            memcmp(p + str.sh_offset + sh.sh_name, name, want) != 0)
+            continue;
+        if (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset || !sh.sh_addr)
+            return -1;
+        *addr = sh.sh_addr;
+        *sec = p + sh.sh_offset;
+        *len = sh.sh_size;
+        return 0;
+    }
+    return -1;
 }

@@ -39,6 +39,12 @@ uint32_t elf_build_id_in_memory(const struct ft_reader *rd, uint64_t start, uint
  * PT_NOTE segments. Returns the length (0 if none). */
 uint32_t elf_build_id_in_file(const uint8_t *p, uint64_t size, uint8_t out[FT_BUILD_ID_MAX]);
 
+/* The section called name of an ELF file held in memory (p, size): 0 with
+ * its address, bytes and size, or -1 if there is none, it lies outside the
+ * file or has no address (not an ELF64 file, unreadable section headers). */
+int elf_section_in_file(const uint8_t *p, uint64_t size, const char *name, uint64_t *addr, const uint8_t **sec,
+                        uint64_t *len);
+
 /* The ELF header of an x86-64 core whose phnum program headers follow it.
  * From 65,535 on the count does not fit e_phnum: the kernel's way
  * (fs/binfmt_elf.c fill_extnum_info) is e_phnum = PN_XNUM and the count in

@@ -1,6 +1,7 @@
 /* unwind.c -- libunwind remote unwinding over a core or live memory (see unwind.h) */
 #include "unwind.h"
 
+#include "elfinfo.h"
 #include "util.h"
 
 #include <libunwind.h>
@@ -128,7 +129,7 @@ static int eh_index_ok(struct ce_obj *o)
         uint64_t addr, len;
         const uint8_t *sec;
         o->ehf_state = -1;
-        if (o->info_ok && o->file && eh_frame_section(o->file, o->file_size, &addr, &sec, &len) == 0) {
+        if (o->info_ok && o->file && elf_section_in_file(o->file, o->file_size, ".eh_frame", &addr, &sec, &len) == 0) {
             o->nehf = eh_frame_index(sec, len, addr, &o->ehf);
             o->ehf_addr = o->bias + addr;
             if (o->nehf && o->nehf <= (1u << 26)) o->ehf_state = 1;
