@@ -29,6 +29,17 @@ RT_CFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initia
              -fno-instrument-functions -fno-omit-frame-pointer -fno-stack-protector \
              -Iruntime/include -Iruntime -Ireader -MMD -MP $(FILE_PREFIX_MAP)
 
+# the functions interposed under ld --wrap's names (ft_interposing.h, and
+# exc_events.c built with FT_CXX_WRAP): one list each, substituted into the
+# wrappers and funtrace.pc as a -Wl,--wrap=NAME,... flag
+RT_WRAP_LIBC := sigaction signal bsd_signal sysv_signal __sysv_signal longjmp _longjmp siglongjmp \
+                __longjmp_chk pthread_setname_np
+RT_WRAP_CXX := __cxa_begin_catch __cxa_end_catch __cxa_throw __cxa_rethrow __gxx_personality_v0 \
+               __gcc_personality_v0
+rt_wrap_flag = -Wl,$(subst $(eval) ,$(comma),$(patsubst %,--wrap=%,$(strip $(1))))
+comma := ,
+RT_SED_WRAP := s/@FT_WRAP_LIBC@/$(call rt_wrap_flag,$(RT_WRAP_LIBC))/; s/@FT_WRAP_CXX@/$(call rt_wrap_flag,$(RT_WRAP_CXX))/
+
 RT_LIB := $(LIB)/libfuntrace.a
 RT_STATIC_LIB := $(LIB)/libfuntrace_static.a
 RT_CXX_LIB := $(LIB)/libfuntrace_cxx.a
@@ -79,15 +90,15 @@ $(BUILD)/include/%.h: runtime/include/%.h
 	@mkdir -p $(@D)
 	cp $< $@
 
-$(RT_WRAPPERS): runtime/funtrace-cc.sh runtime/include/funtrace_abi.h
+$(RT_WRAPPERS): runtime/funtrace-cc.sh runtime/include/funtrace_abi.h runtime/build.mk
 	@mkdir -p $(@D)
-	sed -e 's/@FT_VERSION@/$(FT_VERSION)/; s/@FT_ABI@/$(FT_ABI)/; s/@FT_RAW@/$(FT_RAW)/' $< > $@.tmp
+	sed -e 's/@FT_VERSION@/$(FT_VERSION)/; s/@FT_ABI@/$(FT_ABI)/; s/@FT_RAW@/$(FT_RAW)/; $(RT_SED_WRAP)' $< > $@.tmp
 	chmod 755 $@.tmp
 	mv $@.tmp $@
 
-$(RT_PC): runtime/funtrace.pc.in
+$(RT_PC): runtime/funtrace.pc.in runtime/build.mk
 	@mkdir -p $(@D)
-	sed -e 's/@FT_VERSION@/$(FT_VERSION)/' $< > $@
+	sed -e 's/@FT_VERSION@/$(FT_VERSION)/; $(RT_SED_WRAP)' $< > $@
 
 INSTALL_STEPS += install -m 644 $(RT_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace.a; \
 	install -m 644 $(RT_STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/libfuntrace_static.a; \

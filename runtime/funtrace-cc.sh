@@ -328,13 +328,9 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
             -Wl,--export-dynamic-symbol=__cxa_rethrow
             -Wl,--export-dynamic-symbol=__gxx_personality_v0
             -Wl,--export-dynamic-symbol=__gcc_personality_v0)
-    [ $cxx_wrap = 1 ] && extra+=(
-            -Wl,--wrap=__cxa_begin_catch,--wrap=__cxa_end_catch,--wrap=__cxa_throw,--wrap=__cxa_rethrow
-            -Wl,--wrap=__gxx_personality_v0,--wrap=__gcc_personality_v0)
-    [ $static_all = 1 ] && [ $count = 0 ] && extra+=(
-            -Wl,--wrap=sigaction,--wrap=signal,--wrap=bsd_signal,--wrap=sysv_signal,--wrap=__sysv_signal
-            -Wl,--wrap=longjmp,--wrap=_longjmp,--wrap=siglongjmp,--wrap=__longjmp_chk
-            -Wl,--wrap=pthread_setname_np)
+    # (the lists: RT_WRAP_CXX, RT_WRAP_LIBC in runtime/build.mk)
+    [ $cxx_wrap = 1 ] && extra+=('@FT_WRAP_CXX@')
+    [ $static_all = 1 ] && [ $count = 0 ] && extra+=('@FT_WRAP_LIBC@')
     extra+=(-Wl,--export-dynamic-symbol=dlopen
             -Wl,--export-dynamic-symbol=dlclose
             -Wl,--export-dynamic-symbol=pthread_setname_np
