@@ -16,6 +16,10 @@
 #                  runtime patches the sleds: -fnoxray-link-deps at link time;
 #                  the -funtrace-* filter flags become clang's XRay options)
 #   any:         nothing                                   (FUNTRACE_INSTR=none)
+# The build's own -pg, -finstrument-functions[-after-inlining] or
+# -fxray-instrument choose the mode when FUNTRACE_INSTR does not, and are left
+# out (one warning line) when it chooses another: one instrumentation, never
+# two.  A last -fno-instrument-functions / -fno-xray-instrument: none.
 # Linking (no -c/-S/-E/-M/-MM): the instrumentation flags again, so that the
 # code generated at link time (-flto) is instrumented too.  Linking an
 # executable (no -shared/-r, some input) also adds <prefix>/lib/libfuntrace.a
@@ -102,7 +106,12 @@ Environment:
                          -finstrument-functions-after-inlining), xray (clang:
                          -fxray-instrument, sleds patched by the runtime; add
                          -fxray-instruction-threshold=1 to trace every
-                         function) or none
+                         function) or none.  Unset: the build's own -pg,
+                         -finstrument-functions[-after-inlining] or
+                         -fxray-instrument chooses (two of them: refused);
+                         set: the build's flags of another mode are left out
+                         (a warning).  A last -fno-instrument-functions or
+                         -fno-xray-instrument: that command gets none
   FUNTRACE_CC, FUNTRACE_CXX, FUNTRACE_CLANG, FUNTRACE_CLANGXX
                          the real compilers (default gcc, g++, clang, clang++)
 
@@ -117,25 +126,64 @@ if [ $# = 1 ] && [ "$1" = --version ]; then
     exit 0
 fi
 
+# The build's own instrumentation flags (a build made for gprof, or for the
+# original funtrace): one instrumentation only, since two would log every call
+# twice.  Without FUNTRACE_INSTR they choose the mode; with it they give way
+# (left out, one warning line); FUNTRACE_INSTR=none passes them through.  A
+# last -fno-instrument-functions or -fno-xray-instrument: this command gets no
+# instrumentation at all (a file the build wants untraced).
+own_modes=     # the modes the build's flags ask for
+own_flags=     # those flags
+own_finstr=    # the build's finstr flag (clang: either flavour is kept as given)
+own_off=0
+for a in "$@"; do
+    case "$a" in
+        -pg) m=pg ;;
+        -finstrument-functions|-finstrument-functions-after-inlining) m=finstr; own_finstr=$a ;;
+        -fxray-instrument) m=xray ;;
+        -fno-instrument-functions|-fno-xray-instrument) own_off=1; continue ;;
+        *) continue ;;
+    esac
+    own_off=0
+    case " $own_flags " in *" $a "*) ;; *) own_flags+="${own_flags:+ }$a" ;; esac
+    case " $own_modes " in *" $m "*) ;; *) own_modes+="${own_modes:+ }$m" ;; esac
+done
 instr=${FUNTRACE_INSTR:-}
+src_of_mode="FUNTRACE_INSTR=$instr"
+if [ -z "$instr" ] && [ -n "$own_modes" ]; then
+    if [ "$own_modes" != "${own_modes%% *}" ]; then
+        echo "$me: $own_flags: two instrumentations would log every call twice; keep one, or choose with" \
+             "FUNTRACE_INSTR=pg|finstr|xray" >&2
+        exit 2
+    fi
+    instr=$own_modes
+    src_of_mode="the build's ${own_flags} (left out)"
+fi
 if [ -z "$instr" ]; then
     if [ $kind = gcc ]; then instr=pg; else instr=finstr; fi
 fi
+warned=0
 case "$instr" in
     pg)
         if [ $kind = clang ]; then
-            echo "$me: FUNTRACE_INSTR=pg needs gcc; clang uses -finstrument-functions-after-inlining" >&2
-            instr=finstr
+            echo "$me: $src_of_mode needs gcc; clang uses -finstrument-functions-after-inlining" >&2
+            instr=finstr; warned=1
         fi ;;
     xray)
         # gcc has no XRay; its -pg code calls the same hooks, so both mix
         if [ $kind = gcc ]; then
-            echo "$me: FUNTRACE_INSTR=xray needs clang; gcc uses -pg -mfentry -minstrument-return=call" >&2
-            instr=pg
+            echo "$me: $src_of_mode needs clang; gcc uses -pg -mfentry -minstrument-return=call" >&2
+            instr=pg; warned=1
         fi ;;
     finstr|none) ;;
     *) echo "$me: FUNTRACE_INSTR must be pg, finstr, xray or none (got '$instr')" >&2; exit 2 ;;
 esac
+# the build's flags of another mode give way (FUNTRACE_INSTR, or a mode the
+# compiler does not have)
+if [ $instr != none ] && [ -n "$own_modes" ] && [ "$own_modes" != $instr ] && [ $warned = 0 ]; then
+    echo "$me: leaving out the build's $own_flags: funtrace's $instr mode instruments this" \
+         "(a second instrumentation would log every call twice)" >&2
+fi
 
 link=1
 shared=0
@@ -202,7 +250,10 @@ for a in "$@"; do
         -fno-lto) lto=0 ;;
         -fomit-frame-pointer)
             # gcc refuses -pg with -fomit-frame-pointer
-            [ $instr = pg ] && continue ;;
+            [ $instr = pg ] && [ $own_off = 0 ] && continue ;;
+        -pg|-finstrument-functions|-finstrument-functions-after-inlining|-fxray-instrument)
+            # the build's instrumentation: the mode's flags below stand for it
+            [ $instr != none ] && continue ;;
         -o|-I|-L|-D|-U|-x|-MF|-MT|-MQ|-include|-imacros|-isystem|-iquote|-idirafter|-iprefix|\
         -iwithprefix|-iwithprefixbefore|-isysroot|-Xlinker|-Xassembler|-Xpreprocessor|-Xclang|\
         -u|-T|-z|-aux-info|--param|-l|-arch|-target|--target|-MJ|-dumpdir|-dumpbase|-dumpbase-ext)
@@ -223,13 +274,17 @@ for a in "$@"; do
     args+=("$a")
 done
 
-if [ $instr = pg ]; then
+if [ $own_off = 1 ] && [ $instr != none ]; then
+    cflags=()
+    instr=none
+elif [ $instr = pg ]; then
     cflags=(-pg -mfentry -minstrument-return=call)
 elif [ $instr = finstr ] && [ $kind = gcc ]; then
     cflags=(-finstrument-functions)
     [ $headers = 0 ] && cflags+=(-finstrument-functions-exclude-file-list=.h,.hpp,/usr/include)
 elif [ $instr = finstr ]; then
-    cflags=(-finstrument-functions-after-inlining)
+    # (the build's -finstrument-functions, before inlining, is kept as it is)
+    cflags=("${own_finstr:--finstrument-functions-after-inlining}")
 elif [ $instr = xray ]; then
     # clang's sleds; the runtime patches them (runtime/xray.c), so no
     # compiler-rt XRay runtime at link time.  clang's threshold applies

@@ -101,6 +101,79 @@ def test_passthrough_and_bad_mode(tree, tmp_path):
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "FUNTRACE_INSTR" in r.stderr
 
 
+HOOKS = {"pg": {"__fentry__", "__return__"}, "finstr": {"__cyg_profile_func_enter", "__cyg_profile_func_exit"},
+         "xray": set()}
+XRAY_T1 = "-fxray-instruction-threshold=1"  # (clang's default threshold leaves out functions this small)
+OWN_FLAGS = [
+    # wrapper, FUNTRACE_INSTR, the build's CFLAGS, the mode the objects get, the wrapper's warning
+    ("funtrace-gcc", None, "-finstrument-functions", "finstr", None),
+    ("funtrace-gcc", None, "-O1 -pg", "pg", None),
+    ("funtrace-gcc", "pg", "-finstrument-functions", "pg", "leaving out the build's -finstrument-functions"),
+    ("funtrace-gcc", "finstr", "-pg", "finstr", "leaving out the build's -pg"),
+    ("funtrace-gcc", None, "-fxray-instrument", "pg", "the build's -fxray-instrument (left out) needs clang"),
+    ("funtrace-clang", None, f"-fxray-instrument {XRAY_T1}", "xray", None),
+    ("funtrace-clang", None, "-finstrument-functions", "finstr", None),
+    ("funtrace-clang", "xray", f"-finstrument-functions {XRAY_T1}", "xray",
+     "leaving out the build's -finstrument-functions"),
+    ("funtrace-clang", None, "-pg", "finstr", "the build's -pg (left out) needs gcc"),
+]
+
+
+@pytest.mark.parametrize("wrapper,env_instr,cflags,mode,warning", OWN_FLAGS,
+                         ids=[f"{w}-{e or 'default'}-{c.split()[0 if c[:2] != '-O' else 1]}"
+                              for w, e, c, _, _ in OWN_FLAGS])
+def test_builds_own_instrumentation_flags(tree, tmp_path, wrapper, env_instr, cflags, mode, warning):
+    """A build that already passes an instrumentation flag (made for gprof,
+    for the original funtrace, for XRay) gets one instrumentation, not two
+    (which logged every call twice): without FUNTRACE_INSTR the build's flag
+    chooses the mode, with it the flag is left out with one warning line;
+    every call is logged exactly once either way."""
+    if "clang" in wrapper and shutil.which("clang") is None:
+        pytest.skip("clang is not installed")
+    src = project(tmp_path)
+    (src / "Makefile").write_text("prog: main.o other.o\n\t$(CC) $(CFLAGS) -o $@ $^\n")
+    env = {"FUNTRACE_INSTR": env_instr} if env_instr else {}
+    if not env_instr:
+        env["FUNTRACE_INSTR"] = ""
+    r = sh(["make", f"CC={tree.tool(wrapper)}", f"CFLAGS={cflags}"], src, env=env)
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith(wrapper + ":")]
+    if warning:
+        assert said and all(warning in ln for ln in said), r.stderr
+    else:
+        assert not said, r.stderr
+    for obj in ("main.o", "other.o"):
+        undef = set(sh(["nm", "-u", obj], src).stdout.split())
+        others = set().union(*(h for m, h in HOOKS.items() if m != mode))
+        assert HOOKS[mode] <= undef and not (others & undef), (obj, undef)
+        has_sleds = "xray_instr_map" in sh(["objdump", "-h", obj], src).stdout
+        assert has_sleds == (mode == "xray"), obj
+    check_program(src / "prog", tmp_path)
+
+
+def test_builds_own_instrumentation_flags_conflict_and_off(tree, tmp_path):
+    """Two instrumentations in the build's flags and no FUNTRACE_INSTR to
+    choose: refused with one line and exit 2.  A file compiled with a last
+    -fno-instrument-functions gets no instrumentation in any mode."""
+    src = project(tmp_path)
+    cc = str(tree.tool("funtrace-gcc"))
+    r = subprocess.run([cc, "-pg", "-finstrument-functions", "-c", "other.c"], capture_output=True, text=True,
+                       cwd=src, env={**os.environ, "FUNTRACE_INSTR": ""})
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "-pg -finstrument-functions" in r.stderr and "FUNTRACE_INSTR" in r.stderr
+    assert not (src / "other.o").exists()
+    for instr in ("pg", "finstr"):
+        sh([cc, "-O1", "-finstrument-functions", "-fno-instrument-functions", "-fomit-frame-pointer", "-c",
+            "other.c"], src, env={"FUNTRACE_INSTR": instr})
+        undef = set(sh(["nm", "-u", "other.o"], src).stdout.split())
+        assert not (undef & (HOOKS["pg"] | HOOKS["finstr"])), undef
+        sh([cc, "-O1", "-o", "prog", "main.c", "other.o"], src, env={"FUNTRACE_INSTR": instr})
+        r = run_program([src / "prog"], tmp_path / f"run-{instr}", want_core=False)
+        assert r.returncode == 0 and r.stdout == "ok\n", r.stderr
+        raw = only_snapshot(r.dir / "funtrace.raw")
+        assert sequence(raw, main_thread(raw), Syms(src / "prog"), keep={"here", "other"}) == [
+            ("here", "call"), ("here", "ret")]
+
+
 @pytest.mark.clang
 def test_clang_cxx(tree, tmp_path):
     """funtrace-clang++ builds and links a C++ program (the -fPIC-free,
