@@ -25,11 +25,13 @@ static int is_code_lo(const struct ce_code *c, uint32_t lo)
     return in_ranges(c->lo32, c->nlo32, lo) || in_ranges(c->lo32, c->nlo32, (uint64_t)lo - 3);
 }
 
-/* an event's address low half: code, or a landing pad's marker (a catch
- * at FT_LANDING_PAD_ADDR, exc_events.c) */
+/* an event's address low half: code, or a marker in the first page (a
+ * landing pad's catch at FT_LANDING_PAD_ADDR, exc_events.c; a context
+ * switch's marker and key digits, contexts.c) */
 static int is_event_lo(const struct ce_code *c, uint32_t lo)
 {
-    return lo == FT_LANDING_PAD_ADDR || is_code_lo(c, lo);
+    return lo == FT_LANDING_PAD_ADDR || lo == FT_CTX_SAVE_ADDR || lo == FT_CTX_RESUME_ADDR ||
+           (lo >= FT_CTX_DIGIT_BASE && lo < FT_MARKER_PAGE) || is_code_lo(c, lo);
 }
 
 static int pair_cmp(const void *a, const void *b)

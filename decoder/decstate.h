@@ -69,6 +69,20 @@ struct dthread {
     uint64_t *live;      /* call item indices of frames the final stack proves live at the end
                             (only computed for threads with unmatched catches), sorted */
     size_t nlive;
+    /* frames open when a context was resumed whose suspension the ring does
+     * not hold (swapcontext: replay.c), by the index of the resume's key item */
+    struct ctx_pre {
+        uint64_t idx;
+        uint32_t *f;     /* outermost first */
+        size_t n;
+    } *ctx_pre;
+    size_t nctx_pre;
+    /* the thread's events end inside a switch (killed in swapcontext: a SAVE
+     * logged, nothing since): the final stack is the saving context's (the
+     * SAVE whose key item is ctx_unsave_idx did not happen), or another
+     * suspended context's (ctx_end_key: resumed at the end) */
+    int has_ctx_unsave, has_ctx_end;
+    uint64_t ctx_unsave_idx, ctx_end_key;
     uint32_t *final_funcs; /* final stack, outermost first (func ids) */
     size_t nfinal;
     /* counters */

@@ -37,7 +37,7 @@ struct jpiece {
     size_t len;
 };
 
-#define ARGS_KEYS 0x7ffu /* the SL_* bits */
+#define ARGS_KEYS 0x1fffu /* the SL_* bits shown (SL_WAS_SUSP is not) */
 
 struct json_view {
     struct view v;
@@ -213,6 +213,8 @@ static __attribute__((noinline)) const struct jpiece *make_flag_args(struct json
         {SL_UNMEASURED, "\"measured\":false"},
         {SL_CUT_START, "\"clipped_by_since\":true"},
         {SL_CUT_END, "\"clipped_by_until\":true"},
+        {SL_SUSPENDED, "\"suspended\":true"},
+        {SL_RESUMED, "\"resumed\":true"},
     };
     f &= ARGS_KEYS & ~(SL_PENDING | SL_BOUND);
     if (!J->args)

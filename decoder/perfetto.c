@@ -51,7 +51,8 @@ static const struct {
     {SL_OPEN, "open_at_end"},                   {SL_ABANDONED, "return_missing"},
     {SL_UNWOUND, "unwound_by_exception"},       {SL_START_UNK, "started_before_ring"},
     {SL_UNMEASURED, "measured"},                {SL_CUT_START, "clipped_by_since"},
-    {SL_CUT_END, "clipped_by_until"},
+    {SL_CUT_END, "clipped_by_until"},          {SL_SUSPENDED, "suspended"},
+    {SL_RESUMED, "resumed"},
 };
 #define NFLAGS (sizeof flag_names / sizeof flag_names[0])
 #define ANNOT_UB NFLAGS /* upper_bound_ns */

@@ -40,6 +40,10 @@
  *                     returns of the frames it unwinds), the frames above that
  *                     frame were unwound and end there ("unwound"), not
  *                     "return missing".
+ *   context switch    (swapcontext: a marker and the saved context's key,
+ *                     FORMAT.md 1.4) SAVE sets the running stack aside under
+ *                     the key and starts an empty one; RESUME takes up the
+ *                     key's stack (see "contexts" below).
  *   return-with-caller (bit 62 only, original XRay mode) pops the top frame
  *                     and then returns into the logged caller.
  *   thunks            "virtual/non-virtual thunk to ..." events are ignored
@@ -68,6 +72,7 @@
 #include <string.h>
 
 #include "gencuts.h"
+#include "hmap.h"
 #include "replay.h"
 #include "ringevents.h"
 #include "xalloc.h"
@@ -85,6 +90,7 @@
 #define FR_ROTK 64u  /* bit-61 call whose code is known to log its return on unwinding (sym_exit_on_unwind) */
 #define FR_ESCAPED 128u /* FR_THROW whose exception found no handler: the C++ runtime's
                            __cxa_throw / __cxa_rethrow caught it itself for std::terminate */
+#define FR_SUSP 256u    /* its context was switched away from (swapcontext) at least once */
 
 /* Times: every event of a thread gets its own nanosecond (ns: a later event
  * with the same or an earlier clock reading is moved to the previous event's
@@ -164,6 +170,46 @@ struct replay {
     struct slice *sl;
     size_t nsl, slcap;
     size_t prev_hi; /* VIEW_PIECES: the SL_FROM_PREV slices of this batch are below it */
+    /* contexts (swapcontext, runtime/contexts.c): the stacks of the contexts
+     * suspended on this thread, by key (ctx_index: key -> slot; a slot
+     * whose context was resumed is free) */
+    struct rctx *ctxs;
+    size_t nctx, ctxcap;
+    uint32_t *ctx_free;
+    size_t nfree, freecap;
+    struct hmap ctx_index;
+    int ctx_mark;     /* a context marker (CTX_SAVE, CTX_RESUME) came, its key's digits follow */
+    int ctx_nd;       /* how many of them came */
+    uint64_t ctx_key; /* what they spell so far */
+    uint32_t ctx_pre; /* discovery: where the running context's orphan returns go: 0 pre
+                         (the ring start's context), j > 0 xpre[j - 1], CTX_FRESH none
+                         (a context started since: makecontext) */
+    struct xpre *xpre; /* discovery: the orphan-returned frames of contexts resumed without
+                          their suspension in the ring, innermost first */
+    size_t nxpre, xprecap;
+    uint64_t nsaves;        /* SAVEs so far */
+    uint64_t save_nevents;  /* discovery: th->nevents at the last one */
+};
+
+#define CTX_SAVE 1
+#define CTX_RESUME 2
+#define CTX_FRESH UINT32_MAX
+
+/* a suspended context: its stack as it was switched away from */
+struct rctx {
+    uint64_t key;
+    struct frame *stk;
+    size_t n, cap, nrot;
+    uint32_t pre; /* its ctx_pre */
+    int used;
+    int64_t t, tm;     /* when */
+    uint64_t seq, idx; /* its SAVE: the how-manieth, and its key item */
+};
+
+struct xpre {
+    uint64_t idx; /* the resume's key item */
+    uint32_t *f;
+    size_t n, cap;
 };
 
 static struct replay *rnew(struct dec *d, struct dthread *th, int discovery)
@@ -191,6 +237,14 @@ void replay_free(struct replay *r)
     free(r->stk);
     free(r->pre);
     free(r->sl);
+    for (size_t i = 0; i < r->nctx; i++)
+        free(r->ctxs[i].stk);
+    free(r->ctxs);
+    free(r->ctx_free);
+    hm_free(&r->ctx_index);
+    for (size_t i = 0; i < r->nxpre; i++)
+        free(r->xpre[i].f);
+    free(r->xpre);
     free(r);
 }
 
@@ -245,7 +299,7 @@ static ALWAYS_INLINE void open_out_k(struct replay *r, struct frame *fr, int k)
     struct slice *s = new_slice(r);
     s->func = fr->func;
     s->depth = depth;
-    s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0);
+    s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0) | ((fr->flags & FR_SUSP) ? SL_WAS_SUSP : 0);
     s->ub = 0;
     s->cdur = -1;
     if (IS_CALLS(r, k)) {
@@ -405,17 +459,31 @@ static long find(const struct replay *r, uint32_t match, size_t lim)
 
 #define MAX_PRE 65536 /* frames open at the ring start kept (garbage input can claim millions) */
 
+/* an orphan return: a frame open since before the running context's events
+ * in the ring began (its pre list: ctx_pre) */
 static void pre_add(struct replay *r, uint32_t func)
 {
-    if (r->npre >= MAX_PRE) {
+    uint32_t **l = &r->pre;
+    size_t *n = &r->npre, *cap = &r->precap;
+    if (r->ctx_pre == CTX_FRESH) { /* a context that started in the ring has none */
         r->th->unnamed++;
         return;
     }
-    if (r->npre == r->precap) {
-        r->precap = r->precap ? r->precap * 2 : 64;
-        r->pre = xrealloc(r->pre, r->precap * sizeof *r->pre);
+    if (r->ctx_pre) {
+        struct xpre *x = &r->xpre[r->ctx_pre - 1];
+        l = &x->f;
+        n = &x->n;
+        cap = &x->cap;
     }
-    r->pre[r->npre++] = func;
+    if (*n >= MAX_PRE) {
+        r->th->unnamed++;
+        return;
+    }
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *l = xrealloc(*l, *cap * sizeof **l);
+    }
+    (*l)[(*n)++] = func;
 }
 
 /* the stack open at the ring start, at the first event */
@@ -572,6 +640,187 @@ static void catch_end(struct replay *r)
     if (terminate_path(sym_func(d->sym, r->crun_f)))
         return;
     unwind_to(r, 0, FR_ROT | FR_PRE | FR_LIVE, throws);
+}
+
+/* ---- contexts ----------------------------------------------------------- */
+
+/* Context switches (swapcontext, runtime/contexts.c): a SAVE of key K
+ * suspends the running context -- its stack is kept under K and the events
+ * that follow run on an empty one (a context makecontext started), until a
+ * RESUME of a key takes that key's stack up again.  What runs when a
+ * RESUME comes was left without being saved (setcontext; a finished
+ * context's uc_link resumes with nothing left on its stack): its frames
+ * lost their returns.  A RESUME of a key whose SAVE the ring does not hold
+ * starts with the frames discovery found open in that context (its orphan
+ * returns, th->ctx_pre).  VIEW_PIECES: a suspended frame's piece ends at the
+ * SAVE (SL_SUSPENDED) and a new one starts at the RESUME (SL_RESUMED), so
+ * that a thread's pieces nest; every piece of such a call carries its whole
+ * duration, suspensions included (cdur, measured first as for generation
+ * boundaries).  VIEW_CALLS: whole calls; frames still suspended at the end
+ * are open (SL_OPEN | SL_SUSPENDED). */
+
+/* the suspended context of key, NULL if none */
+static struct rctx *ctx_find(const struct replay *r, uint64_t key)
+{
+    uint32_t v = hm_get(&r->ctx_index, key, 0);
+    return v != HMAP_NONE && r->ctxs[v].used && r->ctxs[v].key == key ? &r->ctxs[v] : NULL;
+}
+
+static void ctx_release(struct replay *r, struct rctx *c)
+{
+    c->used = 0;
+    r->ctx_free = xgrow(r->ctx_free, &r->freecap, r->nfree + 1, sizeof *r->ctx_free);
+    r->ctx_free[r->nfree++] = (uint32_t)(c - r->ctxs);
+}
+
+/* a frame of the running context is suspended at t */
+static void suspend_out(struct replay *r, struct frame *fr, int64_t t)
+{
+    fr->flags |= FR_SUSP;
+    if (r->discovery || r->calls || fr->slice < 0) /* (a discovery replay's frames have no slice) */
+        return;
+    struct slice *s = &r->sl[fr->slice];
+    if (fr->cell == NONE32) { /* its whole duration: as at a generation boundary */
+        if (r->measuring) {
+            r->cells = xgrow(r->cells, &r->cellcap, r->ncells + 1, sizeof *r->cells);
+            r->cells[r->ncells] = INT64_MIN;
+        }
+        fr->cell = (uint32_t)r->ncells++;
+    }
+    if (!r->measuring && fr->cell < r->ncells_known && r->cells[fr->cell] != INT64_MIN)
+        s->cdur = r->cells[fr->cell] - fr->start;
+    s->end = t < s->start ? s->start : t;
+    s->flags = (uint16_t)((s->flags & ~SL_PENDING) | SL_SUSPENDED);
+    fr->slice = -1;
+}
+
+static void ctx_save(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
+{
+    if (!r->discovery && r->th->has_ctx_unsave && idx == r->th->ctx_unsave_idx)
+        return; /* the thread's events end in this switch, which did not happen (ctx_at_end) */
+    struct rctx *c = ctx_find(r, key);
+    if (c) { /* saved again without a resume: the older one can never resume */
+        for (size_t i = c->n; !r->discovery && i > 0; i--)
+            close_out_k(r, &c->stk[i - 1], c->t, c->tm, SL_ABANDONED, EV_DENSE, c->tm, K_ANY);
+    } else {
+        uint32_t v;
+        if (r->nfree) {
+            v = r->ctx_free[--r->nfree];
+        } else {
+            r->ctxs = xgrow(r->ctxs, &r->ctxcap, r->nctx + 1, sizeof *r->ctxs);
+            v = (uint32_t)r->nctx++;
+            r->ctxs[v].stk = NULL;
+            r->ctxs[v].cap = 0;
+        }
+        if (hm_put(&r->ctx_index, key, 0, v) != 0)
+            xalloc_die();
+        c = &r->ctxs[v];
+    }
+    for (size_t i = 0; i < r->n; i++)
+        suspend_out(r, &r->stk[i], t);
+    if (r->n > c->cap) {
+        c->cap = r->n;
+        c->stk = xrealloc(c->stk, c->cap * sizeof *c->stk);
+    }
+    if (r->n)
+        memcpy(c->stk, r->stk, r->n * sizeof *r->stk);
+    c->key = key;
+    c->used = 1;
+    c->n = r->n;
+    c->nrot = r->nrot;
+    c->pre = r->ctx_pre;
+    c->t = t;
+    c->tm = tm;
+    c->seq = ++r->nsaves;
+    c->idx = idx;
+    r->save_nevents = r->th->nevents;
+    r->n = 0;
+    r->nrot = 0;
+    r->ctx_pre = CTX_FRESH;
+}
+
+/* c's stack becomes the running one (which is empty) */
+static void ctx_take_up(struct replay *r, struct rctx *c)
+{
+    if (c->n > r->cap) {
+        r->cap = c->n;
+        r->stk = xrealloc(r->stk, r->cap * sizeof *r->stk);
+    }
+    if (c->n)
+        memcpy(r->stk, c->stk, c->n * sizeof *c->stk);
+    r->n = c->n;
+    r->nrot = c->nrot;
+    r->ctx_pre = c->pre;
+    ctx_release(r, c);
+}
+
+static int cmp_ctx_pre(const void *k, const void *e)
+{
+    uint64_t a = *(const uint64_t *)k, b = ((const struct ctx_pre *)e)->idx;
+    return a < b ? -1 : a > b;
+}
+
+static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
+{
+    struct dthread *th = r->th;
+    /* what runs now was left without being saved: its frames lost their returns */
+    while (r->n)
+        pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
+    struct rctx *c = ctx_find(r, key);
+    if (c) {
+        ctx_take_up(r, c);
+        if (r->emitting && !r->calls)
+            for (size_t i = 0; i < r->n; i++) {
+                struct frame *fr = &r->stk[i];
+                open_out(r, fr);
+                struct slice *s = &r->sl[fr->slice];
+                s->start = s->end = t;
+                s->flags = (uint16_t)((s->flags & ~SL_FROM_PREV) | SL_RESUMED);
+            }
+        return;
+    }
+    /* a context suspended before the ring's events */
+    if (r->discovery) {
+        r->xpre = xgrow(r->xpre, &r->xprecap, r->nxpre + 1, sizeof *r->xpre);
+        r->xpre[r->nxpre] = (struct xpre){idx, NULL, 0, 0};
+        r->ctx_pre = (uint32_t)++r->nxpre;
+        return;
+    }
+    r->ctx_pre = 0; /* (not a context started in the ring) */
+    const struct ctx_pre *p = th->nctx_pre ? bsearch(&idx, th->ctx_pre, th->nctx_pre, sizeof *th->ctx_pre,
+                                                     cmp_ctx_pre)
+                                           : NULL;
+    for (size_t i = 0; p && i < p->n; i++)
+        push(r, p->f[i], sym_func(r->d->sym, p->f[i])->match, 0, FR_PRE, t, tm, NONE);
+}
+
+/* an event in the first page (FT_MARKER_PAGE) other than a landing pad's:
+ * a context marker, one of its key's digits, or out of a sequence (the
+ * ring's window starts inside one): nothing */
+static void event_marker(struct replay *r, uint64_t word, uint64_t addr, uint64_t idx, int64_t t, int64_t tm)
+{
+    int catch = (word & FT_F_CATCH) == FT_F_CATCH;
+    if (catch && (addr == FT_CTX_SAVE_ADDR || addr == FT_CTX_RESUME_ADDR)) {
+        if (r->crun)
+            catch_end(r); /* (not a catch: the run before it ended) */
+        r->ctx_mark = addr == FT_CTX_SAVE_ADDR ? CTX_SAVE : CTX_RESUME;
+        r->ctx_key = 0;
+        r->ctx_nd = 0;
+        return;
+    }
+    if (r->ctx_mark && word == addr && addr >= FT_CTX_DIGIT_BASE) { /* a digit: a call item */
+        r->ctx_key |= ((addr - FT_CTX_DIGIT_BASE) >> 2) << (FT_CTX_DIGIT_BITS * r->ctx_nd);
+        if (++r->ctx_nd < FT_CTX_DIGITS)
+            return;
+        int m = r->ctx_mark;
+        r->ctx_mark = 0;
+        if (m == CTX_SAVE)
+            ctx_save(r, r->ctx_key, idx, t, tm);
+        else
+            ctx_resume(r, r->ctx_key, idx, t, tm);
+        return;
+    }
+    r->ctx_mark = 0;
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -737,8 +986,6 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
     uint64_t word = e->word, tsc = e->tsc;
     int exact = e->q;
     uint64_t addr = word & FT_ADDR_MASK;
-    struct fcache *c = func_of(r, addr);
-    uint32_t f = c->f;
     int64_t tm;
     const int64_t t = step_time(&g->clk, r->gstart, tsc, r->last_ns, &tm);
     if (disc && tm <= r->last_ns && tsc + 1 < r->last_tsc)
@@ -766,10 +1013,18 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
         th->last_ns = t;
         th->last_mns = tm;
     }
-    if (__builtin_expect((word & FT_F_CATCH) == FT_F_CATCH, 0)) {
-        event_catch(r, word, f, t, tm, exact);
+    if (__builtin_expect(addr < FT_MARKER_PAGE, 0) && addr != FT_LANDING_PAD_ADDR) {
+        event_marker(r, word, addr, e->idx, t, tm);
         return;
     }
+    if (__builtin_expect(r->ctx_mark, 0))
+        r->ctx_mark = 0; /* a marker without its key */
+    if (__builtin_expect((word & FT_F_CATCH) == FT_F_CATCH, 0)) {
+        event_catch(r, word, func_of(r, addr)->f, t, tm, exact);
+        return;
+    }
+    struct fcache *c = func_of(r, addr);
+    uint32_t f = c->f;
     if (disc && !c->seen) { /* a catch names any function on the stack, traced or not: not seen */
         sym_func(r->d->sym, f)->seen = 1;
         c->seen = 1;
@@ -818,7 +1073,7 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
  * check that). */
 static int fast_ok(const struct replay *r)
 {
-    return r->started && !r->crun && !r->th->nlive && !r->measuring && !r->d->o.reference_replay;
+    return r->started && !r->crun && !r->ctx_mark && !r->th->nlive && !r->measuring && !r->d->o.reference_replay;
 }
 
 /* the state the fast loops keep in locals (the replay's, from fast_begin
@@ -1039,6 +1294,17 @@ static void finish(struct replay *r)
 {
     struct dthread *th = r->th;
     r->finished = 1;
+    if (th->has_ctx_end && !r->n && r->ctx_pre == CTX_FRESH) /* (ctx_at_end) */
+        ctx_resume(r, th->ctx_end_key, NONE, th->last_ns, th->last_mns);
+    /* the contexts still suspended: their calls are open (VIEW_CALLS; the
+     * pieces ended at the suspension) */
+    for (size_t k = 0; k < r->nctx; k++) {
+        struct rctx *c = &r->ctxs[k];
+        for (size_t i = c->n; c->used && !r->discovery && i > 0; i--)
+            close_out_k(r, &c->stk[i - 1], th->end_ns, th->end_ns, SL_OPEN | SL_SUSPENDED, EV_EXACT, th->end_ns,
+                        K_ANY);
+        c->used = 0;
+    }
     if (!r->n)
         return;
     const struct ftr_thread *rt = th->rt;
@@ -1402,6 +1668,52 @@ static void align_final(struct dec *d, const struct dthread *th, const uint32_t 
         mf[nf - 1] = unlogged;
 }
 
+/* The thread's events end inside a context switch -- a SAVE, nothing since:
+ * killed in swapcontext, before the context it switches to logged its
+ * RESUME (or began).  The final stack tells where it was: the saving
+ * context's stack (the switch did not happen), or another suspended one's
+ * (resumed, its RESUME not logged yet).  The suspended context whose frames
+ * align best with it (of the 64 saved last; ties: the later) is taken up
+ * again; the emission replay does the same (th->ctx_unsave_idx: skips that
+ * SAVE; th->ctx_end_key: resumes the context at the end). */
+static void ctx_at_end(struct dec *d, struct dthread *th, struct replay *r, const uint32_t *Sm, int truncated,
+                       struct gap gp)
+{
+    if (r->ctx_pre != CTX_FRESH || r->n || !r->nsaves || th->nevents != r->save_nevents)
+        return;
+    struct rctx *best = NULL;
+    size_t best_m = 0;
+    for (size_t k = 0; k < r->nctx; k++) {
+        struct rctx *c = &r->ctxs[k];
+        if (!c->used || !c->n || c->seq + 64 <= r->nsaves)
+            continue;
+        uint32_t *Lm = xrealloc(NULL, c->n * sizeof *Lm);
+        long *ml = xrealloc(NULL, c->n * sizeof *ml);
+        for (size_t i = 0; i < c->n; i++)
+            Lm[i] = c->stk[i].match;
+        align_final(d, th, Lm, c->n, Sm, truncated, gp, ml);
+        size_t m = 0;
+        for (size_t i = 0; i < c->n; i++)
+            m += ml[i] >= 0;
+        free(Lm);
+        free(ml);
+        if (m && (m > best_m || (m == best_m && c->seq > best->seq))) {
+            best = c;
+            best_m = m;
+        }
+    }
+    if (!best)
+        return;
+    if (best->seq == r->nsaves) {
+        th->has_ctx_unsave = 1;
+        th->ctx_unsave_idx = best->idx;
+    } else {
+        th->has_ctx_end = 1;
+        th->ctx_end_key = best->key;
+    }
+    ctx_take_up(r, best);
+}
+
 static struct replay *discovery_pass(struct dec *d, struct dthread *th, int lazy)
 {
     struct replay *r = rnew(d, th, 1);
@@ -1481,6 +1793,8 @@ void replay_discover(struct dec *d, struct dthread *th)
         }
         r = discovery_pass(d, th, 0);
     }
+    if (nS)
+        ctx_at_end(d, th, r, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, gp);
     /* F: frames open at the end */
     uint32_t *Fm = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *Fm);
     long *mf = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *mf);
@@ -1533,6 +1847,22 @@ void replay_discover(struct dec *d, struct dthread *th)
     if (nS && (fs->h.flags & FT_STKF_TRUNCATED) && w < 0 && th->lost_older)
         w = 0; /* neither the ring nor the final stack reaches the outermost frames: its
                   outermost entry is the marker "outer frames unknown" (finalstack.c) */
+    if (r->ctx_pre != 0) {
+        /* the final stack is another context's than the one the ring starts
+         * in: a context resumed without its suspension in the ring gets
+         * them below its orphan-returned frames (in the order of its list:
+         * innermost first); a context started in the ring (makecontext)
+         * has none of them traced */
+        if (r->ctx_pre != CTX_FRESH)
+            for (long j = w; j >= 0; j--) {
+                uint32_t f = th->final_funcs[j];
+                const struct func *fn = sym_func(d->sym, f);
+                if (j == (long)gap || (fn->unknown && fn->modfile < 0))
+                    continue;
+                pre_add(r, f);
+            }
+        w = -1;
+    }
     /* the marker of the frames the unwinder left out, when it is among
      * them: it stands for those the ring does not hold either.  When it is
      * the last of them, the open frames outside the outermost one matched
@@ -1571,6 +1901,21 @@ void replay_discover(struct dec *d, struct dthread *th)
     th->npre_final = th->npre;
     for (size_t i = r->npre; i > 0; i--)
         th->pre[th->npre++] = r->pre[i - 1];
+    /* the contexts resumed without their suspension in the ring: their
+     * frames open at the resume, outermost first */
+    th->ctx_pre = r->nxpre ? xcalloc(r->nxpre, sizeof *th->ctx_pre) : NULL;
+    th->nctx_pre = 0;
+    for (size_t i = 0; i < r->nxpre; i++) {
+        const struct xpre *x = &r->xpre[i];
+        if (!x->n)
+            continue;
+        struct ctx_pre *p = &th->ctx_pre[th->nctx_pre++];
+        p->idx = x->idx;
+        p->n = x->n;
+        p->f = xmalloc(x->n * sizeof *p->f);
+        for (size_t j = 0; j < x->n; j++)
+            p->f[j] = x->f[x->n - 1 - j];
+    }
     free(Fm);
     free(mf);
     free(Sm);
@@ -1580,12 +1925,18 @@ void replay_discover(struct dec *d, struct dthread *th)
 void replay_forget(struct dthread *th, int owned)
 {
     if (owned) {
+        for (size_t i = 0; i < th->nctx_pre; i++)
+            free(th->ctx_pre[i].f);
+        free(th->ctx_pre);
         free(th->pre);
         free(th->abandoned);
         free(th->live);
         free(th->final_funcs);
     }
     th->pre = NULL;
+    th->ctx_pre = NULL;
+    th->nctx_pre = 0;
+    th->has_ctx_unsave = th->has_ctx_end = 0;
     th->abandoned = th->live = NULL;
     th->final_funcs = NULL;
     th->npre = th->npre_final = th->nabandoned = th->nlive = th->nfinal = 0;

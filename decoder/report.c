@@ -97,15 +97,19 @@ static void r_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
         /* a call's pieces (one per generation it spans) add up to it */
         if (dp >= rt->cap)
             rt->acc = xgrow(rt->acc, &rt->cap, dp + 1, sizeof *rt->acc);
-        if (!(sl->flags & SL_FROM_PREV)) {
+        if (!(sl->flags & (SL_FROM_PREV | SL_RESUMED))) {
             r->calls++;
             rt->acc[dp] = 0;
         }
         rt->acc[dp] = sat_add64(rt->acc[dp], dur);
-        if (!(sl->flags & SL_TO_NEXT)) {
-            if (rt->acc[dp] > r->max)
-                r->max = rt->acc[dp];
-            r->sum = sat_add64(r->sum, rt->acc[dp]);
+        if (!(sl->flags & (SL_TO_NEXT | SL_SUSPENDED))) {
+            /* a call that was suspended (swapcontext): its whole duration,
+             * from its call to its return (other contexts' calls at its
+             * depth came between its pieces) */
+            int64_t c = (sl->flags & SL_WAS_SUSP) && sl->cdur >= 0 ? sl->cdur : rt->acc[dp];
+            if (c > r->max)
+                r->max = c;
+            r->sum = sat_add64(r->sum, c);
         }
         R->open = xgrow(R->open, &R->ocap, depth + 1, sizeof *R->open);
         R->open[depth++] = sl->func;

@@ -70,6 +70,13 @@ static unsigned addr_score(const struct dec *d, const struct run *u, uint32_t hi
 uint32_t rx_addr_resolve(const struct dec *d, const struct run *u, int have_next, uint32_t next,
                              int have_prev, uint32_t prev)
 {
+    /* a run of markers only (a context switch's, FT_MARKER_PAGE: written
+     * with high half 0, and an ADDR_HI escape follows them) */
+    unsigned markers = 0;
+    for (unsigned k = 0; k < u->nsamples; k++)
+        markers += u->samples[k] < FT_MARKER_PAGE;
+    if (u->nsamples && markers == u->nsamples)
+        return 0;
     uint32_t best = have_next ? next : have_prev ? prev : 0;
     unsigned best_score = addr_score(d, u, best);
     if (have_prev && prev != best) {

@@ -20,6 +20,12 @@
                                  the duration is at most ub (ringevents.c) */
 #define SL_CUT_START   0x200u /* started before --since: clipped to it (filter.c) */
 #define SL_CUT_END     0x400u /* went on past --until: clipped to it (filter.c) */
+#define SL_SUSPENDED   0x800u /* ends where its context was switched away from
+                                 (swapcontext): the call goes on when it is resumed;
+                                 VIEW_CALLS: open at the end in a suspended context */
+#define SL_RESUMED     0x1000u /* starts where its context was resumed */
+#define SL_WAS_SUSP    0x2000u /* a piece of a call that was suspended before it
+                                 (cdur: the whole call, suspensions included) */
 
 struct slice {
     uint32_t func;       /* symtab function id */

@@ -1,5 +1,6 @@
 /* ft_interposing.h -- how the runtime's interposers of libc functions are
- * named and find the real functions (interpose.c, signals.c, modules.c).
+ * named and find the real functions (interpose.c, signals.c, modules.c,
+ * contexts.c).
  *
  * Built normally (libfuntrace.a): the interposer of NAME is NAME, weak and
  * exported, and the real function is the next definition,
@@ -39,6 +40,9 @@ void __real_longjmp(struct __jmp_buf_tag env[1], int val) __attribute__((noretur
 void __real__longjmp(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
 void __real_siglongjmp(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
 void __real___longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
+struct ucontext_t;
+int __real_swapcontext(struct ucontext_t *oucp, const struct ucontext_t *ucp);
+int __real_setcontext(const struct ucontext_t *ucp);
 #endif
 
 /* the next definition of name after ours, found once (*cache) */

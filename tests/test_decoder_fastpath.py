@@ -75,3 +75,12 @@ def test_generations_and_wrapped_rings(tree, compiled, run_crash, time, tmp_path
                                        if time == "sampled" else {})}
     raw = crash_raw(tree, run_crash, compiled("dec_gens.c", "pg"), env=env)
     same_either_way(tree, raw, tmp_path)
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_context_switches(tree, compiled, run_crash, time, tmp_path):
+    """fibers (swapcontext) in a ring that wrapped, over many generations: stacks set aside
+    and taken up again, contexts resumed from before the ring, a crash in a fiber"""
+    env = {"FUNTRACE_BUF": "64K", "FUNTRACE_GEN_MS": "2", "FUNTRACE_TIME": time}
+    raw = crash_raw(tree, run_crash, compiled("dec_fibers.c", "pg"), ["20000", "fiber"], env=env)
+    same_either_way(tree, raw, tmp_path)

@@ -78,6 +78,21 @@ extern "C" {
  * whose cleanup code (destructors) or catch handler the unwinder is about to
  * enter; the frames above that function's were unwound (FORMAT.md 1.4). */
 #define FT_LANDING_PAD_ADDR 4ULL
+/* Context switches (swapcontext, runtime/contexts.c): a catch entry at one
+ * of these markers, then FT_CTX_DIGITS call entries in the first page that
+ * spell the context's key, 9 bits each, least significant first: the
+ * address of the ucontext_t >> 3 (bits 46..3) that the running context is
+ * saved in (SAVE: logged before the switch) or was resumed from (RESUME:
+ * logged by the resumed context, first thing).  Between a SAVE and the next
+ * RESUME a context that makecontext started runs.  An entry in the first
+ * page outside such a sequence (a ring window that starts inside one) is
+ * nothing (FORMAT.md 1.4). */
+#define FT_MARKER_PAGE 0x1000ULL /* event addresses below it are markers, never code */
+#define FT_CTX_SAVE_ADDR 8ULL
+#define FT_CTX_RESUME_ADDR 12ULL
+#define FT_CTX_DIGIT_BASE 0x800ULL /* + digit * 4 */
+#define FT_CTX_DIGIT_BITS 9
+#define FT_CTX_DIGITS 5
 
 struct ft_entry {
     uint64_t word; /* address | flags */

@@ -1,0 +1,69 @@
+/*
+ * contexts.c -- stack switches in the trace: a program that runs several
+ * contexts on one thread (coroutines, fibers) with swapcontext switches
+ * between call stacks, so the events after a switch belong to another
+ * stack than those before it.  The switch is logged (FORMAT.md 1.4,
+ * FT_CTX_SAVE_ADDR / FT_CTX_RESUME_ADDR, then the key's digits):
+ *   swapcontext(oucp, ucp)  SAVE oucp before the switch; when the saved
+ *                           context is resumed (by a swapcontext or a
+ *                           setcontext of oucp, or when a context whose
+ *                           uc_link is oucp returns), RESUME oucp, first
+ *                           thing, on whatever thread resumes it;
+ *   setcontext(ucp)         nothing of its own (the context it resumes logs
+ *                           its RESUME if swapcontext saved it); the frames
+ *                           it leaves are left without returns, as with
+ *                           longjmp (sampled mode: ft_no_leaf_return).
+ * The decoder keeps the stack of each saved context by its key and takes
+ * it up again at its RESUME.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#include "ft_interposing.h"
+#include "ft_internal.h"
+
+typedef int (*swap_fn)(ucontext_t *, const ucontext_t *);
+typedef int (*set_fn)(const ucontext_t *);
+
+/* the marker, then the key's digits (funtrace_abi.h) */
+static void log_ctx(uint64_t marker, const ucontext_t *ctx)
+{
+    uint64_t key = (uint64_t)(uintptr_t)ctx >> 3;
+    ft_log_event(marker | FT_F_CATCH);
+    for (int i = 0; i < FT_CTX_DIGITS; i++, key >>= FT_CTX_DIGIT_BITS)
+        ft_log_event(FT_CTX_DIGIT_BASE + ((key & ((1u << FT_CTX_DIGIT_BITS) - 1)) << 2));
+    /* the next event may be a return of another stack's frame, right after
+     * these call items: it must carry its address (sampled mode) */
+    ft_no_leaf_return((uint64_t)(uintptr_t)__builtin_return_address(0));
+}
+
+FT_EXPORT __attribute__((weak)) int FT_ITP(swapcontext)(ucontext_t *oucp, const ucontext_t *ucp)
+{
+    static void *cache;
+    swap_fn real = (swap_fn)FT_REAL(&cache, swapcontext);
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    log_ctx(FT_CTX_SAVE_ADDR, oucp);
+    int rc = real(oucp, ucp);
+    int e = errno;
+    /* back in the context saved in oucp (or the switch failed) */
+    log_ctx(FT_CTX_RESUME_ADDR, oucp);
+    errno = e;
+    return rc;
+}
+
+FT_EXPORT __attribute__((weak)) int FT_ITP(setcontext)(const ucontext_t *ucp)
+{
+    static void *cache;
+    set_fn real = (set_fn)FT_REAL(&cache, setcontext);
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    ft_no_leaf_return((uint64_t)(uintptr_t)__builtin_return_address(0));
+    return real(ucp);
+}

@@ -1,0 +1,183 @@
+"""Stack switches on one thread (coroutines, fibers: ucontext's makecontext
+and swapcontext, runtime/contexts.c): the events after a switch belong to
+another call stack.  The runtime logs each switch (FORMAT.md 1.4: a marker
+and the saved context's key); the decoder keeps every suspended context's
+stack and takes it up again when the context is resumed, so nothing is
+popped that did not return, and a thread's pieces still nest: a suspended
+call's piece ends at the switch ("suspended") and goes on at the resume
+("resumed").  tests/progs/dec_fibers.c: a scheduler in main runs 3 fibers
+round-robin, each yielding in the middle of every step."""
+import pytest
+
+from conftest import run_tool
+from dec_util import check_nesting, crash_raw, decode
+from test_decoder import modes
+
+NFIB = 3
+
+
+def calls(tr, tid, name):
+    """the calls of name: its pieces that begin a call (not a resumed one, nor
+    one going on from the previous generation)"""
+    return [s for s in tr.slices[tid] if s.n == name and not s.args.get("resumed")
+            and not s.args.get("from_previous_generation")]
+
+
+def text_lines(tree, raw, *args):
+    r = run_tool([tree.tool("funtrace-decode"), raw, "--text", *args])
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def line_of(lines, name, depth):
+    """the --text lines of calls of name at depth (its indentation)"""
+    return [ln for ln in lines if ln[36:].startswith("  " * depth + name + "  ")]
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+@pytest.mark.parametrize("mode", modes())
+def test_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode, time, tmp_path):
+    """Every switch keeps the suspended stack: no frame loses its return, each
+    call is counted once (its pieces are one call), every suspended piece is
+    resumed, and the thread's pieces nest."""
+    exe = compiled("dec_fibers.c", mode)
+    rounds = 3
+    env = {"FUNTRACE_TIME": time, "FUNTRACE_SAMPLE_K": "4"} if time == "sampled" else None
+    raw = crash_raw(tree, run_crash, exe, [str(rounds)], env=env)
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    sl = tr.slices[tr.pid]
+    bad = [s for s in sl if s.args.get("return_missing") or s.args.get("started_before_ring")]
+    assert not bad, bad[:5]
+    expect = {"fiber": NFIB, "step": NFIB * rounds, "yield": NFIB * rounds, "leaf": 2 * NFIB * rounds,
+              "resume": NFIB * (rounds + 1), "schedule": 1, "main": 1, "crash_here": 1}
+    assert {n: len(calls(tr, tr.pid, n)) for n in expect} == expect
+    # every yield: suspended at its switch, resumed when the scheduler comes back to its fiber
+    ys = [s for s in sl if s.n == "yield"]
+    assert len(ys) == 2 * NFIB * rounds
+    assert sum(1 for s in ys if s.args.get("suspended")) == NFIB * rounds
+    assert sum(1 for s in ys if s.args.get("resumed")) == NFIB * rounds
+    # nothing is left suspended: every fiber returned to the scheduler
+    assert sum(1 for s in sl if s.args.get("suspended")) == sum(1 for s in sl if s.args.get("resumed"))
+    # a fiber's first call begins right after the scheduler's switch, at depth 0: its
+    # pieces are not inside the scheduler's suspended ones
+    lines = text_lines(tree, raw, "--calls", "200")
+    assert len(line_of(lines, "fiber", 0)) == NFIB
+    assert not [ln for ln in lines if "[return missing]" in ln or "[suspended]" in ln]
+
+
+@pytest.mark.parametrize("mode", ["pg", "finstr"])
+def test_crash_in_a_fiber(tree, compiled, run_crash, mode, tmp_path):
+    """A crash inside fiber 1: its frames are the final stack's (open, not
+    abandoned); fiber 2 and the scheduler are suspended at the end, their
+    calls open and marked so; fiber 0 had returned."""
+    exe = compiled("dec_fibers.c", mode)
+    raw = crash_raw(tree, run_crash, exe, ["3", "fiber"])
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
+    lines = text_lines(tree, raw, "--calls", "200")
+    open_ = [ln.split()[3:] for ln in lines if "[still open]" in ln]  # (start, unit, "open", name ...)
+    names = [w[0] for w in open_]
+    suspended = [w[0] for w in open_ if "[suspended]" in " ".join(w)]
+    assert suspended == ["main", "schedule", "fiber", "step", "yield", "resume"], lines
+    running = [w[0] for w in open_ if "[suspended]" not in " ".join(w)]
+    assert running == ["fiber", "step", "crash_here"], lines
+    assert len([n for n in names if n == "fiber"]) == 2  # fibers 1 (crashed) and 2 (suspended)
+
+
+@pytest.mark.parametrize("where", ["main", "fiber"])
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_fibers_in_a_wrapped_ring(tree, compiled, run_crash, time, where, tmp_path):
+    """A ring that wrapped many times: contexts suspended before its start
+    are resumed with the frames discovery found open in them (their orphan
+    returns, shown as started before the ring), the final stack's below
+    them, and no switch's marker is ever taken for a call -- a ring that
+    starts inside a switch's sequence included."""
+    exe = compiled("dec_fibers.c", "pg")
+    env = {"FUNTRACE_BUF": "16K", "FUNTRACE_TIME": time}
+    raw = crash_raw(tree, run_crash, exe, ["3000", *([where] if where == "fiber" else [])], env=env)
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    sl = tr.slices[tr.pid]
+    names = {s.n for s in sl}
+    assert names <= {"_start", "__libc_start_main_impl", "__libc_start_call_main", "main", "schedule",
+                     "resume", "fiber", "step", "leaf", "yield", "crash_here"} | \
+        {n for n in names if n.startswith("libc.so.6+")}, names
+    assert not [s for s in sl if s.args.get("return_missing")]
+    # contexts resumed with the frames open in them since before the ring
+    before = {s.n for s in sl if s.args.get("resumed") and s.args.get("started_before_ring")}
+    assert "fiber" in before or "main" in before, before
+    if where == "main":  # the scheduler's context is the final stack's: main below it
+        assert "main" in names
+    lines = text_lines(tree, raw)
+    assert "crash_here" in lines[[i for i, ln in enumerate(lines) if "[still open]" in ln][-1]]
+    assert not [ln for ln in lines if "[return missing]" in ln]
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_switch_markers_are_ring_memory(tree, compiled, run_crash, time):
+    """The pages of a ring full of switches (their markers and key digits are
+    first-page addresses, not code) are taken for ring memory when the
+    rings go by before the registry: one pass gives the file's raw."""
+    exe = compiled("dec_fibers.c", "pg")
+    env = {"FUNTRACE_BUF": "64K", "FUNTRACE_TIME": time}
+    run = run_crash([exe, "3000"], env=env)
+    ref = run_tool([tree.tool("coreextract"), run.core, exe], text=False)
+    assert ref.returncode == 0, ref.stderr
+    one = run_tool([tree.tool("coreextract"), "--one-pass", run.core, exe], text=False)
+    assert one.returncode == 0, one.stderr
+    assert one.stdout == ref.stdout
+
+
+def test_static_program_logs_its_switches(tree, compiled, run_crash, tmp_path):
+    """-static: swapcontext is interposed with ld --wrap (libfuntrace_static.a)."""
+    exe = compiled("dec_fibers.c", "pg", extra=["-static"], tag="static")
+    raw = crash_raw(tree, run_crash, exe, ["3"])
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
+    assert len(calls(tr, tr.pid, "step")) == NFIB * 3
+    assert sum(1 for s in tr.slices[tr.pid] if s.args.get("resumed")) > 0
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_ring_that_starts_inside_a_switch(tree, compiled, run_crash, time, tmp_path):
+    """A ring whose oldest items begin inside a switch's sequence (here: its
+    items before the marker's second key digit zeroed, as a wrapped ring
+    overwrites them): the digits left, whose address high half no escape
+    gives, are markers still -- never calls of code -- and the rest decodes
+    as from a ring that starts after that switch."""
+    import struct
+    from rawfile import chunks
+    exe = compiled("dec_fibers.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["3"], env={"FUNTRACE_TIME": time})
+    data = bytearray(raw.read_bytes())
+    magic, isz, fmt = ("TRACEE08", 8, "<Q") if time == "exact" else ("TRACES04", 4, "<I")
+    off, best = 0, None
+    for m, p in chunks(bytes(data)):
+        if m == magic and (best is None or len(p) > best[1]):
+            best = (off + 16, len(p))
+        off += 16 + len(p)
+    assert best, f"no {magic} chunk"
+    items = [struct.unpack_from(fmt, data, best[0] + isz * i)[0] for i in range(best[1] // isz)]
+    # the first switch's marker: a call item (tag 0) at FT_CTX_SAVE_ADDR (8)
+    k = next(i for i, w in enumerate(items) if w & 3 == 0 and w & 0xFFFFFFFC == 8 and w)
+    assert all(items[j] & 3 == 0 and 0x800 <= items[j] & 0xFFFFFFFC < 0x1000 for j in range(k + 1, k + 6))
+    data[best[0]:best[0] + isz * (k + 2)] = bytes(isz * (k + 2))
+    cut = tmp_path / "cut.raw"
+    cut.write_bytes(bytes(data))
+    r, tr = decode(tree, cut, json_out=tmp_path / "f.json")
+    assert r.returncode == 3, r.stderr  # (zeroed items: damaged)
+    check_nesting(tr)
+    sl = tr.slices[tr.pid]
+    assert not [s for s in sl if s.n.startswith("0x") or s.args.get("unwound_by_exception")
+                or s.args.get("return_missing")], sl[:12]
+    # the first fiber's events are those of the context the ring starts in; the
+    # scheduler is resumed with the frames open in it since before
+    assert len(calls(tr, tr.pid, "step")) == NFIB * 3
+    assert {"main", "schedule", "resume"} <= {s.n for s in sl if s.args.get("started_before_ring")}
