@@ -651,7 +651,11 @@ def test_usage_trigger_saves_before_the_oom_kill(tree, tmp_path, groups, watcher
     w.wait_armed()
     assert "usage >= 64.0 MiB, 50% of the 128.0 MiB limit (cgroup v1 threshold eventfd" in w.log, w.log
     p = groups.start([hog, "--step-ms", 2, "--pause-at-mb", 80], [g1])
-    wait_for(lambda: "saved " in w.log or p.poll() is not None, timeout=30, what="the save")
+    try:
+        wait_for(lambda: "saved " in w.log or p.poll() is not None, timeout=30, what="the save")
+    except AssertionError as e:  # (what the watcher and the group saw: once in a full suite run)
+        usage = (Path(g1) / "memory.usage_in_bytes").read_text().strip()
+        raise AssertionError(f"{e}; usage {usage} B; watcher log:\n{w.log}") from None
     assert p.poll() is None, w.log                      # saved while the hog lived, below the limit
     p.send_signal(signal.SIGUSR1)                       # grow on, into the OOM killer
     assert p.wait(timeout=60) == -signal.SIGKILL        # the OOM killer's
