@@ -9,6 +9,8 @@
 # PROGRAM: redis | unbound | memcached | lua | nginx | yaml-cpp (a C++ library:
 #          its libyaml-cpp.a and tools, built by its CMake; tests link a driver with it)
 #          | leveldb (C++, its CMake; its db_bench, whose worker threads are std::threads)
+#          | pcl (the Portable Coroutine Library, autotools: coroutines on ucontext's
+#          swapcontext; its test programs cobench and cothread, linked with libpcl.a)
 # VARIANT: traced  CC=funtrace-gcc (FUNTRACE_INSTR=pg)
 #          plain   CC=gcc (no funtrace at all)
 #          count   the traced build relinked with -funtrace-count
@@ -53,7 +55,8 @@ case "$prog" in
     nginx) pkg=nginx; exes=(objs/nginx) ;;
     yaml-cpp) pkg=yaml-cpp; exes=(b/util/parse) ;;
     leveldb) pkg=leveldb; exes=(b/db_bench) ;;
-    *) fail "unknown program (redis, unbound, memcached, lua, nginx, yaml-cpp, leveldb)" ;;
+    pcl) pkg=libpcl1; exes=(test/cobench test/cothread) ;;
+    *) fail "unknown program (redis, unbound, memcached, lua, nginx, yaml-cpp, leveldb, pcl)" ;;
 esac
 
 # ---- the source package --------------------------------------------------
@@ -154,6 +157,8 @@ run_make() {
         nginx) make -j"$jobs" "$@" ;;
         yaml-cpp) make -C b -j"$jobs" "$@" ;;
         leveldb) make -C b -j"$jobs" "$@" db_bench ;;
+        # the library, then its two test programs (check_PROGRAMS: made by name)
+        pcl) make -j"$jobs" "$@" && make -C test -j"$jobs" "$@" cobench cothread ;;
     esac >> "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; fail "$what failed (log: $dir/build.log)"; }
 }
 build_from_scratch() {
@@ -164,7 +169,7 @@ build_from_scratch() {
     : > "$dir/build.log"
     cd "$dir"
     case "$prog" in
-        unbound|memcached)
+        unbound|memcached|pcl)
             log "configure CC=$cc"
             FUNTRACE_FLAGS="$flags" ./configure CC="$cc" >> "$dir/build.log" 2>&1 ||
                 { tail -30 "$dir/build.log" >&2; fail "configure failed (log: $dir/build.log)"; } ;;
