@@ -356,10 +356,7 @@ int decode_main(struct dec_opts *o)
         free(th->cut);
         free(th->incomplete);
         free(th->by_tsc);
-        free(th->pre);
-        free(th->abandoned);
-        free(th->live);
-        free(th->final_funcs);
+        replay_forget(th, 1); /* (what discovery found) */
     }
     free(d.th);
     free(d.gens);
