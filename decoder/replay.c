@@ -673,14 +673,14 @@ static void ctx_release(struct replay *r, struct rctx *c)
     r->ctx_free[r->nfree++] = (uint32_t)(c - r->ctxs);
 }
 
-/* a frame of the running context is suspended at t */
-static void suspend_out(struct replay *r, struct frame *fr, int64_t t)
+/* VIEW_PIECES: frame fr's piece ends at end, and its call goes on (flag:
+ * SL_TO_NEXT at a generation boundary, SL_SUSPENDED at a context switch);
+ * the piece gets the whole call's duration, which a measuring replay (the
+ * same events without output, replay_measure) found: its cell */
+static void piece_goes_on(struct replay *r, struct frame *fr, int64_t end, unsigned flag)
 {
-    fr->flags |= FR_SUSP;
-    if (r->discovery || r->calls || fr->slice < 0) /* (a discovery replay's frames have no slice) */
-        return;
     struct slice *s = &r->sl[fr->slice];
-    if (fr->cell == NONE32) { /* its whole duration: as at a generation boundary */
+    if (fr->cell == NONE32) {
         if (r->measuring) {
             r->cells = xgrow(r->cells, &r->cellcap, r->ncells + 1, sizeof *r->cells);
             r->cells[r->ncells] = INT64_MIN;
@@ -689,9 +689,17 @@ static void suspend_out(struct replay *r, struct frame *fr, int64_t t)
     }
     if (!r->measuring && fr->cell < r->ncells_known && r->cells[fr->cell] != INT64_MIN)
         s->cdur = r->cells[fr->cell] - fr->start;
-    s->end = t < s->start ? s->start : t;
-    s->flags = (uint16_t)((s->flags & ~SL_PENDING) | SL_SUSPENDED);
+    s->end = end < s->start ? s->start : end;
+    s->flags = (uint16_t)((s->flags & ~SL_PENDING) | flag);
     fr->slice = -1;
+}
+
+/* a frame of the running context is suspended at t */
+static void suspend_out(struct replay *r, struct frame *fr, int64_t t)
+{
+    fr->flags |= FR_SUSP;
+    if (!r->discovery && !r->calls && fr->slice >= 0) /* (a discovery replay's frames have no slice) */
+        piece_goes_on(r, fr, t, SL_SUSPENDED);
 }
 
 static void ctx_save(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
@@ -1396,24 +1404,9 @@ void replay_gen(struct replay *r, size_t gi)
         int64_t gend = g->end_ns;
         if (r->started && r->last_ns + 1 > gend)
             gend = r->last_ns + 1; /* = the next generation's start for this thread */
-        for (size_t i = 0; i < r->n; i++) {
-            struct frame *fr = &r->stk[i];
-            if (fr->slice >= 0) {
-                struct slice *s = &r->sl[fr->slice];
-                if (fr->cell == NONE32) { /* the call goes on in the next generation */
-                    if (r->measuring) {
-                        r->cells = xgrow(r->cells, &r->cellcap, r->ncells + 1, sizeof *r->cells);
-                        r->cells[r->ncells] = INT64_MIN;
-                    }
-                    fr->cell = (uint32_t)r->ncells++;
-                }
-                if (!r->measuring && fr->cell < r->ncells_known && r->cells[fr->cell] != INT64_MIN)
-                    s->cdur = r->cells[fr->cell] - fr->start;
-                s->end = gend < s->start ? s->start : gend;
-                s->flags = (uint16_t)((s->flags & ~SL_PENDING) | SL_TO_NEXT);
-                fr->slice = -1;
-            }
-        }
+        for (size_t i = 0; i < r->n; i++) /* the calls go on in the next generation */
+            if (r->stk[i].slice >= 0)
+                piece_goes_on(r, &r->stk[i], gend, SL_TO_NEXT);
     }
     if (r->calls) {
         /* VIEW_CALLS: the whole thread in one batch, once it is finished */

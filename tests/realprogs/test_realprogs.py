@@ -672,6 +672,24 @@ def cpu_ticks(pid, tid) -> int:
     return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
 
 
+def kill_the_busiest(tree, exe, srv, name, window):
+    """send SIGSEGV (tgkill) to the thread named name, other than the main
+    one, that used the most CPU in the next `window` seconds; its core
+    checked (check_core), res["target"] that thread"""
+    main = srv.p.pid
+    names = srv.threads()
+    others = [t for t, n in names.items() if t != main and n == name]
+    before = {t: cpu_ticks(main, t) for t in others}
+    time.sleep(window)
+    busiest = max(others, key=lambda t: cpu_ticks(main, t) - before[t])
+    tgkill(main, busiest, signal.SIGSEGV)
+    rc = srv.wait_exit()
+    assert rc == -signal.SIGSEGV, f"{name} exit {rc}:\n{srv.output()[-3000:]}"
+    res = check_core(tree, exe, srv, names)
+    res["target"] = busiest
+    return res
+
+
 @pytest.fixture(scope="module")
 def leveldb_crash(tree, realprog, tmp_path_factory):
     """leveldb's db_bench (C++, its CMake build): one run fills and compacts a
@@ -688,20 +706,10 @@ def leveldb_crash(tree, realprog, tmp_path_factory):
     srv = Server([exe, "--benchmarks=readrandom", "--use_existing_db=1", f"--db={db}", "--num=200000",
                   "--reads=1000000000", "--threads=2"], tmp / "run")
     try:
-        main = srv.p.pid
         srv.wait_for(lambda: sum(1 for n in srv.threads().values() if n == "db_bench") >= 3, "the readers")
         time.sleep(1.0)
-        names = srv.threads()
-        others = [t for t, n in names.items() if t != main and n == "db_bench"]
-        before = {t: cpu_ticks(main, t) for t in others}
-        time.sleep(0.5)  # the busiest over the last half second: a reader (each runs on a CPU of its own)
-        busiest = max(others, key=lambda t: cpu_ticks(main, t) - before[t])
-        tgkill(main, busiest, signal.SIGSEGV)
-        rc = srv.wait_exit()
-        assert rc == -signal.SIGSEGV, f"db_bench exit {rc}:\n{srv.output()[-3000:]}"
-        res = check_core(tree, exe, srv, names)
-        res["target"] = busiest
-        yield res, ()
+        # the busiest over the last half second: a reader (each runs on a CPU of its own)
+        yield kill_the_busiest(tree, exe, srv, "db_bench", 0.5), ()
     finally:
         srv.close()
 
@@ -716,20 +724,9 @@ def pcl_crash(tree, realprog, tmp_path_factory):
     exe = d / "test" / "cobench"
     srv = Server([exe, "-n", "2"], tmp_path_factory.mktemp("pcl") / "run")
     try:
-        main = srv.p.pid
         srv.wait_for(lambda: srv.output().count("measuring switch performance") >= 2, "the switching")
         time.sleep(1.0)
-        names = srv.threads()
-        others = [t for t in names if t != main and names[t] == "cobench"]
-        before = {t: cpu_ticks(main, t) for t in others}
-        time.sleep(0.3)
-        busiest = max(others, key=lambda t: cpu_ticks(main, t) - before[t])
-        tgkill(main, busiest, signal.SIGSEGV)
-        rc = srv.wait_exit()
-        assert rc == -signal.SIGSEGV, f"cobench exit {rc}:\n{srv.output()[-3000:]}"
-        res = check_core(tree, exe, srv, names)
-        res["target"] = busiest
-        yield res, ()
+        yield kill_the_busiest(tree, exe, srv, "cobench", 0.3), ()
     finally:
         srv.close()
 
