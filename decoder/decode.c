@@ -219,6 +219,12 @@ static int run(struct dec *d, struct outputs *out)
      * generations began (the text view reads only the rings' ends) */
     if (whole)
         gens_estimate(d);
+    /* the thread that took the fatal signal ran until tracing froze: its
+     * last unstamped events (sampled time) happened before then */
+    const struct ft_fault *died = dec_original_fault(t);
+    for (size_t i = 0; died && (died->flags & FT_FAULTF_FROZEN) && i < d->nth; i++)
+        if (d->th[i].rt->tid == died->tid)
+            d->th[i].tail_tsc = died->tsc;
     /* then the final stacks (their symbols, maybe still loading: sym_warm) */
     for (size_t i = 0; i < d->nth; i++) {
         replay_discover(d, &d->th[i]);

@@ -18,7 +18,9 @@
  * bracket [lo, hi], and a call with an end in a loose bracket gets an upper
  * bound (end's hi - start's lo) instead of a point estimate (replay.c).
  * Events before the first / after the last stamp (one-sided) keep the
- * nearest stamp as their time (EV_DENSE).
+ * nearest stamp as their time (EV_DENSE) -- except the last events of the
+ * thread that took the fatal signal: it ran until tracing froze, and that
+ * time (th->tail_tsc) closes their bracket like a stamp.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +275,12 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
     if (n > p0) {
         struct look l = {0, 0};
         int hb = scan_sampled(d, th, hi, th->rt->n, ref, look_cb, &l);
+        if (!hb && th->tail_tsc && (!c->have || th->tail_tsc >= c->tsc)) {
+            /* the ring's last events: before the thread's end (the fatal
+             * signal's freeze), as if that were the stamp of the next event */
+            hb = 1;
+            l.tsc = th->tail_tsc;
+        }
         pend_times(out + p0, n - p0, o0, c->have, c->tsc, c->ord, hb, l.tsc, c->next_ord + l.before, ref, hz);
     }
     if (n)

@@ -576,6 +576,27 @@ def test_sampled_loose_brackets_are_upper_bounds(tree, compiled, run_crash, tmp_
     assert r.returncode == 0 and "<=" not in r.stdout and not re.search(r" ~\d", r.stdout), r.stdout[-2000:]
 
 
+@pytest.mark.parametrize("mode", ["pg", "finstr"])
+def test_sampled_last_calls_before_a_crash(tree, compiled, run_crash, mode, tmp_path):
+    """Sampled time: the crashed thread's last events come after its last
+    stamp.  When the fatal signal froze tracing (a handler of the program's
+    own: the runtime records when), that time closes their bracket: spin,
+    which busy-waits 400 us after its last stamped event, gets an upper bound
+    at least that wide, not an estimate of ~0 ns pinned at the last stamp."""
+    exe = compiled("dec_sampled_tail.c", mode)
+    raw = crash_raw(tree, run_crash, exe, env={"FUNTRACE_TIME": "sampled"})
+    r, tr = decode(tree, raw, json_out=tmp_path / "t.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    [spin] = [s for s in tr.slices[tr.pid] if s.n == "spin"]
+    assert spin.args.get("measured") is False, spin
+    assert spin.args.get("upper_bound_ns", 0) >= 400_000, spin
+    [crash] = [s for s in tr.slices[tr.pid] if s.n == "crash_here"]
+    assert crash.start >= spin.start and crash.args.get("open_at_end"), crash
+    r = run_tool([tree.tool("funtrace-decode"), raw, "--text", "-n", "4"])
+    assert re.search(r"<=\d+(\.\d+)? (us|ms) +spin ", r.stdout), r.stdout
+
+
 # ---- other options ---------------------------------------------------------------
 
 def test_wallclock_and_stdin(tree, compiled, run_crash, tmp_path):
