@@ -52,6 +52,8 @@ struct dthread {
                               more only when the text view reads the ring's end) */
     struct ring8 *ring8; /* FT_FMT_EXACT8 / SAMPLED4 decoding state (ringesc.h) */
     int64_t first_ns, last_ns, end_ns; /* last_ns: the last event's own ns (see replay.c) */
+    const uint32_t *slice_ctx; /* while a VIEW_CALLS view takes this thread's slices: the
+                            context (swapcontext) each call was made in, by slice; NULL: one */
     uint64_t tail_tsc;   /* sampled time: no event of the thread is later than this TSC (the
                             fatal signal it took froze tracing: ringevents.c); 0: not known */
     int64_t last_mns;    /* the last event's measured time */

@@ -213,8 +213,9 @@ static int matches(struct filter *f, struct dec *d, uint32_t func, int which)
     return *m == 2;
 }
 
-/* filter a batch in place (slices in pre-order, depths from 0); the number kept */
-static size_t apply(struct filter *f, struct dec *d, struct slice *s, size_t n)
+/* filter a batch in place (slices in pre-order, depths from 0; cx: their
+ * contexts, kept with them, or NULL); the number kept */
+static size_t apply(struct filter *f, struct dec *d, struct slice *s, uint32_t *cx, size_t n)
 {
     const struct dec_opts *o = f->o;
     size_t k = 0;
@@ -254,6 +255,8 @@ static size_t apply(struct filter *f, struct dec *d, struct slice *s, size_t n)
                 sl.ub = sl.end - sl.start;
         }
         sl.depth = (uint16_t)rel;
+        if (cx)
+            cx[k] = cx[i];
         s[k++] = sl;
     }
     return k;
@@ -267,6 +270,8 @@ struct fview {
     struct view *inner;
     struct slice *buf;
     size_t cap;
+    uint32_t *cx; /* the batch's th->slice_ctx, filtered with it */
+    size_t cxcap;
 };
 
 static void fv_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)
@@ -276,9 +281,17 @@ static void fv_slices(struct view *v, struct dec *d, struct dthread *th, size_t 
         return;
     fv->buf = xgrow(fv->buf, &fv->cap, n, sizeof *fv->buf);
     memcpy(fv->buf, s, n * sizeof *s);
-    size_t k = apply(fv->f, d, fv->buf, n);
-    if (k)
+    const uint32_t *cx = th->slice_ctx;
+    if (cx) {
+        fv->cx = xgrow(fv->cx, &fv->cxcap, n, sizeof *fv->cx);
+        memcpy(fv->cx, cx, n * sizeof *cx);
+    }
+    size_t k = apply(fv->f, d, fv->buf, cx ? fv->cx : NULL, n);
+    if (k) {
+        th->slice_ctx = cx ? fv->cx : NULL;
         fv->inner->ops->slices(fv->inner, d, th, gi, fv->buf, k);
+        th->slice_ctx = cx;
+    }
 }
 
 static void fv_instant(struct view *v, struct dec *d, struct dthread *th, int64_t ns, const char *name,
@@ -301,6 +314,7 @@ static void fv_destroy(struct view *v)
 {
     struct fview *fv = (struct fview *)v;
     free(fv->buf);
+    free(fv->cx);
     free(fv);
 }
 

@@ -188,6 +188,8 @@ struct replay {
                           their suspension in the ring, innermost first */
     size_t nxpre, xprecap;
     uint64_t nsaves;        /* SAVEs so far */
+    uint32_t ctx_id, nids;  /* the running context's number (0: the one the ring starts in), the last given */
+    uint32_t *slctx;        /* VIEW_CALLS: the context of each slice's call (thread->slice_ctx) */
     uint64_t save_nevents;  /* discovery: th->nevents at the last one */
 };
 
@@ -204,6 +206,7 @@ struct rctx {
     int used;
     int64_t t, tm;     /* when */
     uint64_t seq, idx; /* its SAVE: the how-manieth, and its key item */
+    uint32_t id;       /* its ctx_id */
 };
 
 struct xpre {
@@ -237,6 +240,7 @@ void replay_free(struct replay *r)
     free(r->stk);
     free(r->pre);
     free(r->sl);
+    free(r->slctx);
     for (size_t i = 0; i < r->nctx; i++)
         free(r->ctxs[i].stk);
     free(r->ctxs);
@@ -261,10 +265,12 @@ static __attribute__((noinline)) void grow_slices(struct replay *r)
         r->slcap = d->sl_spare_cap;
         d->sl_spare = NULL;
         d->sl_spare_cap = 0;
-        return;
+    } else {
+        r->slcap = r->slcap ? r->slcap * 2 : 4096;
+        r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
     }
-    r->slcap = r->slcap ? r->slcap * 2 : 4096;
-    r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
+    if (r->calls)
+        r->slctx = xrealloc(r->slctx, r->slcap * sizeof *r->slctx);
 }
 
 static inline struct slice *new_slice(struct replay *r)
@@ -313,6 +319,8 @@ static ALWAYS_INLINE void open_out_k(struct replay *r, struct frame *fr, int k)
         }
     }
     s->end = s->start;
+    if (IS_CALLS(r, k))
+        r->slctx[r->nsl] = r->ctx_id;
     fr->slice = (int64_t)r->nsl++;
 }
 
@@ -741,6 +749,8 @@ static void ctx_save(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
     c->tm = tm;
     c->seq = ++r->nsaves;
     c->idx = idx;
+    c->id = r->ctx_id;
+    r->ctx_id = ++r->nids; /* (a context makecontext started) */
     r->save_nevents = r->th->nevents;
     r->n = 0;
     r->nrot = 0;
@@ -759,6 +769,7 @@ static void ctx_take_up(struct replay *r, struct rctx *c)
     r->n = c->n;
     r->nrot = c->nrot;
     r->ctx_pre = c->pre;
+    r->ctx_id = c->id;
     ctx_release(r, c);
 }
 
@@ -788,6 +799,7 @@ static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, 
         return;
     }
     /* a context suspended before the ring's events */
+    r->ctx_id = ++r->nids;
     if (r->discovery) {
         r->xpre = xgrow(r->xpre, &r->xprecap, r->nxpre + 1, sizeof *r->xpre);
         r->xpre[r->nxpre] = (struct xpre){idx, NULL, 0, 0};
@@ -1410,8 +1422,11 @@ void replay_gen(struct replay *r, size_t gi)
     }
     if (r->calls) {
         /* VIEW_CALLS: the whole thread in one batch, once it is finished */
-        if (last && r->nsl && r->out->ops->slices)
+        if (last && r->nsl && r->out->ops->slices) {
+            th->slice_ctx = r->nsaves ? r->slctx : NULL;
             r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
+            th->slice_ctx = NULL;
+        }
         if (last && r->out->ops->thread_end)
             r->out->ops->thread_end(r->out, d, th);
         return;

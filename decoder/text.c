@@ -358,12 +358,14 @@ static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     tt->calls = xrealloc(tt->calls, tt->ncalls * sizeof *tt->calls);
     memcpy(tt->calls, s + from, tt->ncalls * sizeof *tt->calls);
     /* in call order the frame enclosing a call at depth k is the last call
-     * before it at depth k - 1 */
+     * before it at depth k - 1 -- made in the same context (swapcontext:
+     * th->slice_ctx), another context's calls have depths of their own */
+    const uint32_t *cx = th->slice_ctx;
     size_t need = from ? s[from].depth : 0;
     tt->nanc = need;
     tt->anc = xrealloc(tt->anc, (need ? need : 1) * sizeof *tt->anc);
     for (size_t j = from; j > 0 && need > 0; j--)
-        if (s[j - 1].depth == need - 1)
+        if (s[j - 1].depth == need - 1 && (!cx || cx[j - 1] == cx[from]))
             tt->anc[--need] = s[j - 1];
     if (need) { /* a saturated depth (> 65535 frames): show what was found */
         memmove(tt->anc, tt->anc + need, (tt->nanc - need) * sizeof *tt->anc);

@@ -86,6 +86,13 @@ def test_crash_in_a_fiber(tree, compiled, run_crash, mode, tmp_path):
     running = [w[0] for w in open_ if "[suspended]" not in " ".join(w)]
     assert running == ["fiber", "step", "crash_here"], lines
     assert len([n for n in names if n == "fiber"]) == 2  # fibers 1 (crashed) and 2 (suspended)
+    # the frames enclosing the last call, crash_here, are fiber 1's own: not the
+    # frames of fiber 2 at the same depths (called later, suspended)
+    for args in (("--calls", "1"), ("--calls", "1", "-F", "step|crash_here")):
+        lines = text_lines(tree, raw, *args)
+        enc = [ln.split()[3:] for ln in lines if "[enclosing]" in ln]
+        assert [w[0] for w in enc] == ["fiber", "step"][-len(enc):] and enc, lines
+        assert not [w for w in enc if "[suspended]" in " ".join(w)], lines
 
 
 @pytest.mark.parametrize("where", ["main", "fiber"])
