@@ -14,6 +14,9 @@
 #                                              escapes to std::terminate; final stacks)
 #   crash-original-format                      crash-exact rewritten in the original
 #                                              funtrace's format (tests/dec_oldraw.py)
+#   fibers-exact, fibers-sampled               tests/progs/dec_fibers.c (-pg): coroutines
+#                                              switching stacks (swapcontext), a crash in a
+#                                              fiber
 # Run after ./setup.sh; needs the kernel's core_pattern to be `core` (this machine's).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,12 +27,14 @@ trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$OUT"
 
 FUNTRACE_INSTR=finstr "$B/bin/funtrace-gcc" -O2 -g -pthread -o "$TMP/crash-finstr" "$ROOT/examples/crash.c"
+"$B/bin/funtrace-gcc" -O1 -g -o "$TMP/fibers" "$ROOT/tests/progs/dec_fibers.c"
 
-# seed NAME TIME EXE: run EXE until it dies, its trace into $OUT/NAME
+# seed NAME TIME EXE [ARGS...]: run EXE until it dies, its trace into $OUT/NAME
 seed() {
     local name=$1 time=$2 exe=$3 dir=$TMP/$1
+    shift 3
     mkdir "$dir"
-    (cd "$dir" && ulimit -c unlimited && FUNTRACE_BUF=2048 FUNTRACE_TIME=$time "$exe" >/dev/null 2>&1) 2>/dev/null || true
+    (cd "$dir" && ulimit -c unlimited && FUNTRACE_BUF=2048 FUNTRACE_TIME=$time "$exe" "$@" >/dev/null 2>&1) 2>/dev/null || true
     [[ -f $dir/core ]] || { echo "make_seeds: $exe wrote no core in $dir" >&2; exit 1; }
     "$B/bin/coreextract" -o "$OUT/$name" "$dir/core" "$exe"
     (($(stat -c %s "$OUT/$name") <= 65536)) || { echo "make_seeds: $OUT/$name is over 64 KiB" >&2; exit 1; }
@@ -40,6 +45,8 @@ seed crash-finstr-exact exact "$TMP/crash-finstr"
 seed crash-finstr-sampled sampled "$TMP/crash-finstr"
 seed abort-exact exact "$B/examples/abort"
 seed abort-sampled sampled "$B/examples/abort"
+seed fibers-exact exact "$TMP/fibers" 200 fiber
+seed fibers-sampled sampled "$TMP/fibers" 200 fiber
 (cd "$ROOT/tests" && /usr/bin/python3 -c '
 import sys, dec_oldraw
 data = open(sys.argv[1], "rb").read()
