@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "filter.h"
+#include "hmap.h"
 #include "textfmt.h"
 #include "xalloc.h"
 
@@ -20,12 +21,20 @@ struct filter {
     size_t nm;
     int have_time;
     int64_t since, until;
-    /* per depth in the current batch */
+    /* per depth in the current batch (st[0..nvalid): the frames of the
+     * current context; with coroutines each context's, set aside while
+     * another context's calls come: ctxst, by context number) */
     struct fst {
         uint8_t in, drop;
         uint16_t base;
     } *st;
-    size_t stcap;
+    size_t stcap, nvalid;
+    struct hmap ctxidx;
+    struct fctx {
+        struct fst *st;
+        size_t n, cap;
+    } *ctxst;
+    size_t nctxst, ctxstcap;
 };
 
 static int compile(const char *opt, const char *const *re, size_t n, regex_t **out)
@@ -79,6 +88,10 @@ void filter_free(struct filter *f)
     free(f->mf);
     free(f->mn);
     free(f->st);
+    for (size_t i = 0; i < f->nctxst; i++)
+        free(f->ctxst[i].st);
+    free(f->ctxst);
+    hm_free(&f->ctxidx);
     free(f);
 }
 
@@ -213,20 +226,60 @@ static int matches(struct filter *f, struct dec *d, uint32_t func, int which)
     return *m == 2;
 }
 
-/* filter a batch in place (slices in pre-order, depths from 0; cx: their
- * contexts, kept with them, or NULL); the number kept */
+/* the per-depth state of context c (a context number) becomes the current
+ * one; the current one (cur) is set aside */
+static void switch_ctx(struct filter *f, int have_cur, uint32_t cur, uint32_t c)
+{
+    uint32_t v;
+    if (have_cur) {
+        v = hm_get(&f->ctxidx, cur, 0);
+        if (v == HMAP_NONE) {
+            f->ctxst = xgrow(f->ctxst, &f->ctxstcap, f->nctxst + 1, sizeof *f->ctxst);
+            v = (uint32_t)f->nctxst++;
+            f->ctxst[v] = (struct fctx){NULL, 0, 0};
+            if (hm_put(&f->ctxidx, cur, 0, v) != 0)
+                xalloc_die();
+        }
+        struct fctx *x = &f->ctxst[v];
+        x->st = xgrow(x->st, &x->cap, f->nvalid ? f->nvalid : 1, sizeof *x->st);
+        memcpy(x->st, f->st, f->nvalid * sizeof *f->st);
+        x->n = f->nvalid;
+    }
+    v = hm_get(&f->ctxidx, c, 0);
+    f->nvalid = 0;
+    if (v != HMAP_NONE && f->ctxst[v].n) {
+        f->st = xgrow(f->st, &f->stcap, f->ctxst[v].n, sizeof *f->st);
+        memcpy(f->st, f->ctxst[v].st, f->ctxst[v].n * sizeof *f->st);
+        f->nvalid = f->ctxst[v].n;
+    }
+}
+
+/* filter a batch in place (slices in pre-order, depths from 0 -- per
+ * context with coroutines; cx: their contexts, kept with them, or NULL);
+ * the number kept */
 static size_t apply(struct filter *f, struct dec *d, struct slice *s, uint32_t *cx, size_t n)
 {
     const struct dec_opts *o = f->o;
     size_t k = 0;
+    int have_cur = 0;
+    uint32_t cur = 0;
+    for (size_t i = 0; i < f->nctxst; i++) /* (a batch of its own: no context set aside) */
+        f->ctxst[i].n = 0;
+    f->nvalid = 0;
     for (size_t i = 0; i < n; i++) {
         struct slice sl = s[i];
         size_t dep = sl.depth;
+        if (cx && (!have_cur || cx[i] != cur)) {
+            switch_ctx(f, have_cur, cur, cx[i]);
+            cur = cx[i];
+            have_cur = 1;
+        }
         if (dep >= f->stcap)
             f->st = xgrow(f->st, &f->stcap, dep + 1, sizeof *f->st);
         struct fst parent = {.in = !f->nf, .drop = 0, .base = 0};
-        if (dep > 0)
+        if (dep > 0 && dep - 1 < f->nvalid)
             parent = f->st[dep - 1];
+        f->nvalid = dep + 1;
         struct fst *me = &f->st[dep];
         me->in = parent.in || (f->nf && matches(f, d, sl.func, 0));
         me->base = parent.in ? parent.base : (uint16_t)dep;

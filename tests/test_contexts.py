@@ -65,6 +65,11 @@ def test_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode, time
     lines = text_lines(tree, raw, "--calls", "200")
     assert len(line_of(lines, "fiber", 0)) == NFIB
     assert not [ln for ln in lines if "[return missing]" in ln or "[suspended]" in ln]
+    # -F schedule: schedule and the calls made under it -- in its own context: every
+    # resume, none of the fibers' calls made meanwhile at the same depths
+    lines = text_lines(tree, raw, "--calls", "200", "-F", "schedule")
+    assert len(line_of(lines, "resume", 1)) == NFIB * (rounds + 1), lines
+    assert not [ln for ln in lines if " step " in ln or " yield " in ln or " fiber " in ln], lines
 
 
 @pytest.mark.parametrize("mode", ["pg", "finstr"])
