@@ -1133,11 +1133,8 @@ static void index_symbols(struct symtab *s, int32_t fi)
         const char *nm = dwfl_module_getsym_info(f->mod, i, &es, &addr, NULL, NULL, NULL);
         if (!nm || !*nm || GELF_ST_TYPE(es.st_info) != STT_FUNC || es.st_shndx == SHN_UNDEF)
             continue;
-        /* (a versioned definition is NAME@@VERSION in .symtab: a call site
-         * names NAME) */
-        const char *at = strchr(nm, '@');
         char *key;
-        if (asprintf(&key, "%d\1%.*s", fi, at ? (int)(at - nm) : (int)strlen(nm), nm) < 0)
+        if (asprintf(&key, "%d\1%s", fi, nm) < 0)
             continue;
         if (sm_get(&s->symnames, key) == HMAP_NONE) {
             s->symaddrs = xgrow(s->symaddrs, &s->symaddrs_cap, s->nsymaddrs + 1, sizeof *s->symaddrs);
@@ -1422,10 +1419,9 @@ static int call_site_is_tail(Dwarf_Die *d)
     return dwarf_hasattr(d, DW_AT_call_tail_call) || dwarf_hasattr(d, DW_AT_GNU_tail_call);
 }
 
-/* the entry address (file vaddr) of the function a call site of module fi
- * calls, in module look (another module: found by its name there, a call
- * through the PLT); 0 if unknown (an indirect call, not in module look) */
-static uint64_t call_site_target(struct symtab *s, int32_t fi, Dwarf_Die *site, int32_t look)
+/* the entry address (file vaddr) of the function a call site calls; 0 if
+ * unknown (an indirect call) */
+static uint64_t call_site_target(struct symtab *s, int32_t fi, Dwarf_Die *site)
 {
     Dwarf_Attribute a;
     Dwarf_Die t;
@@ -1435,16 +1431,16 @@ static uint64_t call_site_target(struct symtab *s, int32_t fi, Dwarf_Die *site, 
         return 0;
     Dwarf_Addr lo;
     if (dwarf_lowpc(&t, &lo) == 0)
-        return look == fi ? lo : 0;
+        return lo;
     const char *ln = dwarf_formstring(dwarf_attr_integrate(&t, DW_AT_linkage_name, &a));
     if (!ln)
         ln = dwarf_diename(&t);
     if (!ln)
         return 0;
-    if (!s->files[look].syms_indexed)
-        index_symbols(s, look);
+    if (!s->files[fi].syms_indexed)
+        index_symbols(s, fi);
     char *key;
-    if (asprintf(&key, "%d\1%s", look, ln) < 0)
+    if (asprintf(&key, "%d\1%s", fi, ln) < 0)
         return 0;
     uint32_t k = sm_get(&s->symnames, key);
     free(key);
@@ -1509,7 +1505,7 @@ static int tail_site(struct symtab *s, int32_t fi, Dwarf_Die *site, void *ctx)
     Dwarf_Addr pc;
     if (!call_site_is_tail(site) || !call_site_return_pc(site, &pc))
         return 0;
-    uint64_t target = call_site_target(s, fi, site, fi);
+    uint64_t target = call_site_target(s, fi, site);
     if (!target)
         return 0;
     t->ret[t->depth - 1] = pc;
@@ -1546,20 +1542,15 @@ size_t sym_tailcalls(struct symtab *s, int space, uint64_t ret, uint64_t callee_
 {
     if (s->opts.no_symbols || !ret || !callee_pc)
         return 0;
-    /* the caller's module (in) and the callee's (cin): a call into another
-     * module goes through its PLT to a function found by name there, whose
-     * tail calls are looked for in that module (as gdb does: a program's
-     * pthread_join, whose libc function tail-calls __pthread_clockjoin_ex) */
     struct modinst *in = resolve(s, space, ret - 1);
     uint64_t q = callee_exact ? callee_pc : callee_pc - 1;
-    struct modinst *cin = resolve(s, space, q);
-    if (!in || !cin || !open_file(s, in->file) || !open_file(s, cin->file))
-        return 0;
-    struct modfile *f = &s->files[in->file], *cf_file = &s->files[cin->file];
+    if (!in || resolve(s, space, q) != in || !open_file(s, in->file))
+        return 0; /* a call into another module: through its PLT, never a tail-call chain we can see */
+    struct modfile *f = &s->files[in->file];
     uint64_t rv, cv;
-    if (!inst_vaddr(s, in, ret, &rv) || !inst_vaddr(s, cin, q, &cv))
+    if (!inst_vaddr(s, in, ret, &rv) || !inst_vaddr(s, in, q, &cv))
         return 0;
-    uint32_t cf = func_at(s, cin->file, cv);
+    uint32_t cf = func_at(s, in->file, cv);
     if (s->funcs[cf].unknown)
         return 0;
     uint64_t callee = s->funcs[cf].vaddr;
@@ -1571,20 +1562,20 @@ size_t sym_tailcalls(struct symtab *s, int space, uint64_t ret, uint64_t callee_
     each_call_site(s, in->file, &sp, find_site, &fd, 0);
     if (!fd.found || call_site_is_tail(&fd.site))
         return 0;
-    uint64_t target = call_site_target(s, in->file, &fd.site, cin->file);
+    uint64_t target = call_site_target(s, in->file, &fd.site);
     if (!target || target == callee)
         return 0;
     struct tc_search t;
     memset(&t, 0, sizeof t);
     t.callee = callee;
-    tc_from(s, cin->file, target, &t);
+    tc_from(s, in->file, target, &t);
     if (t.npaths != 1 || t.ambiguous) /* gdb shows no tail-call frames it cannot be sure of either */
         return 0;
     size_t n = 0;
-    uint64_t bias = q - cv; /* absolute = the callee module's file vaddr + bias */
+    uint64_t bias = ret - rv; /* absolute = file vaddr + bias */
     for (int i = t.plen; i > 0 && n < max; i--, n++) { /* innermost first */
         uint64_t r = t.pret[i - 1];
-        out[n].func = func_at(s, cin->file, t.pfn[i - 1]);
+        out[n].func = func_at(s, in->file, t.pfn[i - 1]);
         out[n].pc = r + bias;
         /* named as gdb names it: by the innermost function at the jump,
          * an inlined one's when the tail call is in inlined code (gdb makes
@@ -1595,8 +1586,8 @@ size_t sym_tailcalls(struct symtab *s, int space, uint64_t ret, uint64_t callee_
             out[n].func = sf[0].func;
         Dwarf_Addr cb;
         Dwarf_Die cumem;
-        Dwarf_Die *cu = cu_of(cf_file, r - 1, &cumem, &cb);
-        out[n].file = gdb_line(cf_file, cu, cb, r - 1, &out[n].line);
+        Dwarf_Die *cu = cu_of(f, r - 1, &cumem, &cb);
+        out[n].file = gdb_line(f, cu, cb, r - 1, &out[n].line);
     }
     return n;
 }
