@@ -170,7 +170,7 @@ struct replay {
     struct slice *sl;
     size_t nsl, slcap;
     size_t prev_hi; /* VIEW_PIECES: the SL_FROM_PREV slices of this batch are below it */
-    /* contexts (swapcontext, runtime/contexts.c): the stacks of the contexts
+    /* contexts (swapcontext, Boost.Context: runtime/contexts.c, fcontext.c): the stacks of the contexts
      * suspended on this thread, by key (ctx_index: key -> slot; a slot
      * whose context was resumed is free) */
     struct rctx *ctxs;
@@ -652,7 +652,7 @@ static void catch_end(struct replay *r)
 
 /* ---- contexts ----------------------------------------------------------- */
 
-/* Context switches (swapcontext, runtime/contexts.c): a SAVE of key K
+/* Context switches (swapcontext, Boost.Context: runtime/contexts.c, fcontext.c): a SAVE of key K
  * suspends the running context -- its stack is kept under K and the events
  * that follow run on an empty one (a context makecontext started), until a
  * RESUME of a key takes that key's stack up again.  What runs when a

@@ -15,8 +15,11 @@ RT_OBJS := $(patsubst runtime/%.c,$(OBJ)/runtime/%.o,$(RT_C_SRCS)) \
            $(patsubst runtime/%.S,$(OBJ)/runtime/%.S.o,$(RT_S_SRCS))
 # libfuntrace_static.a, for programs linked -static: the same, but the libc
 # interposers built with -DFT_STATIC_WRAP (ld --wrap's names: ft_interposing.h)
+# (fcontext.c's interposers are left out of it: ld --wrap would keep
+# libboost_context.a's out of the program)
 RT_WRAPPED := interpose signals modules contexts
-RT_STATIC_OBJS := $(filter-out $(patsubst %,$(OBJ)/runtime/%.o,$(RT_WRAPPED)),$(RT_OBJS)) \
+RT_DYNAMIC_ONLY := fcontext
+RT_STATIC_OBJS := $(filter-out $(patsubst %,$(OBJ)/runtime/%.o,$(RT_WRAPPED) $(RT_DYNAMIC_ONLY)),$(RT_OBJS)) \
                   $(patsubst %,$(OBJ)/runtime/%.static.o,$(RT_WRAPPED))
 # the C++ runtime's interposers (exceptions): an archive of their own, which the
 # wrappers leave out of programs linked with a static C++ runtime (exc_events.c)

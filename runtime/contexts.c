@@ -14,7 +14,7 @@
  *                           it leaves are left without returns, as with
  *                           longjmp (sampled mode: ft_no_leaf_return).
  * The decoder keeps the stack of each saved context by its key and takes
- * it up again at its RESUME.
+ * it up again at its RESUME.  Boost.Context's switches: fcontext.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,16 +27,19 @@
 typedef int (*swap_fn)(ucontext_t *, const ucontext_t *);
 typedef int (*set_fn)(const ucontext_t *);
 
-/* the marker, then the key's digits (funtrace_abi.h) */
-static void log_ctx(uint64_t marker, const ucontext_t *ctx)
+/* the marker, then the key's digits (funtrace_abi.h): the key is at (an
+ * address unique to the suspended context: its ucontext_t here, the
+ * interposer's frame in fcontext.c) >> 3 */
+void ft_log_ctx(uint64_t marker, const void *at, void *ret)
 {
-    uint64_t key = (uint64_t)(uintptr_t)ctx >> 3;
+    uint64_t key = (uint64_t)(uintptr_t)at >> 3;
     ft_log_event(marker | FT_F_CATCH);
     for (int i = 0; i < FT_CTX_DIGITS; i++, key >>= FT_CTX_DIGIT_BITS)
         ft_log_event(FT_CTX_DIGIT_BASE + ((key & ((1u << FT_CTX_DIGIT_BITS) - 1)) << 2));
     /* the next event may be a return of another stack's frame, right after
-     * these call items: it must carry its address (sampled mode) */
-    ft_no_leaf_return((uint64_t)(uintptr_t)__builtin_return_address(0));
+     * these call items: it must carry its address (sampled mode; ret: the
+     * interposer's return address) */
+    ft_no_leaf_return((uint64_t)(uintptr_t)ret);
 }
 
 FT_EXPORT __attribute__((weak)) int FT_ITP(swapcontext)(ucontext_t *oucp, const ucontext_t *ucp)
@@ -47,11 +50,11 @@ FT_EXPORT __attribute__((weak)) int FT_ITP(swapcontext)(ucontext_t *oucp, const 
         errno = ENOSYS;
         return -1;
     }
-    log_ctx(FT_CTX_SAVE_ADDR, oucp);
+    ft_log_ctx(FT_CTX_SAVE_ADDR, oucp, __builtin_return_address(0));
     int rc = real(oucp, ucp);
     int e = errno;
     /* back in the context saved in oucp (or the switch failed) */
-    log_ctx(FT_CTX_RESUME_ADDR, oucp);
+    ft_log_ctx(FT_CTX_RESUME_ADDR, oucp, __builtin_return_address(0));
     errno = e;
     return rc;
 }

@@ -144,6 +144,10 @@ void ft_clock_snapshot(uint64_t *tsc, uint64_t *mono, uint64_t *real) FT_HIDDEN;
 /* hooks_cyg.c: events from the runtime's C code (the interposers) */
 void ft_log_event(uint64_t word) FT_HIDDEN;
 void ft_no_leaf_return(uint64_t addr) FT_HIDDEN; /* frames being left without returns: sampled mode's next return has its address */
+/* a stack switch's marker (FT_CTX_SAVE_ADDR / _RESUME_ADDR) and key, from an
+ * address unique to the suspended context; ret: the interposer's return
+ * address (contexts.c) */
+void ft_log_ctx(uint64_t marker, const void *at, void *ret) FT_HIDDEN;
 
 /* tid.c */
 void ft_tid_init(void) FT_HIDDEN;             /* on the initialising thread */

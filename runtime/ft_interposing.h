@@ -1,6 +1,6 @@
 /* ft_interposing.h -- how the runtime's interposers of libc functions are
  * named and find the real functions (interpose.c, signals.c, modules.c,
- * contexts.c).
+ * contexts.c; fcontext.c, not built with FT_STATIC_WRAP).
  *
  * Built normally (libfuntrace.a): the interposer of NAME is NAME, weak and
  * exported, and the real function is the next definition,

@@ -10,7 +10,7 @@ round-robin, each yielding in the middle of every step."""
 import pytest
 
 from conftest import run_tool
-from dec_util import check_nesting, crash_raw, decode
+from dec_util import check_nesting, crash_raw, decode, forest
 from test_decoder import modes
 
 NFIB = 3
@@ -193,3 +193,99 @@ def test_ring_that_starts_inside_a_switch(tree, compiled, run_crash, time, tmp_p
     # scheduler is resumed with the frames open in it since before
     assert len(calls(tr, tr.pid, "step")) == NFIB * 3
     assert {"main", "schedule", "resume"} <= {s.n for s in sl if s.args.get("started_before_ring")}
+
+
+# ---- Boost.Context (runtime/fcontext.c) -------------------------------------
+
+def parent_of(roots, pred):
+    """[(parent name or None, node)] of the nodes of a forest that satisfy pred"""
+    out, todo = [], [(None, r) for r in roots]
+    while todo:
+        p, s = todo.pop()
+        if pred(s):
+            out.append((p.n if p else None, s))
+        todo += [(s, c) for c in s.children]
+    return out
+
+
+def boost_fibers(compiled, mode):
+    return compiled("dec_boost_fibers.cc", mode, extra=["-lboost_context"])
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+@pytest.mark.parametrize("mode", modes())
+def test_boost_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode, time, tmp_path):
+    """Boost.Context's fibers (jump_fcontext, ontop_fcontext): as with
+    swapcontext, every switch keeps the suspended stack -- no frame loses its
+    return, each call counted once, every suspended piece resumed, the
+    pieces nest.  A fiber's exit (Boost's fiber_exit, run on top of the
+    scheduler's stack) is inside the scheduler's resume; the generator
+    destroyed while suspended has its frames unwound by Boost's
+    forced_unwind, not left open."""
+    exe = boost_fibers(compiled, mode)
+    rounds = 3
+    env = {"FUNTRACE_TIME": time, "FUNTRACE_SAMPLE_K": "4"} if time == "sampled" else None
+    raw = crash_raw(tree, run_crash, exe, [str(rounds)], env=env)
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    sl = tr.slices[tr.pid]
+    bad = [s for s in sl if s.args.get("return_missing") or s.args.get("started_before_ring")]
+    assert not bad, bad[:5]
+    expect = {"fiber": NFIB, "step": NFIB * rounds, "yield": NFIB * rounds,
+              "resume": NFIB * (rounds + 1), "schedule": 1, "main": 1, "crash_here": 1,
+              "abandon_generator": 1, "gen_loop": 1, "gen_yield": 2}
+    assert {n: len(calls(tr, tr.pid, n)) for n in expect} == expect
+    ys = [s for s in sl if s.n == "yield"]
+    assert sum(1 for s in ys if s.args.get("suspended")) == NFIB * rounds
+    assert sum(1 for s in ys if s.args.get("resumed")) == NFIB * rounds
+    roots = forest(list(sl))
+    # a fiber's first call is at the top of its own stack: never inside the scheduler's pieces
+    assert {p for p, _ in parent_of(roots, lambda s: s.n == "fiber")} <= {None} | \
+        {p for p, _ in parent_of(roots, lambda s: "fiber_entry" in s.n or "fiber_record" in s.n)} | \
+        {n for n in {s.n for s in sl} if "fiber_entry" in n or "operator()" in n or "::run" in n}
+    assert not [p for p, _ in parent_of(roots, lambda s: s.n == "fiber") if p in ("resume", "schedule")]
+    # Boost's fiber_exit runs on the resumed stack: inside the scheduler's resume, and
+    # the generator's destruction in abandon_generator (not where -finstrument-functions
+    # leaves Boost's headers untraced)
+    boost_traced = any("fiber_entry" in s.n for s in sl)
+    exits = sorted(p for p, s in parent_of(roots, lambda s: "fiber_exit" in s.n))
+    if boost_traced:  # (~fiber inlined or not)
+        rest = [p for p in exits if p != "resume"]
+        assert exits.count("resume") == NFIB and len(rest) == 1 and \
+            rest[0] in ("abandon_generator", "boost::context::fiber::~fiber"), exits
+    else:
+        assert exits == [], exits
+    # the generator: resumed twice, then unwound by Boost's forced_unwind in its last
+    # yield (its frames end there: unwound, or returned by -finstrument-functions's
+    # exit hooks in the cleanups)
+    catch = [s for s in sl if s.n == "__cxa_begin_catch"]
+    assert len(catch) == 1
+    for n in ("gen_loop", "gen_yield"):
+        last = [s for s in sl if s.n == n][-1]
+        assert last.args.get("resumed") and not last.args.get("suspended") and last.end <= catch[0].start, last
+        assert last.args.get("unwound_by_exception") or mode == "finstr", last
+    lines = text_lines(tree, raw, "--calls", "300")
+    assert not [ln for ln in lines if "[return missing]" in ln], lines
+    # the only contexts suspended at the end are the fibers that ended (Boost's
+    # entry functions switch away for good): none of the program's own calls
+    sus = [ln for ln in lines if "[suspended]" in ln]
+    assert len(sus) == (NFIB + 1 if boost_traced else 0) and all("fiber_entry" in ln for ln in sus), sus
+
+
+def test_crash_in_a_boost_fiber(tree, compiled, run_crash, tmp_path):
+    """A crash inside Boost fiber 1: its frames are the final stack's (open);
+    fiber 2 and the scheduler are suspended, their calls open and marked so."""
+    exe = boost_fibers(compiled, "pg")
+    raw = crash_raw(tree, run_crash, exe, ["3", "fiber"])
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
+    lines = text_lines(tree, raw, "--calls", "300")
+    open_ = [[w[0].split("(")[0], *w[1:]] for w in (ln.split()[3:] for ln in lines if "[still open]" in ln)]
+    mine = {"main", "schedule", "resume", "fiber", "step", "yield", "crash_here"}
+    suspended = [w[0] for w in open_ if "[suspended]" in " ".join(w) and w[0] in mine]
+    assert suspended == ["main", "schedule", "fiber", "step", "yield", "resume"], lines
+    running = [w[0] for w in open_ if "[suspended]" not in " ".join(w) and w[0] in mine]
+    assert running == ["fiber", "step", "crash_here"], lines
