@@ -24,6 +24,9 @@
 /* per thread: the calls shown and the frames enclosing the first of them */
 struct tthread {
     struct slice *calls; /* the last N calls, in call order */
+    uint32_t *ctx;       /* the context each was made in (th->slice_ctx); NULL:
+                            the thread switched no stacks */
+    uint32_t anc_ctx;    /* the context of the enclosing frames (the first call's) */
     size_t ncalls;
     uint64_t total;      /* calls in the generations shown */
     struct slice *anc;   /* the enclosing frames, outermost first */
@@ -167,8 +170,11 @@ static void header(const struct text_view *T, struct dec *d, struct outbuf *o)
 #define ANC_RUNS 4  /* collapsed runs of one function shown one line each */
 #define MAX_INDENT 40
 
-/* one call line: start, duration, indented name, marks */
-static void call_line(struct dec *d, const struct slice *t, int enclosing, int partial, struct outbuf *o)
+/* one call line: start, duration, indented name, marks; ctx: the number of
+ * the context (call stack) the call was made in, on a thread that switched
+ * stacks (coroutines), else NULL */
+static void call_line(struct dec *d, const struct slice *t, int enclosing, int partial, const uint32_t *ctx,
+                      struct outbuf *o)
 {
     char b1[64], b2[64];
     struct func *fn = sym_func(d->sym, t->func);
@@ -213,6 +219,8 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, int p
         ob_str(o, "  [started before --since]");
     if (t->flags & SL_CUT_END)
         ob_str(o, "  [went on past --until]");
+    if (ctx)
+        ob_printf(o, "  [context %u]", *ctx);
     if (enclosing)
         ob_str(o, "  [enclosing]");
     ob_char(o, '\n');
@@ -241,7 +249,8 @@ static int same_func(const void *ctx, size_t i, size_t j)
  * ANC_RUNS of those the number of frames and runs up to the next cycle or
  * marker; markers ("[... frames not kept by the unwinder]") are always
  * shown, at their depth */
-static void enclosing(struct dec *d, const struct slice *anc, size_t n, int partial, struct outbuf *o)
+static void enclosing(struct dec *d, const struct slice *anc, size_t n, int partial, const uint32_t *ctx,
+                      struct outbuf *o)
 {
     size_t lo = n, hi = n;
     if (n > ANC_OUTER + ANC_INNER) {
@@ -249,11 +258,11 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, int part
         hi = n - ANC_INNER;
     }
     for (size_t i = 0; i < lo; i++)
-        call_line(d, &anc[i], 1, partial, o);
+        call_line(d, &anc[i], 1, partial, ctx, o);
     size_t runs = 0;
     for (size_t i = lo; i < hi;) {
         if (sym_func(d->sym, anc[i].func)->special) { /* "[frames not unwound]": never folded away */
-            call_line(d, &anc[i], 1, partial, o);
+            call_line(d, &anc[i], 1, partial, ctx, o);
             i++;
             continue;
         }
@@ -299,7 +308,7 @@ static void enclosing(struct dec *d, const struct slice *anc, size_t n, int part
         i = j;
     }
     for (size_t i = hi; i < n; i++)
-        call_line(d, &anc[i], 1, partial, o);
+        call_line(d, &anc[i], 1, partial, ctx, o);
 }
 
 static void one_thread(struct dec *d, struct dthread *th, const struct tthread *tt, struct outbuf *o)
@@ -324,7 +333,7 @@ static void one_thread(struct dec *d, struct dthread *th, const struct tthread *
             ob_printf(o, " (and the %llu enclosing the first)", (unsigned long long)tt->nenc);
         ob_printf(o, ", %s:\n", d->o.wallclock ? "wall-clock times" : "start times relative to the end");
         ob_printf(o, "  %18s  %12s  %s\n", "start", "duration", "function");
-        enclosing(d, tt->anc, tt->nanc, tt->lo > 0, o);
+        enclosing(d, tt->anc, tt->nanc, tt->lo > 0, tt->ctx ? &tt->anc_ctx : NULL, o);
         /* the calls, and between them the long waits (sched_views.c) and the
          * fatal-signal episodes (faults.c) */
         for (size_t k = 0; k < tt->ncalls; k++) {
@@ -332,7 +341,7 @@ static void one_thread(struct dec *d, struct dthread *th, const struct tthread *
                 sched_text_waits(d, th, tt->calls[k - 1].start, tt->calls[k].start, tt->calls, k, o);
                 faults_print_thread(d, th, tt->calls[k - 1].start, tt->calls[k].start, o);
             }
-            call_line(d, &tt->calls[k], 0, tt->lo > 0, o);
+            call_line(d, &tt->calls[k], 0, tt->lo > 0, tt->ctx ? &tt->ctx[k] : NULL, o);
         }
         sched_text_waits(d, th, tt->calls[tt->ncalls - 1].start, INT64_MAX, tt->calls, tt->ncalls, o);
         faults_print_thread(d, th, tt->calls[tt->ncalls - 1].start, INT64_MAX, o);
@@ -357,10 +366,17 @@ static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     tt->ncalls = n - from;
     tt->calls = xrealloc(tt->calls, tt->ncalls * sizeof *tt->calls);
     memcpy(tt->calls, s + from, tt->ncalls * sizeof *tt->calls);
+    const uint32_t *cx = th->slice_ctx;
+    free(tt->ctx);
+    tt->ctx = NULL;
+    if (cx) {
+        tt->ctx = xmalloc((tt->ncalls ? tt->ncalls : 1) * sizeof *tt->ctx);
+        memcpy(tt->ctx, cx + from, tt->ncalls * sizeof *tt->ctx);
+        tt->anc_ctx = n ? cx[from] : 0;
+    }
     /* in call order the frame enclosing a call at depth k is the last call
      * before it at depth k - 1 -- made in the same context (swapcontext:
      * th->slice_ctx), another context's calls have depths of their own */
-    const uint32_t *cx = th->slice_ctx;
     size_t need = from ? s[from].depth : 0;
     tt->nanc = need;
     tt->anc = xrealloc(tt->anc, (need ? need : 1) * sizeof *tt->anc);
@@ -397,6 +413,8 @@ static void t_thread_end(struct view *v, struct dec *d, struct dthread *th)
     if (!tt->got) {
         tt->ncalls = tt->nanc = tt->total = 0;
         tt->nenc = 0;
+        free(tt->ctx);
+        tt->ctx = NULL;
     }
     tt->got = 0;
     tt->replayed = 1;
@@ -464,6 +482,7 @@ static void t_destroy(struct view *v)
     struct text_view *T = (struct text_view *)v;
     for (size_t i = 0; i < T->nth; i++) {
         free(T->th[i].calls);
+        free(T->th[i].ctx);
         free(T->th[i].anc);
     }
     free(T->th);

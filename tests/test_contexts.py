@@ -7,6 +7,8 @@ popped that did not return, and a thread's pieces still nest: a suspended
 call's piece ends at the switch ("suspended") and goes on at the resume
 ("resumed").  tests/progs/dec_fibers.c: a scheduler in main runs 3 fibers
 round-robin, each yielding in the middle of every step."""
+import re
+
 import pytest
 
 from conftest import run_tool
@@ -27,6 +29,24 @@ def text_lines(tree, raw, *args):
     r = run_tool([tree.tool("funtrace-decode"), raw, "--text", *args])
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines()
+
+
+def ctx_of(line):
+    """the context a --text line's call was made in ([context N])"""
+    m = re.search(r"  \[context (\d+)\]", line)
+    return int(m.group(1)) if m else None
+
+
+def contexts_apart(lines, main_names, fiber_top, fiber_names):
+    """each fiber's calls are marked with its own context: NFIB contexts begin at
+    fiber_top, none of them main's, and every call of fiber_names is in one of them"""
+    def ctx(names):
+        fn = lambda ln: ln[36:].strip().split("  ")[0]
+        return [ctx_of(ln) for ln in lines if re.sub(r"\(.*", "", fn(ln)) in names and "{lambda" not in fn(ln)]
+    mains, tops, inner = set(ctx(main_names)), ctx([fiber_top]), set(ctx(fiber_names))
+    assert len(mains) == 1 and None not in mains, lines
+    assert len(set(tops)) == len(tops) == NFIB and not mains & set(tops), (mains, tops)
+    assert inner <= set(tops), (inner, tops)
 
 
 def line_of(lines, name, depth):
@@ -65,6 +85,8 @@ def test_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode, time
     lines = text_lines(tree, raw, "--calls", "200")
     assert len(line_of(lines, "fiber", 0)) == NFIB
     assert not [ln for ln in lines if "[return missing]" in ln or "[suspended]" in ln]
+    # the calls of the contexts, interleaved in call order, say which context each is in
+    contexts_apart(lines, {"main", "schedule", "resume"}, "fiber", {"step", "leaf", "yield"})
     # -F schedule: schedule and the calls made under it -- in its own context: every
     # resume, none of the fibers' calls made meanwhile at the same depths
     lines = text_lines(tree, raw, "--calls", "200", "-F", "schedule")
@@ -267,6 +289,7 @@ def test_boost_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode
         assert last.args.get("unwound_by_exception") or mode == "finstr", last
     lines = text_lines(tree, raw, "--calls", "300")
     assert not [ln for ln in lines if "[return missing]" in ln], lines
+    contexts_apart(lines, {"main", "schedule", "resume", "abandon_generator"}, "fiber", {"step", "yield"})
     # the only contexts suspended at the end are the fibers that ended (Boost's
     # entry functions switch away for good): none of the program's own calls
     sus = [ln for ln in lines if "[suspended]" in ln]
