@@ -32,7 +32,7 @@ PACKAGES=(
     protobuf-compiler                       # protoc: the tests parse --perfetto files with Perfetto's schema
     help2man                                # the man pages, from each program's --help
     python3-pytest                          # the test suite
-    libboost-context-dev                    # the tests: coroutines on Boost.Context (tests/progs/dec_boost_fibers.cc)
+    libboost-context-dev libboost-fiber-dev # the tests: coroutines on Boost.Context and Boost.Fiber (tests/progs/dec_boost_fiber*.cc)
     dpkg-dev libevent-dev libssl-dev libexpat1-dev bison flex libtool-bin  # the real-programs tier: apt-get source, memcached, unbound, lua
     libgtest-dev libgmock-dev               # the real-programs tier: leveldb's db_bench includes its test utilities
     afl++                                   # make fuzz: the AFL++ build of the coreextract fuzz harness

@@ -312,3 +312,20 @@ def test_crash_in_a_boost_fiber(tree, compiled, run_crash, tmp_path):
     assert suspended == ["main", "schedule", "fiber", "step", "yield", "resume"], lines
     running = [w[0] for w in open_ if "[suspended]" not in " ".join(w) and w[0] in mine]
     assert running == ["fiber", "step", "crash_here"], lines
+
+
+def test_boost_fiber_library_switches(tree, compiled, run_crash, tmp_path):
+    """Boost.Fiber: the switches made inside libboost_fiber.so (its scheduler)
+    reach the interposers in the executable: each fiber's work() has its own
+    three leaf() calls, in its own context."""
+    exe = compiled("dec_boost_fiber_lib.cc", "pg", extra=["-lboost_fiber", "-lboost_context"])
+    raw = crash_raw(tree, run_crash, exe, [])
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
+    lines = text_lines(tree, raw, "--calls", "300")
+    works = [ctx_of(ln) for ln in line_of(lines, "work(int)", 2) + line_of(lines, "work(int)", 1)]
+    assert len(works) == 2 and len(set(works)) == 2 and None not in works, lines
+    leaves = [ctx_of(ln) for ln in lines if " leaf(int) " in ln]
+    assert sorted(leaves) == sorted(works * 3), lines
