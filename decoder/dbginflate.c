@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "dbginflate.h"
+#include "dbgcache.h"
 #include "elfinfo.h" /* the reader's note parser */
 
 #include <elf.h>
@@ -78,6 +79,7 @@ int dbg_inflated_fd(int fd, const unsigned char *bid, size_t bidlen)
     if (p == MAP_FAILED)
         return -1;
     int out = -1;
+    char *cpath = NULL, *tmp = NULL;
     Elf64_Shdr *sh = NULL, *osh;
     unsigned char *q = MAP_FAILED;
     size_t total = 0, shoff = 0;
@@ -94,7 +96,15 @@ int dbg_inflated_fd(int fd, const unsigned char *bid, size_t bidlen)
         goto done;
     if (!(total = plan(p, size, sh, &shoff)))
         goto done;
-    out = memfd_create("funtrace-debuginfo", MFD_CLOEXEC);
+    /* inflated before (dbgcache.h), or inflated into a new cache entry, or
+     * else into memory */
+    cpath = bid ? dbg_cache_path(&st, bid, bidlen) : NULL;
+    if (cpath && (out = dbg_cache_open(cpath, total, sh, eh->e_shnum, shoff)) >= 0)
+        goto done;
+    if (cpath)
+        out = dbg_cache_create(cpath, &tmp);
+    if (out < 0)
+        out = memfd_create("funtrace-debuginfo", MFD_CLOEXEC);
     if (out < 0 || ftruncate(out, (off_t)total) != 0)
         goto fail;
     q = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, out, 0);
@@ -127,12 +137,20 @@ int dbg_inflated_fd(int fd, const unsigned char *bid, size_t bidlen)
     libdeflate_free_decompressor(dd);
     memcpy(q + shoff, sh, eh->e_shnum * sizeof *sh);
     ((Elf64_Ehdr *)q)->e_shoff = shoff;
+    if (tmp) {
+        munmap(q, total);
+        q = MAP_FAILED;
+        dbg_cache_publish(out, tmp, cpath); /* (failed: out is the inflated file still) */
+        tmp = NULL;
+    }
     goto done;
 fail:
     if (out >= 0)
         close(out);
     out = -1;
 done:
+    dbg_cache_discard(tmp);
+    free(cpath);
     if (q != MAP_FAILED)
         munmap(q, total);
     free(sh);

@@ -112,6 +112,15 @@ class Tree:
         return self.examples / name
 
 
+@pytest.fixture(scope="session", autouse=True)
+def debug_cache(tmp_path_factory):
+    """The decoders of a session share one cache of inflated debug files
+    (decoder/dbgcache.c), made for it: never the user's own."""
+    d = tmp_path_factory.mktemp("dbgcache")
+    os.environ["FUNTRACE_CACHE_DIR"] = str(d)
+    return d
+
+
 @pytest.fixture(scope="session")
 def tree() -> Tree:
     """The built tree (built once per session)."""

@@ -3,8 +3,10 @@ directory of the user's (DIR/.build-id/xx/yyyy.debug), and compressed debug
 files (SHF_COMPRESSED, as libc6-dbg ships them) read through the decoder's
 own inflated copy (decoder/dbginflate.c, libdeflate) with the same result as
 libdw's reading of the uncompressed file; a corrupt compressed section
-degrades to names without file:line, never a crash."""
+degrades to names without file:line, never a crash.  The inflated copies are
+kept in a cache directory between decodes (decoder/dbgcache.c)."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -71,11 +73,11 @@ def split(tree, tmp_path_factory):
     return st
 
 
-def decode(decoder, st, *args):
+def decode(decoder, st, *args, env=None):
     """funtrace-decode --json (args...) -> (returncode, stderr, json)"""
     st.n += 1
     out = st.base / f"t{st.n}.json"
-    r = run_tool([decoder, "--json", out, *args, st.raw], timeout=120)
+    r = run_tool([decoder, "--json", out, *args, st.raw], timeout=120, env=env)
     return r.returncode, r.stderr, json.loads(out.read_text()) if out.exists() and r.returncode == 0 else None
 
 
@@ -105,3 +107,95 @@ def test_debug_dir_corrupt_compressed_section(split, san_decoder):  # noqa: F811
     assert "AddressSanitizer" not in err and "runtime error" not in err, err
     assert sorted(set(names(data))) == sorted(FUNCS), names(data)
     assert "dbg_inner" not in data["file_info"]["functions"], data["file_info"]
+
+
+# ---- the cache of inflated debug files (decoder/dbgcache.c) ----------------
+
+def cache_entries(d: Path):
+    return sorted((d / "debug").glob("*.debug")) if (d / "debug").exists() else []
+
+
+def test_inflated_debug_file_is_cached(tree, split, tmp_path):
+    """The first decode keeps its inflated copy in the cache directory (named
+    by build-id, uncompressed, complete); the next decodes read it (it is not
+    written again) and give the very same JSON as the uncompressed file."""
+    dec, cache = tree.tool("funtrace-decode"), tmp_path / "cache"
+    env = {"FUNTRACE_CACHE_DIR": str(cache)}
+    rc, err, plain = decode(dec, split, "--debug-dir", split.plaindir, env=env)
+    assert rc == 0 and not cache_entries(cache), (err, cache_entries(cache))  # nothing to inflate
+    rc, err, first = decode(dec, split, "--debug-dir", split.zdir, env=env)
+    assert rc == 0 and "warning" not in err, err
+    ents = cache_entries(cache)
+    assert len(ents) == 1 and ents[0].name.startswith(split.bid + "-"), ents
+    assert not compressed_sections(ents[0]) and build_id(ents[0]) == split.bid
+    assert not list((cache / "debug").glob("*.tmp.*"))
+    ino = ents[0].stat().st_ino, ents[0].stat().st_mtime_ns
+    rc, err, again = decode(dec, split, "--debug-dir", split.zdir, env=env)
+    assert rc == 0 and "warning" not in err, err
+    assert (ents[0].stat().st_ino, ents[0].stat().st_mtime_ns) == ino  # read, not written again
+    assert first == again == plain
+    # another copy of the same debug file (same build-id): its own entry, never the other's
+    other = tmp_path / "zcopy"
+    shutil.copytree(split.zdir, other)
+    rc, err, copy = decode(dec, split, "--debug-dir", other, env=env)
+    assert rc == 0 and copy == plain and len(cache_entries(cache)) == 2, err
+    # a compressed file that does not inflate: no entry
+    rc, err, bad = decode(dec, split, "--debug-dir", split.baddir, env=env)
+    assert rc == 0 and len(cache_entries(cache)) == 2, err
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "other-headers", "empty"])
+def test_damaged_cache_entry_is_not_used(tree, split, tmp_path, damage):
+    """An entry that is not the inflated file (cut short, overwritten, with
+    another section layout, empty) is not read: the decode is the same as
+    without it, and the entry is replaced by a good one."""
+    dec, cache = tree.tool("funtrace-decode"), tmp_path / "cache"
+    env = {"FUNTRACE_CACHE_DIR": str(cache)}
+    rc, err, good = decode(dec, split, "--debug-dir", split.zdir, env=env)
+    assert rc == 0, err
+    [ent] = cache_entries(cache)
+    orig = ent.read_bytes()
+    data = bytearray(orig)
+    if damage == "truncated":
+        data = data[:len(data) // 2]
+    elif damage == "garbage":
+        data = bytearray(b"\x5a" * len(data))
+    elif damage == "other-headers":  # the last section header's size changed
+        data[-64 + 32] ^= 0x10
+    else:
+        data = bytearray()
+    ent.write_bytes(bytes(data))
+    rc, err, again = decode(dec, split, "--debug-dir", split.zdir, env=env)
+    assert rc == 0 and "warning" not in err, err
+    assert again == good
+    [ent2] = cache_entries(cache)
+    assert ent2 == ent and ent2.read_bytes() == orig  # replaced by the inflated file
+
+
+def test_cache_directory_unusable_or_off(tree, split, tmp_path):
+    """No usable cache directory (a file in the way; FUNTRACE_CACHE_DIR empty:
+    off): the decode is the same, with nothing said and nothing written.
+    Without FUNTRACE_CACHE_DIR the cache is $XDG_CACHE_HOME/funtrace, else
+    $HOME/.cache/funtrace."""
+    dec = tree.tool("funtrace-decode")
+    rc, err, good = decode(dec, split, "--debug-dir", split.plaindir)
+    assert rc == 0, err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    home = tmp_path / "home"
+    home.mkdir()
+    for env in ({"FUNTRACE_CACHE_DIR": str(blocker / "sub")}, {"FUNTRACE_CACHE_DIR": "", "HOME": str(home)}):
+        rc, err, z = decode(dec, split, "--debug-dir", split.zdir, env=env)
+        assert rc == 0 and err.startswith("funtrace-decode: wrote ") and err.count("\n") == 1 and z == good, (env, err)
+    assert not list(home.rglob("*"))
+    env = {k: v for k, v in os.environ.items() if k not in ("FUNTRACE_CACHE_DIR", "XDG_CACHE_HOME")}
+    env["HOME"] = str(home)
+    r = subprocess.run([str(dec), "--json", str(tmp_path / "h.json"), "--debug-dir", str(split.zdir), str(split.raw)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len(cache_entries(home / ".cache" / "funtrace")) == 1
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    r = subprocess.run([str(dec), "--json", str(tmp_path / "x.json"), "--debug-dir", str(split.zdir), str(split.raw)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len(cache_entries(tmp_path / "xdg" / "funtrace")) == 1
