@@ -225,6 +225,18 @@ static int run(struct dec *d, struct outputs *out)
     for (size_t i = 0; died && (died->flags & FT_FAULTF_FROZEN) && i < d->nth; i++)
         if (d->th[i].rt->tid == died->tid)
             d->th[i].tail_tsc = died->tsc;
+    /* ... a thread that exited, until its exit; and every event of a
+     * snapshot (the runtime's: it pauses the threads) is older than it */
+    for (size_t i = 0; i < d->nth; i++) {
+        struct dthread *th = &d->th[i];
+        const struct ftr_thread *rt = th->rt;
+        if (th->tail_tsc)
+            continue;
+        if (rt->has_stat && rt->st.exit_tsc && (rt->st.state == FT_THR_EXITED || rt->st.state == FT_THR_EVICTED))
+            th->tail_tsc = rt->st.exit_tsc;
+        else if (t->has_header && t->hdr.source == FT_SRC_SNAPSHOT && t->hdr.taken_tsc)
+            th->tail_tsc = t->hdr.taken_tsc;
+    }
     /* then the final stacks (their symbols, maybe still loading: sym_warm) */
     for (size_t i = 0; i < d->nth; i++) {
         replay_discover(d, &d->th[i]);

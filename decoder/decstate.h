@@ -55,7 +55,8 @@ struct dthread {
     const uint32_t *slice_ctx; /* while a VIEW_CALLS view takes this thread's slices: the
                             context (swapcontext) each call was made in, by slice; NULL: one */
     uint64_t tail_tsc;   /* sampled time: no event of the thread is later than this TSC (the
-                            fatal signal it took froze tracing: ringevents.c); 0: not known */
+                            fatal signal it took froze tracing, its exit, the snapshot:
+                            decode.c, ringevents.c); 0: not known */
     int64_t last_mns;    /* the last event's measured time */
     int crashed;
     int shown;           /* selected by --tid (filter.c), 1 without it */

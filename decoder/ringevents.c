@@ -18,9 +18,11 @@
  * bracket [lo, hi], and a call with an end in a loose bracket gets an upper
  * bound (end's hi - start's lo) instead of a point estimate (replay.c).
  * Events before the first / after the last stamp (one-sided) keep the
- * nearest stamp as their time (EV_DENSE) -- except the last events of the
- * thread that took the fatal signal: it ran until tracing froze, and that
- * time (th->tail_tsc) closes their bracket like a stamp.
+ * nearest stamp as their time (EV_DENSE) -- except the last events of a
+ * thread whose end is known (th->tail_tsc: the thread that took the fatal
+ * signal ran until tracing froze, an exited thread until its exit, every
+ * thread of a runtime snapshot until it was taken): that time closes their
+ * bracket like a stamp.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -711,3 +711,26 @@ def test_sampled_generations(tree, compiled, run_crash, tmp_path):
         busy = busy[0].children
     assert len(busy) == 1 and busy[0].n == "busy_main" and busy[0].args.get("started_before_ring")
     assert {l.strip() for l in render(busy)} <= {"busy_main", "busy_outer", "busy_step", "leaf", "napper"}
+
+
+@pytest.mark.parametrize("mode", ["pg", "finstr"])
+def test_sampled_last_calls_of_exited_threads_and_snapshots(tree, compiled, tmp_path, mode):
+    """Sampled time, a snapshot: a thread's last events come after its last
+    stamp.  A thread that exited ran until its exit, and every thread's
+    events are older than the snapshot: those times close the bracket, so
+    spin, which busy-waits 400 us after its last stamped event, gets an upper
+    bound at least that wide in both threads, not ~0 ns at the last stamp."""
+    from conftest import run_program
+    exe = compiled("dec_sampled_snaptail.c", mode)
+    run = run_program([exe], tmp_path / "run", env={"FUNTRACE_TIME": "sampled"})
+    assert run.returncode == 0, run.stderr
+    raw = tmp_path / "run" / "funtrace.raw"
+    r, tr = decode(tree, raw, json_out=tmp_path / "t.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    spins = [s for tid in tr.slices for s in tr.slices[tid] if s.n == "spin"]
+    assert len(spins) == 2, spins
+    for s in spins:
+        assert s.args.get("measured") is False and s.args.get("upper_bound_ns", 0) >= 400_000, s
+    r = run_tool([tree.tool("funtrace-decode"), raw, "--text", "-n", "4"])
+    assert len(re.findall(r"<=\d+(\.\d+)? (us|ms) +spin ", r.stdout)) == 2, r.stdout
