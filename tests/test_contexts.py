@@ -54,14 +54,9 @@ def line_of(lines, name, depth):
     return [ln for ln in lines if ln[36:].startswith("  " * depth + name + "  ")]
 
 
-@pytest.mark.parametrize("time", ["exact", "sampled"])
-@pytest.mark.parametrize("mode", modes())
-def test_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode, time, tmp_path):
-    """Every switch keeps the suspended stack: no frame loses its return, each
-    call is counted once (its pieces are one call), every suspended piece is
-    resumed, and the thread's pieces nest."""
-    exe = compiled("dec_fibers.c", mode)
-    rounds = 3
+def fibers_run(tree, run_crash, exe, rounds, time, tmp_path):
+    """the fibers program crashed in main after ROUNDS steps, decoded: (raw,
+    Trace, main thread's slices); its pieces nest and no frame lost its return"""
     env = {"FUNTRACE_TIME": time, "FUNTRACE_SAMPLE_K": "4"} if time == "sampled" else None
     raw = crash_raw(tree, run_crash, exe, [str(rounds)], env=env)
     r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
@@ -70,6 +65,18 @@ def test_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode, time
     sl = tr.slices[tr.pid]
     bad = [s for s in sl if s.args.get("return_missing") or s.args.get("started_before_ring")]
     assert not bad, bad[:5]
+    return raw, tr, sl
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+@pytest.mark.parametrize("mode", modes())
+def test_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode, time, tmp_path):
+    """Every switch keeps the suspended stack: no frame loses its return, each
+    call is counted once (its pieces are one call), every suspended piece is
+    resumed, and the thread's pieces nest."""
+    exe = compiled("dec_fibers.c", mode)
+    rounds = 3
+    raw, tr, sl = fibers_run(tree, run_crash, exe, rounds, time, tmp_path)
     expect = {"fiber": NFIB, "step": NFIB * rounds, "yield": NFIB * rounds, "leaf": 2 * NFIB * rounds,
               "resume": NFIB * (rounds + 1), "schedule": 1, "main": 1, "crash_here": 1}
     assert {n: len(calls(tr, tr.pid, n)) for n in expect} == expect
@@ -246,14 +253,7 @@ def test_boost_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode
     forced_unwind, not left open."""
     exe = boost_fibers(compiled, mode)
     rounds = 3
-    env = {"FUNTRACE_TIME": time, "FUNTRACE_SAMPLE_K": "4"} if time == "sampled" else None
-    raw = crash_raw(tree, run_crash, exe, [str(rounds)], env=env)
-    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
-    assert r.returncode == 0, r.stderr
-    check_nesting(tr)
-    sl = tr.slices[tr.pid]
-    bad = [s for s in sl if s.args.get("return_missing") or s.args.get("started_before_ring")]
-    assert not bad, bad[:5]
+    raw, tr, sl = fibers_run(tree, run_crash, exe, rounds, time, tmp_path)
     expect = {"fiber": NFIB, "step": NFIB * rounds, "yield": NFIB * rounds,
               "resume": NFIB * (rounds + 1), "schedule": 1, "main": 1, "crash_here": 1,
               "abandon_generator": 1, "gen_loop": 1, "gen_yield": 2}
