@@ -101,11 +101,20 @@ int dbg_inflated_fd(int fd, const unsigned char *bid, size_t bidlen)
     cpath = bid ? dbg_cache_path(&st, bid, bidlen) : NULL;
     if (cpath && (out = dbg_cache_open(cpath, total, sh, eh->e_shnum, shoff)) >= 0)
         goto done;
+    /* (its blocks allocated first: a write through the mapping into a full
+     * file system, or past a memory limit, would be a SIGBUS) */
     if (cpath)
         out = dbg_cache_create(cpath, &tmp);
+    if (out >= 0 && fallocate(out, 0, 0, (off_t)total) != 0) {
+        close(out);
+        out = -1;
+        dbg_cache_discard(tmp);
+        tmp = NULL;
+    }
+    if (out < 0 && (out = memfd_create("funtrace-debuginfo", MFD_CLOEXEC)) >= 0 &&
+        fallocate(out, 0, 0, (off_t)total) != 0)
+        goto fail;
     if (out < 0)
-        out = memfd_create("funtrace-debuginfo", MFD_CLOEXEC);
-    if (out < 0 || ftruncate(out, (off_t)total) != 0)
         goto fail;
     q = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, out, 0);
     if (q == MAP_FAILED)

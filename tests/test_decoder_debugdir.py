@@ -199,3 +199,29 @@ def test_cache_directory_unusable_or_off(tree, split, tmp_path):
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert len(cache_entries(tmp_path / "xdg" / "funtrace")) == 1
+
+
+def test_cache_on_a_full_file_system(tree, split, tmp_path):
+    """A cache directory on a file system without room for the entry (a full
+    1 MiB tmpfs): the decode is the same, no entry or temporary file is left, and
+    the decoder does not die of a write into the full file system."""
+    dec = tree.tool("funtrace-decode")
+    rc, err, good = decode(dec, split, "--debug-dir", split.plaindir)
+    assert rc == 0, err
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "funtrace-test", str(mnt)], check=True)
+    try:
+        (mnt / "debug").mkdir()
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)  # the file system full to its last block
+        try:
+            while os.write(fd, b"x" * 4096):
+                pass
+        except OSError:
+            pass
+        os.close(fd)
+        rc, err, z = decode(dec, split, "--debug-dir", split.zdir, env={"FUNTRACE_CACHE_DIR": str(mnt)})
+        assert rc == 0 and "warning" not in err and z == good, (rc, err)
+        assert not list((mnt / "debug").iterdir())
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
