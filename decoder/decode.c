@@ -379,6 +379,8 @@ int decode_main(struct dec_opts *o)
     free(d.th);
     free(d.gens);
     free(d.sl_spare);
+    hm_free(&d.ctx_resumed);
+    free(d.ctx_res);
     if (d.t.nthreads || d.t.cmdline)
         ftr_free(&d.t);
     if (d.src.fd > 2)

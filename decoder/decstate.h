@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include "clock.h"
+#include "hmap.h"
 #include "progress.h"
 #include "opts.h"
 #include "raw.h"
@@ -125,6 +126,15 @@ struct dec {
      * faulting in a fresh one for every generation */
     struct slice *sl_spare;
     size_t sl_spare_cap;
+    /* the latest resume of each context key on any thread, found by the
+     * discovery replays (replay.c): a context still suspended at a thread's
+     * end that another thread resumed after went on there (a fiber moved) */
+    struct hmap ctx_resumed; /* key -> index in ctx_res */
+    struct ctx_resume_at {
+        int64_t t;
+        int th; /* thread index */
+    } *ctx_res;
+    size_t nctx_res, ctx_rescap;
 };
 
 /* a warning on stderr (at most 40; none with --quiet) */

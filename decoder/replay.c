@@ -779,9 +779,33 @@ static int cmp_ctx_pre(const void *k, const void *e)
     return a < b ? -1 : a > b;
 }
 
+/* discovery: the latest resume of key, on any thread (dec.ctx_resumed) */
+static void note_resume(struct dec *d, uint64_t key, int64_t t, int th)
+{
+    uint32_t v = hm_get(&d->ctx_resumed, key, 0);
+    if (v == HMAP_NONE) {
+        d->ctx_res = xgrow(d->ctx_res, &d->ctx_rescap, d->nctx_res + 1, sizeof *d->ctx_res);
+        v = (uint32_t)d->nctx_res++;
+        d->ctx_res[v] = (struct ctx_resume_at){t, th};
+        if (hm_put(&d->ctx_resumed, key, 0, v) != 0)
+            xalloc_die();
+    } else if (t >= d->ctx_res[v].t) {
+        d->ctx_res[v] = (struct ctx_resume_at){t, th};
+    }
+}
+
+/* c, still suspended at its thread's end: resumed by another thread after */
+static int ctx_moved(const struct replay *r, const struct rctx *c)
+{
+    uint32_t v = hm_get(&r->d->ctx_resumed, c->key, 0);
+    return v != HMAP_NONE && r->d->ctx_res[v].th != r->th->index && r->d->ctx_res[v].t >= c->t;
+}
+
 static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
 {
     struct dthread *th = r->th;
+    if (r->discovery)
+        note_resume(r->d, key, t, th->index);
     /* what runs now was left without being saved: its frames lost their returns */
     while (r->n)
         pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
@@ -1320,9 +1344,10 @@ static void finish(struct replay *r)
      * pieces ended at the suspension) */
     for (size_t k = 0; k < r->nctx; k++) {
         struct rctx *c = &r->ctxs[k];
+        unsigned moved = c->used && !r->discovery && ctx_moved(r, c) ? SL_MOVED : 0;
         for (size_t i = c->n; c->used && !r->discovery && i > 0; i--)
-            close_out_k(r, &c->stk[i - 1], th->end_ns, th->end_ns, SL_OPEN | SL_SUSPENDED, EV_EXACT, th->end_ns,
-                        K_ANY);
+            close_out_k(r, &c->stk[i - 1], th->end_ns, th->end_ns, SL_OPEN | SL_SUSPENDED | moved, EV_EXACT,
+                        th->end_ns, K_ANY);
         c->used = 0;
     }
     if (!r->n)

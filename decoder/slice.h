@@ -26,6 +26,8 @@
 #define SL_RESUMED     0x1000u /* starts where its context was resumed */
 #define SL_WAS_SUSP    0x2000u /* a piece of a call that was suspended before it
                                  (cdur: the whole call, suspensions included) */
+#define SL_MOVED       0x4000u /* with SL_SUSPENDED at the end: its context was resumed
+                                 by another thread later (a fiber that moved) */
 
 struct slice {
     uint32_t func;       /* symtab function id */

@@ -208,7 +208,9 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, int p
         ob_printf(o, ":%u", fn->line);
     }
     if (t->flags & (SL_OPEN | SL_PENDING))
-        ob_str(o, t->flags & SL_SUSPENDED ? "  [still open]  [suspended]" : "  [still open]");
+        ob_str(o, t->flags & SL_MOVED       ? "  [still open]  [suspended, then resumed by another thread]"
+                  : t->flags & SL_SUSPENDED ? "  [still open]  [suspended]"
+                                            : "  [still open]");
     if (t->flags & SL_ABANDONED)
         ob_str(o, "  [return missing]");
     if (t->flags & SL_UNWOUND)

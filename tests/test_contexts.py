@@ -329,3 +329,30 @@ def test_boost_fiber_library_switches(tree, compiled, run_crash, tmp_path):
     assert len(works) == 2 and len(set(works)) == 2 and None not in works, lines
     leaves = [ctx_of(ln) for ln in lines if " leaf(int) " in ln]
     assert sorted(leaves) == sorted(works * 3), lines
+
+
+def test_context_resumed_by_another_thread(tree, compiled, run_crash, tmp_path):
+    """A context suspended on one thread and resumed by another (a fiber that a
+    work-stealing scheduler moves): on the first thread its calls are still
+    open at the end but not "[suspended]" there -- another thread resumed
+    them, and says so; on the other thread its frames go on from before that
+    thread's events, and its calls after the switch are in its context."""
+    exe = compiled("dec_fiber_move.c", "pg")
+    raw = crash_raw(tree, run_crash, exe)
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert not [s for sl in tr.slices.values() for s in sl if s.args.get("return_missing")]
+    lines = text_lines(tree, raw, "--calls", "50")
+    heads = [i for i, ln in enumerate(lines) if ln.startswith("thread ")]
+    assert len(heads) == 2, lines
+    first, other = lines[heads[0]:heads[1]], lines[heads[1]:]
+    moved = [ln[36:].split()[0] for ln in first if "[suspended, then resumed by another thread]" in ln]
+    assert moved == ["fiber", "step", "yield"], first
+    assert not [ln for ln in lines if "[suspended]" in ln], lines
+    # the other thread: the fiber's frames from before its events, then step's second leaf
+    before = [ln[36:].split()[0] for ln in other if "[started before the ring]" in ln]
+    assert before == ["fiber", "step", "yield"], other
+    leaf = [ln for ln in other if " leaf " in ln]
+    assert len(leaf) == 1 and ctx_of(leaf[0]) == ctx_of([ln for ln in other if " step " in ln][0]) != \
+        ctx_of([ln for ln in other if " take_over " in ln][0]), other
