@@ -88,6 +88,7 @@ struct dthread {
      * SAVE whose key item is ctx_unsave_idx did not happen), or another
      * suspended context's (ctx_end_key: resumed at the end) */
     int has_ctx_unsave, has_ctx_end;
+    int has_ctx;         /* the discovery replay met a context switch (replay.c) */
     uint64_t ctx_unsave_idx, ctx_end_key;
     uint32_t *final_funcs; /* final stack, outermost first (func ids) */
     size_t nfinal;

@@ -272,13 +272,14 @@ static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     (void)gi;
     J->nslices += n;
     const struct jpiece *pre = &J->prefix[th->index];
+    const uint32_t *cx = th->slice_ctx; /* a thread that switched stacks: each piece's context */
     size_t pre_room = room(pre);
     for (size_t i = 0; i < n; i++) {
         const struct jpiece *tl = name_tail(J, d, s[i].func);
         unsigned fl = s[i].flags & ~SL_PENDING;
         const struct jpiece *args = fl ? flag_args(J, fl) : NULL;
-        /* two numbers of at most 21 characters, ",\"dur\":", the bound */
-        size_t need = pre_room + 96 + room(tl) + (args ? room(args) + 64 : 0);
+        /* two numbers of at most 21 characters, ",\"dur\":", the bound, the context */
+        size_t need = pre_room + 96 + room(tl) + (args ? room(args) + 64 : 0) + (cx ? 64 : 0);
         char *p = ob_reserve(o, need);
         if (__builtin_expect(o->cap - o->len < need, 0))
             xalloc_die(); /* a name longer than the whole buffer */
@@ -287,12 +288,24 @@ static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
         memcpy(p, ",\"dur\":", 7);
         p += 7;
         p += fmt_us3_cached(p, s[i].end - s[i].start, &J->dur_c);
-        if (args) {
-            p = put_piece(p, args);
+        if (args || cx) {
+            if (args) {
+                p = put_piece(p, args);
+            } else {
+                memcpy(p, ",\"args\":{", 9);
+                p += 9;
+            }
             if (fl & SL_BOUND) { /* with "measured":false */
                 memcpy(p, ",\"upper_bound_ns\":", 18);
                 p += 18;
                 p += fmt_i64(p, s[i].ub);
+            }
+            if (cx) {
+                if (p[-1] != '{')
+                    *p++ = ',';
+                memcpy(p, "\"context\":", 10);
+                p += 10;
+                p += fmt_i64(p, cx[i]);
             }
             *p++ = '}';
         }

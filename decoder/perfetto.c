@@ -56,6 +56,8 @@ static const struct {
 };
 #define NFLAGS (sizeof flag_names / sizeof flag_names[0])
 #define ANNOT_UB NFLAGS /* upper_bound_ns */
+#define ANNOT_CTX (NFLAGS + 1) /* context: a thread that switched stacks */
+#define NANNOT (NFLAGS + 2)
 
 struct pseq {
     uint32_t id;
@@ -63,7 +65,7 @@ struct pseq {
     uint64_t track;       /* a thread's sequence: its track, the packets' default */
     struct hmap iids;     /* (0, func) -> name iid, (1, func) -> source location iid */
     uint64_t next_iid;
-    uint64_t annot_iid[NFLAGS + 1];
+    uint64_t annot_iid[NANNOT];
     int64_t *ends;        /* the open slices' ends, outermost first */
     size_t nends, cap;
     /* the packed begin events of this sequence (their names interned): (flags,
@@ -89,7 +91,7 @@ struct pview {
     /* the interned data going into the packet being built */
     Perfetto__Protos__EventName names[1], *pnames[1];
     Perfetto__Protos__SourceLocation locs[1], *plocs[1];
-    Perfetto__Protos__DebugAnnotationName anames[NFLAGS + 1], *panames[NFLAGS + 1];
+    Perfetto__Protos__DebugAnnotationName anames[NANNOT], *panames[NANNOT];
     Perfetto__Protos__InternedData interned;
 };
 
@@ -334,7 +336,7 @@ static uint64_t intern_annot(struct pview *P, struct pseq *q, size_t k)
     perfetto__protos__debug_annotation_name__init(a);
     a->has_iid = 1;
     a->iid = iid;
-    a->name = k == ANNOT_UB ? "upper_bound_ns" : (char *)flag_names[k].name;
+    a->name = k == ANNOT_UB ? "upper_bound_ns" : k == ANNOT_CTX ? "context" : (char *)flag_names[k].name;
     P->panames[P->interned.n_debug_annotation_names] = a;
     P->interned.n_debug_annotation_names++;
     return iid;
@@ -367,11 +369,15 @@ static unsigned annot_flags(unsigned f)
     return f & m;
 }
 
-static void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t track, const struct slice *s)
+/* ctx: the context the slice's call was made in (a thread that switched
+ * stacks), else NULL */
+static void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t track, const struct slice *s,
+                        const uint32_t *ctx)
 {
     int cacheable = P->fast && q->started && q->track == track && !(s->flags & SL_BOUND);
+    uint64_t ckey = annot_flags(s->flags) | (ctx ? (uint64_t)*ctx + 1 : 0) << 32;
     if (cacheable) {
-        uint32_t at = hm_get(&q->evc, annot_flags(s->flags), s->func);
+        uint32_t at = hm_get(&q->evc, ckey, s->func);
         if (at != HMAP_NONE) {
             size_t n = (size_t)q->arena[at] | (size_t)q->arena[at + 1] << 8;
             put_event_packet(P, q, s->start, q->arena + at + 2, n);
@@ -395,7 +401,7 @@ static void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t
         ev.has_source_location_iid = 1;
         ev.source_location_iid = intern(P, q, d, 1, s->func);
     }
-    Annot a[NFLAGS + 1], *pa[NFLAGS + 1];
+    Annot a[NANNOT], *pa[NANNOT];
     size_t na = 0;
     for (size_t k = 0; k < NFLAGS; k++) {
         if (!(s->flags & flag_names[k].bit))
@@ -417,6 +423,15 @@ static void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t
         pa[na] = &a[na];
         na++;
     }
+    if (ctx) {
+        perfetto__protos__debug_annotation__init(&a[na]);
+        a[na].has_name_iid = 1;
+        a[na].name_iid = intern_annot(P, q, ANNOT_CTX);
+        a[na].has_int_value = 1;
+        a[na].int_value = *ctx;
+        pa[na] = &a[na];
+        na++;
+    }
     ev.n_debug_annotations = na;
     ev.debug_annotations = pa;
     if (cacheable && !P->interned.n_event_names && !P->interned.n_source_locations &&
@@ -431,7 +446,7 @@ static void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t
             q->arena[at + 1] = (uint8_t)(n >> 8);
             protobuf_c_message_pack(&ev.base, q->arena + at + 2);
             q->alen += n + 2;
-            if (hm_put(&q->evc, annot_flags(s->flags), s->func, at))
+            if (hm_put(&q->evc, ckey, s->func, at))
                 xalloc_die();
             put_event_packet(P, q, s->start, q->arena + at + 2, n);
             q->ends = xgrow(q->ends, &q->cap, q->nends + 1, sizeof *q->ends);
@@ -463,7 +478,7 @@ static void p_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     for (size_t i = 0; i < n; i++) {
         while (q->nends > s[i].depth) /* the slices this one is not inside have ended */
             slice_end(P, q, track);
-        slice_begin(P, q, d, track, &s[i]);
+        slice_begin(P, q, d, track, &s[i], th->slice_ctx ? &th->slice_ctx[i] : NULL);
     }
     while (q->nends)
         slice_end(P, q, track);

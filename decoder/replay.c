@@ -189,7 +189,9 @@ struct replay {
     size_t nxpre, xprecap;
     uint64_t nsaves;        /* SAVEs so far */
     uint32_t ctx_id, nids;  /* the running context's number (0: the one the ring starts in), the last given */
-    uint32_t *slctx;        /* VIEW_CALLS: the context of each slice's call (thread->slice_ctx) */
+    uint32_t *slctx;        /* the context each slice's call was made in (thread->slice_ctx):
+                               VIEW_CALLS, and VIEW_PIECES on a thread that switches (ctx_on) */
+    int ctx_on;
     uint64_t save_nevents;  /* discovery: th->nevents at the last one */
 };
 
@@ -269,7 +271,7 @@ static __attribute__((noinline)) void grow_slices(struct replay *r)
         r->slcap = r->slcap ? r->slcap * 2 : 4096;
         r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
     }
-    if (r->calls)
+    if (r->calls || r->ctx_on)
         r->slctx = xrealloc(r->slctx, r->slcap * sizeof *r->slctx);
 }
 
@@ -319,7 +321,7 @@ static ALWAYS_INLINE void open_out_k(struct replay *r, struct frame *fr, int k)
         }
     }
     s->end = s->start;
-    if (IS_CALLS(r, k))
+    if (IS_CALLS(r, k) || __builtin_expect(r->ctx_on, 0))
         r->slctx[r->nsl] = r->ctx_id;
     fr->slice = (int64_t)r->nsl++;
 }
@@ -712,6 +714,8 @@ static void suspend_out(struct replay *r, struct frame *fr, int64_t t)
 
 static void ctx_save(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
 {
+    if (r->discovery)
+        r->th->has_ctx = 1;
     if (!r->discovery && r->th->has_ctx_unsave && idx == r->th->ctx_unsave_idx)
         return; /* the thread's events end in this switch, which did not happen (ctx_at_end) */
     struct rctx *c = ctx_find(r, key);
@@ -804,8 +808,10 @@ static int ctx_moved(const struct replay *r, const struct rctx *c)
 static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
 {
     struct dthread *th = r->th;
-    if (r->discovery)
+    if (r->discovery) {
+        th->has_ctx = 1;
         note_resume(r->d, key, t, th->index);
+    }
     /* what runs now was left without being saved: its frames lost their returns */
     while (r->n)
         pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
@@ -1254,6 +1260,9 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
             size_t nsl = r->nsl, i0 = i;
             struct slice *const sl = r->sl;
             const size_t slcap = r->slcap;
+            /* (a switch is never in this loop: the context stays) */
+            uint32_t *const slctx = r->ctx_on ? r->slctx : NULL;
+            const uint32_t cid = r->ctx_id;
             for (; i < n; i++) {
                 const struct ev *v = &e[i];
                 uint64_t word = v->word;
@@ -1295,6 +1304,8 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
                     sp->ub = 0;
                     sp->cdur = -1;
                     sp->start = sp->end = t;
+                    if (slctx)
+                        slctx[nsl] = cid;
                     fr->slice = (int64_t)nsl++;
                 }
             }
@@ -1466,12 +1477,18 @@ void replay_gen(struct replay *r, size_t gi)
             i++;
         if (i < r->prev_hi) {
             for (k = i; i < r->nsl; i++)
-                if (!clipped_to_nothing(&r->sl[i]))
+                if (!clipped_to_nothing(&r->sl[i])) {
+                    if (r->ctx_on)
+                        r->slctx[k] = r->slctx[i];
                     r->sl[k++] = r->sl[i];
+                }
             r->nsl = k;
         }
-        if (r->nsl && r->out->ops->slices)
+        if (r->nsl && r->out->ops->slices) {
+            th->slice_ctx = r->ctx_on ? r->slctx : NULL;
             r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
+            th->slice_ctx = NULL;
+        }
     }
     if (last && r->out->ops->thread_end)
         r->out->ops->thread_end(r->out, d, th);
@@ -1494,6 +1511,7 @@ struct replay *replay_new(struct dec *d, struct dthread *th, struct view *out)
     struct replay *r = rnew(d, th, 0);
     r->out = out;
     r->calls = out->kind == VIEW_CALLS;
+    r->ctx_on = !r->calls && th->has_ctx;
     return r;
 }
 
@@ -1969,7 +1987,7 @@ void replay_forget(struct dthread *th, int owned)
     th->pre = NULL;
     th->ctx_pre = NULL;
     th->nctx_pre = 0;
-    th->has_ctx_unsave = th->has_ctx_end = 0;
+    th->has_ctx_unsave = th->has_ctx_end = th->has_ctx = 0;
     th->abandoned = th->live = NULL;
     th->final_funcs = NULL;
     th->npre = th->npre_final = th->nabandoned = th->nlive = th->nfinal = 0;

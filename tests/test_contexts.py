@@ -356,3 +356,32 @@ def test_context_resumed_by_another_thread(tree, compiled, run_crash, tmp_path):
     leaf = [ln for ln in other if " leaf " in ln]
     assert len(leaf) == 1 and ctx_of(leaf[0]) == ctx_of([ln for ln in other if " step " in ln][0]) != \
         ctx_of([ln for ln in other if " take_over " in ln][0]), other
+
+
+def test_timeline_pieces_say_their_context(tree, compiled, run_crash, tmp_path):
+    """On the timeline (JSON args, Perfetto annotations) every piece of a
+    thread that switched stacks says the context its call was made in, as
+    --text numbers them: the fibers' calls in the fibers' contexts, the
+    scheduler's in main's.  The Perfetto file says the same as the JSON."""
+    import subprocess
+    from test_decoder_views import PERFETTO_PROTO
+    from views_oracle import as_kept, perfetto_slices
+    exe = compiled("dec_fibers.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["3"])
+    pf = tmp_path / "f.pftrace"
+    r, tr = decode(tree, raw, "--perfetto", pf, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    sl = tr.slices[tr.pid]
+    assert all("context" in s.args for s in sl), [s for s in sl if "context" not in s.args][:3]
+    ctx = lambda names: {s.args["context"] for s in sl if s.n in names}
+    mains, tops = ctx({"main", "schedule", "resume", "crash_here"}), ctx({"fiber"})
+    assert len(mains) == 1 and len(tops) == NFIB and not mains & tops, (mains, tops)
+    assert ctx({"step", "yield", "leaf"}) <= tops
+    lines = text_lines(tree, raw, "--calls", "200")
+    assert {ctx_of(ln) for ln in line_of(lines, "fiber", 0)} == tops  # as --text numbers them
+    p = subprocess.run(["protoc", f"--proto_path={PERFETTO_PROTO.parent}", "--decode=perfetto.protos.Trace",
+                        PERFETTO_PROTO.name], stdin=pf.open("rb"), capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    tracks, slices, _ = perfetto_slices(p.stdout.decode(), args=True)
+    by_tid = {t["thread"][0]["tid"][0]: u for u, t in tracks.items() if "thread" in t}
+    assert slices[by_tid[tr.pid]] == as_kept(tr, args=True)[tr.pid]
