@@ -67,6 +67,18 @@ static unsigned addr_score(const struct dec *d, const struct run *u, uint32_t hi
     return score;
 }
 
+/* the high halves [h0, h1] of the range [start, start + size): at most
+ * RX_MAX_HALVES of them (real code is far smaller than 4 GiB; a damaged
+ * record's range can be 2^64 bytes: its first ones) */
+#define RX_MAX_HALVES 16
+static uint64_t last_half(uint64_t start, uint64_t size)
+{
+    uint64_t h0 = start >> 32, h1 = (start + size - 1) >> 32;
+    if (start + size - 1 < start) /* (wraps) */
+        h1 = UINT32_MAX;
+    return h1 - h0 >= RX_MAX_HALVES ? h0 + RX_MAX_HALVES - 1 : h1;
+}
+
 uint32_t rx_addr_resolve(const struct dec *d, const struct run *u, int have_next, uint32_t next,
                              int have_prev, uint32_t prev)
 {
@@ -86,7 +98,9 @@ uint32_t rx_addr_resolve(const struct dec *d, const struct run *u, int have_next
     for (size_t m = 0; m < d->t.nmods; m++) {
         const struct ft_module *md = &d->t.mods[m];
         for (uint32_t s = 0; s < md->nseg && s < FT_MOD_SEGS; s++) {
-            for (uint64_t h = md->seg[s].start >> 32; h <= (md->seg[s].start + md->seg[s].size - 1) >> 32; h++) {
+            if (!md->seg[s].size)
+                continue;
+            for (uint64_t h = md->seg[s].start >> 32, e = last_half(md->seg[s].start, md->seg[s].size); h <= e; h++) {
                 unsigned sc = addr_score(d, u, (uint32_t)h);
                 if (sc > best_score) { best = (uint32_t)h; best_score = sc; }
             }
@@ -94,7 +108,8 @@ uint32_t rx_addr_resolve(const struct dec *d, const struct run *u, int have_next
     }
     for (size_t m = 0; m < d->t.nmaps; m++) {
         if (!(d->t.maps[m].prot & FT_MAPF_X) || d->t.maps[m].end <= d->t.maps[m].start) continue;
-        for (uint64_t h = d->t.maps[m].start >> 32; h <= (d->t.maps[m].end - 1) >> 32; h++) {
+        for (uint64_t h = d->t.maps[m].start >> 32, e = last_half(d->t.maps[m].start, d->t.maps[m].end - d->t.maps[m].start);
+             h <= e; h++) {
             unsigned sc = addr_score(d, u, (uint32_t)h);
             if (sc > best_score) { best = (uint32_t)h; best_score = sc; }
         }

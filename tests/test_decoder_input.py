@@ -504,3 +504,27 @@ def test_wrong_binary_does_not_make_the_decode_quadratic(tree, compiled, tmp_pat
     m = re.search(r"wrote \S+: \d+ threads, (\d+) slices", d.stderr)
     assert m and int(m.group(1)) >= 1000000, d.stderr
     assert (tmp_path / "t.json").read_bytes().rstrip().endswith(b"}")
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_executable_mapping_of_absurd_size(tree, compiled, run_crash, time, tmp_path):
+    """A damaged MAPPINGS record with an executable range of almost 2^64 bytes
+    (found by make fuzz-decoder: the decoder tried every 4 GiB of it as the
+    address high half of each run of a wrapped ring's oldest items, for
+    minutes): decoded at once, into the slices it has without that record."""
+    exe = compiled("dec_fibers.c", "pg")
+    raw = crash_raw(tree, run_crash, exe, ["3000"], env={"FUNTRACE_BUF": "16K", "FUNTRACE_TIME": time})
+    chunks = rawfile.chunks(raw.read_bytes())
+    path = b"/absurd"
+    rec = struct.pack("<QQQII40sII", 0x1000, 2**64 - 0x1000, 0, 5, 0, b"", len(path), 0) + path + b"\0"
+    assert [m for m, _ in chunks].count("MAPPINGS") == 1
+    bad = tmp_path / "absurd.raw"
+    bad.write_bytes(rebuild([(m, p + rec if m == "MAPPINGS" else p) for m, p in chunks]))
+    dec = tree.tool("funtrace-decode")
+    want = run_tool([dec, "--no-symbols", "--json", tmp_path / "want.json", raw])
+    assert want.returncode == 0, want.stderr
+    got = run_tool([dec, "--no-symbols", "--json", tmp_path / "got.json", bad], timeout=30)
+    assert got.returncode == 0, got.stderr
+    # the same slices (their names may now be the huge mapping's offsets)
+    shape = lambda t: {tid: [(s.start, s.end, s.args) for s in sl] for tid, sl in t.slices.items()}
+    assert shape(load(tmp_path / "got.json")) == shape(load(tmp_path / "want.json"))
