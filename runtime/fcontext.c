@@ -20,6 +20,9 @@
  *                               pointer the switch restored (callee-saved),
  *                               and resume_logged tells that interposer its
  *                               RESUME is logged.
+ * The real functions are the next definitions (dlsym RTLD_NEXT), else those
+ * of any loaded object (real_anywhere: a plugin loaded RTLD_LOCAL with its
+ * libboost_context, whose calls an executable linked -rdynamic sends here).
  * A context's first run (make_fcontext's entry function) logs no RESUME: its
  * calls begin on the empty stack the SAVE left.  A context that ends (Boost's
  * entry functions never return: they switch away, and the stack is freed)
@@ -30,8 +33,11 @@
  * (a program linked -static logs no Boost.Context switches).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ft_interposing.h"
 #include "ft_internal.h"
@@ -48,6 +54,57 @@ typedef ft_transfer (*ontop_real)(void *to, void *vp, ontop_fn fn);
 
 static __thread ontop_fn ontop_user; /* fn of this thread's ontop_fcontext */
 static __thread int resume_logged;   /* the resumed interposer's RESUME is logged */
+
+/* ---- the real functions -------------------------------------------------- */
+
+#define MAX_OBJECTS 512
+
+struct objects {
+    char *name[MAX_OBJECTS];
+    size_t n;
+};
+
+static int collect(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct objects *o = arg;
+    if (info->dlpi_name && *info->dlpi_name && o->n < MAX_OBJECTS && (o->name[o->n] = strdup(info->dlpi_name)))
+        o->n++;
+    return 0;
+}
+
+/* name's definition in any loaded object but ours: where RTLD_NEXT does not
+ * look (a plugin dlopen'ed RTLD_LOCAL with its libboost_context, while the
+ * executable, linked -rdynamic, exports our interposer to it) */
+static void *real_anywhere(const char *name, void *self)
+{
+    struct objects o = {.n = 0};
+    void *found = NULL;
+    dl_iterate_phdr(collect, &o); /* (no dlopen inside its callback: its lock) */
+    for (size_t i = 0; i < o.n; i++) {
+        void *h = found ? NULL : dlopen(o.name[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            void *p = dlsym(h, name);
+            if (p && p != self)
+                found = p;
+            dlclose(h);
+        }
+        free(o.name[i]);
+    }
+    return found;
+}
+
+static void *real(void **cache, const char *name, void *self)
+{
+    void *p = ft_real_next(cache, name);
+    if (!p && (p = real_anywhere(name, self)))
+        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    if (!p)
+        abort(); /* (no Boost.Context in the process: nothing made the context) */
+    return p;
+}
+
+/* ---- the interposers ------------------------------------------------------ */
 
 /* fn of an ontop_fcontext, on the resumed stack: entered by a jump with the
  * resumed jump_fcontext's return address on the stack, and the resumed
@@ -79,12 +136,10 @@ static inline void resumed(void *self, void *ret)
 FT_EXPORT __attribute__((weak)) ft_transfer jump_fcontext(void *to, void *vp)
 {
     static void *cache;
-    jump_real real = (jump_real)ft_real_next(&cache, "jump_fcontext");
+    jump_real fn = (jump_real)real(&cache, "jump_fcontext", (void *)jump_fcontext);
     void *self = __builtin_frame_address(0), *ret = __builtin_return_address(0);
-    if (!real)
-        abort();
     suspending(self, ret);
-    ft_transfer t = real(to, vp);
+    ft_transfer t = fn(to, vp);
     resumed(self, ret);
     return t;
 }
@@ -92,13 +147,11 @@ FT_EXPORT __attribute__((weak)) ft_transfer jump_fcontext(void *to, void *vp)
 FT_EXPORT __attribute__((weak)) ft_transfer ontop_fcontext(void *to, void *vp, ontop_fn fn)
 {
     static void *cache;
-    ontop_real real = (ontop_real)ft_real_next(&cache, "ontop_fcontext");
+    ontop_real rf = (ontop_real)real(&cache, "ontop_fcontext", (void *)ontop_fcontext);
     void *self = __builtin_frame_address(0), *ret = __builtin_return_address(0);
-    if (!real)
-        abort();
     suspending(self, ret);
     ontop_user = fn;
-    ft_transfer t = real(to, vp, ontop_tramp);
+    ft_transfer t = rf(to, vp, ontop_tramp);
     resumed(self, ret);
     return t;
 }

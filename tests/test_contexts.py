@@ -385,3 +385,23 @@ def test_timeline_pieces_say_their_context(tree, compiled, run_crash, tmp_path):
     tracks, slices, _ = perfetto_slices(p.stdout.decode(), args=True)
     by_tid = {t["thread"][0]["tid"][0]: u for u, t in tracks.items() if "thread" in t}
     assert slices[by_tid[tr.pid]] == as_kept(tr, args=True)[tr.pid]
+
+
+def test_boost_fibers_in_a_plugin_loaded_locally(tree, compiled, run_crash, tmp_path):
+    """A host linked -rdynamic exports the runtime's Boost.Context interposers
+    to a plugin it loads RTLD_LOCAL with its own libboost_context, where
+    dlsym(RTLD_NEXT) does not look: the interposers find the real functions
+    there (before, the host aborted at the plugin's first switch), and the
+    plugin's fiber keeps its calls in its own context."""
+    lib = compiled("dec_boost_plugin.cc", "pg", extra=["-shared", "-fPIC", "-lboost_context"], tag="so")
+    exe = compiled("dec_boost_host.c", "pg", extra=["-rdynamic", "-ldl"])
+    raw = crash_raw(tree, run_crash, exe, [str(lib)])
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
+    lines = text_lines(tree, raw, "--calls", "100")
+    body = [ctx_of(ln) for ln in lines if " pfiber_body" in ln]
+    leaves = [ctx_of(ln) for ln in lines if " pleaf" in ln]
+    run = [ctx_of(ln) for ln in lines if " plugin_run " in ln]
+    assert len(body) == 1 and leaves == body * 2 and run and run[0] != body[0], lines
