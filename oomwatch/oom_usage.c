@@ -9,7 +9,9 @@
  *   cgroup v1  a memory threshold: an eventfd registered by writing
  *              "<eventfd> <fd of memory.usage_in_bytes> <bytes>" to
  *              cgroup.event_control; readable each time usage crosses it
- *              (either way; the kernel checks every few hundred KiB charged);
+ *              (either way; the kernel checks every few hundred KiB charged),
+ *              and usage re-read every V1_RECHECK_MS besides (a notification
+ *              that never came has been seen);
  *   cgroup v2  memory.current against memory.max, read every --poll-ms (v2
  *              has no usage notification; memory.events "high" is the events
  *              trigger).
@@ -30,6 +32,12 @@
 
 #define NO_LIMIT (1ull << 60) /* v1 writes ~2^63 for "no limit" */
 #define WATCH_MS 100          /* usage over the threshold, mostly page cache: re-check period */
+/* v1: usage is also re-read this often without a notification.  The
+ * kernel checks thresholds only every so many pages charged on a CPU, and a
+ * hog held 20 MiB over the threshold has been seen to get no notification
+ * at all (a full test-suite run, once in several): without this the trace
+ * would never be saved before the kill */
+#define V1_RECHECK_MS 250
 
 static int v1_usable(const struct ow_state *s)
 {
@@ -124,7 +132,7 @@ int ow_usage_poll_ms(const struct ow_state *s)
 {
     if (!(s->armed & OW_T_USAGE)) return -1;
     if (s->usage_v2) return s->o.poll_ms;
-    return s->usage_watch ? WATCH_MS : -1;
+    return s->usage_watch ? WATCH_MS : V1_RECHECK_MS;
 }
 
 unsigned ow_usage_check(struct ow_state *s, int efd_ready, char *text, size_t cap)
@@ -137,8 +145,7 @@ unsigned ow_usage_check(struct ow_state *s, int efd_ready, char *text, size_t ca
         }
         s->usage_watch = 1;
     }
-    if (!s->usage_v2 && !s->usage_watch) return 0;
-    uint64_t usage, hard;
+    uint64_t usage, hard; /* (read at every wake-up: V1_RECHECK_MS) */
     if (read_usage(s, &usage, &hard) != 0) return 0; /* the group was removed */
     int over = hard >= s->usage_threshold;
     if (!s->usage_v2) s->usage_watch = usage >= s->usage_threshold && !over; /* page cache: keep looking */
