@@ -123,6 +123,12 @@ static int core_hint(const char *input, const struct ftr_src *src)
     return 1;
 }
 
+/* when the thread exited (its record's exit_tsc), 0 if it did not or it is not known */
+static uint64_t exit_tsc(const struct ftr_thread *rt)
+{
+    return rt->has_stat && (rt->st.state == FT_THR_EXITED || rt->st.state == FT_THR_EVICTED) ? rt->st.exit_tsc : 0;
+}
+
 static int run(struct dec *d, struct outputs *out)
 {
     struct dec_opts *o = &d->o;
@@ -232,8 +238,9 @@ static int run(struct dec *d, struct outputs *out)
         const struct ftr_thread *rt = th->rt;
         if (th->tail_tsc)
             continue;
-        if (rt->has_stat && rt->st.exit_tsc && (rt->st.state == FT_THR_EXITED || rt->st.state == FT_THR_EVICTED))
-            th->tail_tsc = rt->st.exit_tsc;
+        uint64_t ex = exit_tsc(rt);
+        if (ex)
+            th->tail_tsc = ex;
         else if (t->has_header && t->hdr.source == FT_SRC_SNAPSHOT && t->hdr.taken_tsc)
             th->tail_tsc = t->hdr.taken_tsc;
     }
@@ -258,11 +265,12 @@ static int run(struct dec *d, struct outputs *out)
         struct dthread *th = &d->th[i];
         const struct ftr_thread *rt = th->rt;
         th->end_ns = d->end_ns;
-        if (rt->has_stat && rt->st.exit_tsc && (rt->st.state == FT_THR_EXITED || rt->st.state == FT_THR_EVICTED)) {
+        uint64_t ex = exit_tsc(rt);
+        if (ex) {
             size_t gi = d->ngens - 1;
-            while (gi > 0 && !d->gens[gi].synthetic && rt->st.exit_tsc < d->gens[gi].start_tsc)
+            while (gi > 0 && !d->gens[gi].synthetic && ex < d->gens[gi].start_tsc)
                 gi--;
-            int64_t e = ft_clock_ns(&d->gens[gi].clk, rt->st.exit_tsc);
+            int64_t e = ft_clock_ns(&d->gens[gi].clk, ex);
             if (e < th->last_ns)
                 e = th->last_ns;
             if (e < th->end_ns)
