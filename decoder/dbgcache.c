@@ -42,21 +42,16 @@ static uint64_t fnv(uint64_t h, const void *v, size_t n)
     return h;
 }
 
-char *dbg_cache_path(const struct stat *src, const unsigned char *bid, size_t n)
+char *dbg_cache_path(const struct stat *src, const char *bid_hex)
 {
-    if (n < 2 || n > 64)
-        return NULL;
     char *base = cache_base();
     if (!base)
         return NULL;
-    char hex[129];
-    for (size_t i = 0; i < n; i++)
-        sprintf(hex + 2 * i, "%02x", bid[i]);
     uint64_t id[6] = {(uint64_t)src->st_dev, (uint64_t)src->st_ino, (uint64_t)src->st_size,
                       (uint64_t)src->st_mtim.tv_sec, (uint64_t)src->st_mtim.tv_nsec, 1 /* layout version */};
     uint64_t key = fnv(0xcbf29ce484222325ull, id, sizeof id);
     char *p = NULL;
-    if (asprintf(&p, "%s/debug/%s-%016llx.debug", base, hex, (unsigned long long)key) < 0)
+    if (asprintf(&p, "%s/debug/%s-%016llx.debug", base, bid_hex, (unsigned long long)key) < 0)
         p = NULL;
     free(base);
     return p;

@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 
 /* the cache entry's path for the debug file src (fstat) with build-id
- * bid[0..n) (malloc'd); NULL when there is no cache directory */
-char *dbg_cache_path(const struct stat *src, const unsigned char *bid, size_t n);
+ * bid_hex (malloc'd); NULL when there is no cache directory */
+char *dbg_cache_path(const struct stat *src, const char *bid_hex);
 
 /* the entry at path, open, if it is total bytes long and has the section
  * header table sh[0..shnum) at shoff; else -1 */

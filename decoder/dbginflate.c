@@ -69,6 +69,21 @@ static int build_id_is(const unsigned char *p, size_t size, const Elf64_Shdr *sh
     return 0;
 }
 
+/* the longest build-id looked up (a raw's hold up to FT_BUILD_ID_MAX bytes;
+ * libdwfl gives a file's own, of any length: SHA-1's 20 in practice) */
+#define DBG_BID_MAX 64
+
+/* bid[0..n) in hex (the debug directory's and the cache's names); 0 when n
+ * is not 2..DBG_BID_MAX */
+static int bid_hex(const unsigned char *bid, size_t n, char hex[2 * DBG_BID_MAX + 1])
+{
+    if (n < 2 || n > DBG_BID_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        sprintf(hex + 2 * i, "%02x", bid[i]);
+    return 1;
+}
+
 int dbg_inflated_fd(int fd, const unsigned char *bid, size_t bidlen)
 {
     struct stat st;
@@ -98,7 +113,8 @@ int dbg_inflated_fd(int fd, const unsigned char *bid, size_t bidlen)
         goto done;
     /* inflated before (dbgcache.h), or inflated into a new cache entry, or
      * else into memory */
-    cpath = bid ? dbg_cache_path(&st, bid, bidlen) : NULL;
+    char hex[2 * DBG_BID_MAX + 1];
+    cpath = bid && bid_hex(bid, bidlen, hex) ? dbg_cache_path(&st, hex) : NULL;
     if (cpath && (out = dbg_cache_open(cpath, total, sh, eh->e_shnum, shoff)) >= 0)
         goto done;
     /* (its blocks allocated first: a write through the mapping into a full
@@ -174,17 +190,11 @@ void dbg_set_debug_dir(const char *dir)
     debug_dir = dir && *dir ? dir : "/usr/lib/debug";
 }
 
-/* the longest build-id looked up (a raw's hold up to FT_BUILD_ID_MAX bytes;
- * libdwfl gives a file's own, of any length: SHA-1's 20 in practice) */
-#define DBG_BID_MAX 64
-
 char *dbg_build_id_path(const unsigned char *bid, size_t n)
 {
-    if (n < 2 || n > DBG_BID_MAX)
-        return NULL;
     char hex[2 * DBG_BID_MAX + 1];
-    for (size_t i = 0; i < n; i++)
-        sprintf(hex + 2 * i, "%02x", bid[i]);
+    if (!bid_hex(bid, n, hex))
+        return NULL;
     char *p;
     if (asprintf(&p, "%s/.build-id/%.2s/%s.debug", debug_dir, hex, hex + 2) < 0)
         return NULL;
