@@ -27,10 +27,12 @@ static int is_code_lo(const struct ce_code *c, uint32_t lo)
 
 /* an event's address low half: code, or a marker in the first page (a
  * landing pad's catch at FT_LANDING_PAD_ADDR, exc_events.c; a context
- * switch's marker and key digits, contexts.c) */
+ * switch's marker and key digits, contexts.c; a setjmp's or longjmp's,
+ * setjmps.c, interpose.c) */
 static int is_event_lo(const struct ce_code *c, uint32_t lo)
 {
     return lo == FT_LANDING_PAD_ADDR || lo == FT_CTX_SAVE_ADDR || lo == FT_CTX_RESUME_ADDR ||
+           lo == FT_JMP_SET_ADDR || lo == FT_JMP_LONG_ADDR ||
            (lo >= FT_CTX_DIGIT_BASE && lo < FT_MARKER_PAGE) || is_code_lo(c, lo);
 }
 

@@ -193,11 +193,22 @@ struct replay {
                                VIEW_CALLS, and VIEW_PIECES on a thread that switches (ctx_on) */
     int ctx_on;
     uint64_t save_nevents;  /* discovery: th->nevents at the last one */
+    /* setjmps (FT_JMP_SET_ADDR: runtime/setjmps.c): where each jmp_buf's
+     * stack pointer (key) was saved, the latest by key (jmp_index: key ->
+     * jsets slot) */
+    struct jset *jsets;
+    size_t njsets, jsetcap;
+    struct hmap jmp_index;
 };
 
 #define CTX_SAVE 1
 #define CTX_RESUME 2
+#define CTX_JMP_SET 3
+#define CTX_JMP_LONG 4
 #define CTX_FRESH UINT32_MAX
+/* the key of a context suspended by a longjmp to another stack: its number
+ * (a marker's key has 45 bits) */
+#define JMP_CTX_KEY (1ULL << 63)
 
 /* a suspended context: its stack as it was switched away from */
 struct rctx {
@@ -209,6 +220,14 @@ struct rctx {
     int64_t t, tm;     /* when */
     uint64_t seq, idx; /* its SAVE: the how-manieth, and its key item */
     uint32_t id;       /* its ctx_id */
+};
+
+/* a setjmp: the context it was made in, and its caller's frame (the top
+ * one then: depth frames open, the top one's call and function) */
+struct jset {
+    uint32_t ctx, depth;
+    uint64_t top_idx;
+    uint32_t top_func;
 };
 
 struct xpre {
@@ -248,6 +267,8 @@ void replay_free(struct replay *r)
     free(r->ctxs);
     free(r->ctx_free);
     hm_free(&r->ctx_index);
+    free(r->jsets);
+    hm_free(&r->jmp_index);
     for (size_t i = 0; i < r->nxpre; i++)
         free(r->xpre[i].f);
     free(r->xpre);
@@ -712,12 +733,12 @@ static void suspend_out(struct replay *r, struct frame *fr, int64_t t)
         piece_goes_on(r, fr, t, SL_SUSPENDED);
 }
 
-static void ctx_save(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
+/* the running context is suspended under key: its stack is kept, and the
+ * running one is empty */
+static void ctx_store(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
 {
     if (r->discovery)
         r->th->has_ctx = 1;
-    if (!r->discovery && r->th->has_ctx_unsave && idx == r->th->ctx_unsave_idx)
-        return; /* the thread's events end in this switch, which did not happen (ctx_at_end) */
     struct rctx *c = ctx_find(r, key);
     if (c) { /* saved again without a resume: the older one can never resume */
         for (size_t i = c->n; !r->discovery && i > 0; i--)
@@ -754,11 +775,28 @@ static void ctx_save(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
     c->seq = ++r->nsaves;
     c->idx = idx;
     c->id = r->ctx_id;
-    r->ctx_id = ++r->nids; /* (a context makecontext started) */
-    r->save_nevents = r->th->nevents;
+    if (hm_put(&r->ctx_index, c->id, 1, (uint32_t)(c - r->ctxs)) != 0) /* (by number: ctx_by_id) */
+        xalloc_die();
     r->n = 0;
     r->nrot = 0;
+}
+
+/* a SAVE: what runs next is a context makecontext started */
+static void ctx_save(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
+{
+    if (!r->discovery && r->th->has_ctx_unsave && idx == r->th->ctx_unsave_idx)
+        return; /* the thread's events end in this switch, which did not happen (ctx_at_end) */
+    ctx_store(r, key, idx, t, tm);
+    r->ctx_id = ++r->nids;
+    r->save_nevents = r->th->nevents;
     r->ctx_pre = CTX_FRESH;
+}
+
+/* the suspended context numbered id, NULL if none */
+static struct rctx *ctx_by_id(const struct replay *r, uint32_t id)
+{
+    uint32_t v = hm_get(&r->ctx_index, id, 1);
+    return v != HMAP_NONE && r->ctxs[v].used && r->ctxs[v].id == id ? &r->ctxs[v] : NULL;
 }
 
 /* c's stack becomes the running one (which is empty) */
@@ -805,6 +843,20 @@ static int ctx_moved(const struct replay *r, const struct rctx *c)
     return v != HMAP_NONE && r->d->ctx_res[v].th != r->th->index && r->d->ctx_res[v].t >= c->t;
 }
 
+/* the suspended context c runs again from t (the running stack is empty) */
+static void ctx_resumed(struct replay *r, struct rctx *c, int64_t t)
+{
+    ctx_take_up(r, c);
+    if (r->emitting && !r->calls)
+        for (size_t i = 0; i < r->n; i++) {
+            struct frame *fr = &r->stk[i];
+            open_out(r, fr);
+            struct slice *s = &r->sl[fr->slice];
+            s->start = s->end = t;
+            s->flags = (uint16_t)((s->flags & ~SL_FROM_PREV) | SL_RESUMED);
+        }
+}
+
 static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
 {
     struct dthread *th = r->th;
@@ -817,15 +869,7 @@ static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, 
         pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
     struct rctx *c = ctx_find(r, key);
     if (c) {
-        ctx_take_up(r, c);
-        if (r->emitting && !r->calls)
-            for (size_t i = 0; i < r->n; i++) {
-                struct frame *fr = &r->stk[i];
-                open_out(r, fr);
-                struct slice *s = &r->sl[fr->slice];
-                s->start = s->end = t;
-                s->flags = (uint16_t)((s->flags & ~SL_FROM_PREV) | SL_RESUMED);
-            }
+        ctx_resumed(r, c, t);
         return;
     }
     /* a context suspended before the ring's events */
@@ -844,16 +888,79 @@ static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, 
         push(r, p->f[i], sym_func(r->d->sym, p->f[i])->match, 0, FR_PRE, t, tm, NONE);
 }
 
+/* ---- setjmp and longjmp ------------------------------------------------- */
+
+/* setjmp and longjmp (runtime/setjmps.c, interpose.c): a SET of key K
+ * records where the running context's stack is (the setjmp's caller is its
+ * top frame); a LONG of K resumes there.  In the same context, the frames
+ * above that one were left by the jump: they end at it (their returns are
+ * missing), and what follows nests under the setjmp's caller -- without the
+ * markers it nested under the frame that jumped, until a return below
+ * revealed the jump.  In another, suspended context (coroutines switched by
+ * setjmp/longjmp: QEMU's, libdill's) the jump is a switch to that context:
+ * the running one is suspended (under JMP_CTX_KEY | its number, where the
+ * next such jump finds it), the other taken up and its frames above the
+ * setjmp's left.  A LONG whose SET the ring does not hold (or whose frame
+ * has returned since: not a valid jump) changes nothing: as before, the
+ * next return below shows the jump. */
+
+static void jmp_set(struct replay *r, uint64_t key)
+{
+    uint32_t v = hm_get(&r->jmp_index, key, 0);
+    if (v == HMAP_NONE) {
+        r->jsets = xgrow(r->jsets, &r->jsetcap, r->njsets + 1, sizeof *r->jsets);
+        v = (uint32_t)r->njsets++;
+        if (hm_put(&r->jmp_index, key, 0, v) != 0)
+            xalloc_die();
+    }
+    struct jset *j = &r->jsets[v];
+    j->ctx = r->ctx_id;
+    j->depth = r->n > UINT32_MAX ? UINT32_MAX : (uint32_t)r->n;
+    j->top_idx = r->n ? r->stk[r->n - 1].call_idx : NONE;
+    j->top_func = r->n ? r->stk[r->n - 1].func : 0;
+}
+
+/* is j's frame still open on the stack stk (n frames)? */
+static int jset_open(const struct jset *j, const struct frame *stk, size_t n)
+{
+    if (j->depth > n)
+        return 0;
+    return !j->depth || (stk[j->depth - 1].call_idx == j->top_idx && stk[j->depth - 1].func == j->top_func);
+}
+
+static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
+{
+    uint32_t v = hm_get(&r->jmp_index, key, 0);
+    if (v == HMAP_NONE)
+        return;
+    const struct jset j = r->jsets[v];
+    if (j.ctx != r->ctx_id) {
+        const struct rctx *c = ctx_by_id(r, j.ctx);
+        if (!c || !jset_open(&j, c->stk, c->n))
+            return;
+        ctx_store(r, JMP_CTX_KEY | r->ctx_id, idx, t, tm);
+        ctx_resumed(r, ctx_by_id(r, j.ctx), t); /* (ctx_store may have moved it) */
+    } else if (!jset_open(&j, r->stk, r->n)) {
+        return;
+    }
+    while (r->n > j.depth)
+        pop(r, t, tm, SL_ABANDONED, r->cur_exact, r->cur_hi_m);
+}
+
 /* an event in the first page (FT_MARKER_PAGE) other than a landing pad's:
  * a context marker, one of its key's digits, or out of a sequence (the
  * ring's window starts inside one): nothing */
 static void event_marker(struct replay *r, uint64_t word, uint64_t addr, uint64_t idx, int64_t t, int64_t tm)
 {
     int catch = (word & FT_F_CATCH) == FT_F_CATCH;
-    if (catch && (addr == FT_CTX_SAVE_ADDR || addr == FT_CTX_RESUME_ADDR)) {
+    if (catch && (addr == FT_CTX_SAVE_ADDR || addr == FT_CTX_RESUME_ADDR || addr == FT_JMP_SET_ADDR ||
+                  addr == FT_JMP_LONG_ADDR)) {
         if (r->crun)
             catch_end(r); /* (not a catch: the run before it ended) */
-        r->ctx_mark = addr == FT_CTX_SAVE_ADDR ? CTX_SAVE : CTX_RESUME;
+        r->ctx_mark = addr == FT_CTX_SAVE_ADDR     ? CTX_SAVE
+                      : addr == FT_CTX_RESUME_ADDR ? CTX_RESUME
+                      : addr == FT_JMP_SET_ADDR    ? CTX_JMP_SET
+                                                   : CTX_JMP_LONG;
         r->ctx_key = 0;
         r->ctx_nd = 0;
         return;
@@ -866,8 +973,12 @@ static void event_marker(struct replay *r, uint64_t word, uint64_t addr, uint64_
         r->ctx_mark = 0;
         if (m == CTX_SAVE)
             ctx_save(r, r->ctx_key, idx, t, tm);
-        else
+        else if (m == CTX_RESUME)
             ctx_resume(r, r->ctx_key, idx, t, tm);
+        else if (m == CTX_JMP_SET)
+            jmp_set(r, r->ctx_key);
+        else
+            jmp_long(r, r->ctx_key, idx, t, tm);
         return;
     }
     r->ctx_mark = 0;

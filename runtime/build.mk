@@ -17,7 +17,7 @@ RT_OBJS := $(patsubst runtime/%.c,$(OBJ)/runtime/%.o,$(RT_C_SRCS)) \
 # interposers built with -DFT_STATIC_WRAP (ld --wrap's names: ft_interposing.h)
 # (fcontext.c's interposers are left out of it: ld --wrap would keep
 # libboost_context.a's out of the program)
-RT_WRAPPED := interpose signals modules contexts
+RT_WRAPPED := interpose signals modules contexts setjmps
 RT_DYNAMIC_ONLY := fcontext
 RT_STATIC_OBJS := $(filter-out $(patsubst %,$(OBJ)/runtime/%.o,$(RT_WRAPPED) $(RT_DYNAMIC_ONLY)),$(RT_OBJS)) \
                   $(patsubst %,$(OBJ)/runtime/%.static.o,$(RT_WRAPPED))
@@ -36,7 +36,7 @@ RT_CFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initia
 # exc_events.c built with FT_CXX_WRAP): one list each, substituted into the
 # wrappers and funtrace.pc as a -Wl,--wrap=NAME,... flag
 RT_WRAP_LIBC := sigaction signal bsd_signal sysv_signal __sysv_signal longjmp _longjmp siglongjmp \
-                __longjmp_chk pthread_setname_np swapcontext setcontext
+                __longjmp_chk _setjmp setjmp __sigsetjmp pthread_setname_np swapcontext setcontext
 RT_WRAP_CXX := __cxa_begin_catch __cxa_end_catch __cxa_throw __cxa_rethrow __gxx_personality_v0 \
                __gcc_personality_v0
 rt_wrap_flag = -Wl,$(subst $(eval) ,$(comma),$(patsubst %,--wrap=%,$(strip $(1))))

@@ -144,9 +144,10 @@ void ft_clock_snapshot(uint64_t *tsc, uint64_t *mono, uint64_t *real) FT_HIDDEN;
 /* hooks_cyg.c: events from the runtime's C code (the interposers) */
 void ft_log_event(uint64_t word) FT_HIDDEN;
 void ft_no_leaf_return(uint64_t addr) FT_HIDDEN; /* frames being left without returns: sampled mode's next return has its address */
-/* a stack switch's marker (FT_CTX_SAVE_ADDR / _RESUME_ADDR) and key, from an
- * address unique to the suspended context; ret: the interposer's return
- * address (contexts.c) */
+/* a marker with a key (FT_CTX_SAVE_ADDR / _RESUME_ADDR: a stack switch, the
+ * key an address unique to the suspended context; FT_JMP_SET_ADDR /
+ * _LONG_ADDR: a setjmp or longjmp, the key the jmp_buf's stack pointer);
+ * ret: the interposer's return address (contexts.c) */
 void ft_log_ctx(uint64_t marker, const void *at, void *ret) FT_HIDDEN;
 
 /* tid.c */

@@ -1,6 +1,6 @@
 /* ft_interposing.h -- how the runtime's interposers of libc functions are
  * named and find the real functions (interpose.c, signals.c, modules.c,
- * contexts.c; fcontext.c, not built with FT_STATIC_WRAP).
+ * contexts.c, setjmps.c; fcontext.c, not built with FT_STATIC_WRAP).
  *
  * Built normally (libfuntrace.a): the interposer of NAME is NAME, weak and
  * exported, and the real function is the next definition,
@@ -40,6 +40,9 @@ void __real_longjmp(struct __jmp_buf_tag env[1], int val) __attribute__((noretur
 void __real__longjmp(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
 void __real_siglongjmp(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
 void __real___longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
+int __real__setjmp(struct __jmp_buf_tag env[1]);
+int __real_setjmp(struct __jmp_buf_tag env[1]);
+int __real___sigsetjmp(struct __jmp_buf_tag env[1], int savemask);
 struct ucontext_t;
 int __real_swapcontext(struct ucontext_t *oucp, const struct ucontext_t *ucp);
 int __real_setcontext(const struct ucontext_t *ucp);

@@ -393,7 +393,8 @@ if [ $link = 1 ] && [ $shared = 0 ] && [ $have_input = 1 ]; then
             -Wl,--export-dynamic-symbol=bsd_signal -Wl,--export-dynamic-symbol=sysv_signal
             -Wl,--export-dynamic-symbol=__sysv_signal -Wl,--export-dynamic-symbol=longjmp
             -Wl,--export-dynamic-symbol=_longjmp -Wl,--export-dynamic-symbol=siglongjmp
-            -Wl,--export-dynamic-symbol=__longjmp_chk
+            -Wl,--export-dynamic-symbol=__longjmp_chk -Wl,--export-dynamic-symbol=_setjmp
+            -Wl,--export-dynamic-symbol=setjmp -Wl,--export-dynamic-symbol=__sigsetjmp
             '-Wl,--export-dynamic-symbol=funtrace_*')
 fi
 

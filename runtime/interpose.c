@@ -9,7 +9,8 @@
  *                       fatal signal is recorded and freezes tracing before
  *                       it runs; the program sees its own dispositions;
  *   longjmp, _longjmp, siglongjmp, __longjmp_chk
- *                       a jump out of such a handler ends the episode and
+ *                       logged with their target (the setjmp side:
+ *                       setjmps.c); a jump out of such a handler ends the episode and
  *                       tracing resumes (freeze.c); so does a C++ exception
  *                       thrown in the handler and caught outside it
  *                       (__cxa_begin_catch, exc_events.c);
@@ -144,11 +145,14 @@ static uintptr_t jmp_target_sp(const struct __jmp_buf_tag *env)
     return v ^ guard;
 }
 
+/* the jump is logged (FT_JMP_LONG_ADDR with the target's stack pointer, the
+ * key its setjmp logged: setjmps.c), after a fatal-signal episode it ends */
 static __attribute__((noreturn)) void do_jump(jmp_fn f, struct __jmp_buf_tag *env, int val)
 {
+    uintptr_t sp = jmp_target_sp(env);
     if (ft_freeze_active())
-        ft_freeze_unwinding(jmp_target_sp(env), FT_FAULT_LONGJMP);
-    ft_no_leaf_return((uint64_t)(uintptr_t)__builtin_return_address(0));
+        ft_freeze_unwinding(sp, FT_FAULT_LONGJMP);
+    ft_log_ctx(FT_JMP_LONG_ADDR, (const void *)sp, __builtin_return_address(0));
     if (!f)
         abort();
     f(env, val);

@@ -405,3 +405,53 @@ def test_boost_fibers_in_a_plugin_loaded_locally(tree, compiled, run_crash, tmp_
     leaves = [ctx_of(ln) for ln in lines if " pleaf" in ln]
     run = [ctx_of(ln) for ln in lines if " plugin_run " in ln]
     assert len(body) == 1 and leaves == body * 2 and run and run[0] != body[0], lines
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+@pytest.mark.parametrize("mode", modes())
+def test_setjmp_coroutines_keep_their_stacks(tree, compiled, run_crash, mode, time, tmp_path):
+    """Coroutines switched by sigsetjmp/siglongjmp (QEMU's scheme: entered once
+    by swapcontext, then every switch a setjmp of the running one and a
+    longjmp to the other's; tests/progs/dec_sjlj_coro.c).  The runtime logs
+    each setjmp and longjmp with the jmp_buf's stack pointer, and a longjmp to
+    a setjmp made on another, suspended stack is a switch to it: no frame
+    loses its return, each call is counted once, the pieces nest, every
+    coroutine's calls are in its own context, and only the finished
+    coroutines' last switch stays suspended.  Without the markers the
+    coroutines' calls nested in each other's and the scheduler's."""
+    exe = compiled("dec_sjlj_coro.c", mode)
+    rounds = 3
+    raw, tr, sl = fibers_run(tree, run_crash, exe, rounds, time, tmp_path)
+    expect = {"fiber": NFIB, "step": NFIB * rounds, "yield": NFIB * rounds, "leaf": 2 * NFIB * rounds,
+              "resume": NFIB * (rounds + 1), "co_switch": NFIB * rounds + NFIB * (rounds + 1) + NFIB,
+              "trampoline": NFIB, "co_new": NFIB, "schedule": 1, "main": 1, "crash_here": 1}
+    assert {n: len(calls(tr, tr.pid, n)) for n in expect} == expect
+    ys = [s for s in sl if s.n == "yield"]
+    assert sum(1 for s in ys if s.args.get("suspended")) == NFIB * rounds
+    assert sum(1 for s in ys if s.args.get("resumed")) == NFIB * rounds
+    lines = text_lines(tree, raw, "--calls", "300")
+    assert len(line_of(lines, "trampoline", 0)) == NFIB and len(line_of(lines, "fiber", 1)) == NFIB, lines
+    contexts_apart(lines, {"main", "schedule", "resume", "co_new"}, "trampoline", {"fiber", "step", "leaf", "yield"})
+    sus = [ln[36:].split()[0] for ln in lines if "[suspended]" in ln]
+    assert sorted(sus) == ["co_switch"] * NFIB + ["trampoline"] * NFIB, lines
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_crash_in_a_setjmp_coroutine(tree, compiled, run_crash, static, tmp_path):
+    """A crash inside setjmp coroutine 1: its frames are the final stack's
+    (open); coroutine 2 and the scheduler are suspended.  -static: the
+    setjmps are interposed with ld --wrap (libfuntrace_static.a)."""
+    extra = ["-static"] if static else None
+    exe = compiled("dec_sjlj_coro.c", "pg", extra=extra, tag="static" if static else "")
+    raw = crash_raw(tree, run_crash, exe, ["3", "fiber"])
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
+    lines = text_lines(tree, raw, "--calls", "300")
+    open_ = [w for w in (ln.split()[3:] for ln in lines if "[still open]" in ln)]
+    suspended = [w[0] for w in open_ if "[suspended]" in " ".join(w)]
+    assert suspended == ["main", "trampoline", "trampoline", "schedule", "fiber", "step", "yield", "co_switch",
+                         "co_switch", "resume", "co_switch"], lines
+    running = [w[0] for w in open_ if "[suspended]" not in " ".join(w)]
+    assert running == ["trampoline", "fiber", "step", "crash_here"], lines

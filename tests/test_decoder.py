@@ -303,20 +303,29 @@ def test_exceptions(tree, compiled, run_crash, mode, time, tmp_path):
     assert len(throws) == 3 and all(s.args.get("unwound_by_exception") for s in throws)
 
 
+@pytest.mark.parametrize("time", ["exact", "sampled"])
 @pytest.mark.parametrize("mode", modes())
-def test_longjmp(tree, compiled, run_crash, mode, tmp_path):
+def test_longjmp(tree, compiled, run_crash, mode, time, tmp_path):
+    """the runtime logs each setjmp and longjmp with the jmp_buf's stack
+    pointer: the frames the jump leaves end at it, and after_longjmp is
+    setter's child (without the markers it looked called from jumper until
+    setter's return revealed the jump)"""
     exe = compiled("dec_longjmp.c", mode)
-    raw = crash_raw(tree, run_crash, exe)
+    env = {"FUNTRACE_TIME": "sampled"} if time == "sampled" else None
+    raw = crash_raw(tree, run_crash, exe, env=env)
     r, tr = decode(tree, raw, json_out=tmp_path / "l.json")
     assert r.returncode == 0, r.stderr
     check_nesting(tr)
-    # longjmp is not logged: after_longjmp looks called from jumper, and the return of
-    # setter reveals the three frames whose returns are missing
     it = ["  setter", "    before_setjmp", "    wrapper_outer", "      wrapper_call", "        jumper",
-          "          after_longjmp"]
+          "    after_longjmp"]
     assert render(main_tree(tr)) == ["main"] + it * 3 + ["  crash_here"]
-    missing = [s for s in tr.slices[tr.pid] if s.n in ("wrapper_outer", "wrapper_call", "jumper")]
+    sl = sorted(tr.slices[tr.pid], key=lambda s: s.start)
+    missing = [s for s in sl if s.n in ("wrapper_outer", "wrapper_call", "jumper")]
     assert len(missing) == 9 and all(s.args.get("return_missing") for s in missing)
+    # ... ending at the jump: before after_longjmp began
+    after = [s for s in sl if s.n == "after_longjmp"]
+    for i, a in enumerate(after):
+        assert all(m.end <= a.start for m in missing[3 * i:3 * i + 3]), (missing, after)
 
 
 @pytest.mark.parametrize("time", ["exact", "sampled"])

@@ -93,6 +93,17 @@ extern "C" {
 #define FT_CTX_DIGIT_BASE 0x800ULL /* + digit * 4 */
 #define FT_CTX_DIGIT_BITS 9
 #define FT_CTX_DIGITS 5
+/* setjmp and longjmp (runtime/setjmps.c, interpose.c): a catch entry at one
+ * of these markers, then the FT_CTX_DIGITS digits of a key as above: the
+ * stack pointer that a jmp_buf resumes at >> 3.  SET: logged by _setjmp,
+ * setjmp and __sigsetjmp before they save (the stack pointer of their
+ * caller once they return); LONG: logged by longjmp, _longjmp, siglongjmp
+ * and __longjmp_chk before they jump (the target jmp_buf's).  A LONG whose
+ * key a SET of the same thread gave (in the ring) resumes that SET's frame:
+ * the frames above it were left, or, when that frame is on another stack,
+ * the thread switched to that stack (FORMAT.md 1.4). */
+#define FT_JMP_SET_ADDR 16ULL
+#define FT_JMP_LONG_ADDR 20ULL
 
 struct ft_entry {
     uint64_t word; /* address | flags */

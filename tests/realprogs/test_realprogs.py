@@ -15,7 +15,8 @@ crashed mid-work with a kernel core:
 * lua 5.4: the interpreter, whose errors are longjmps (luaD_throw) out of
   the frames that raised them, running a script of caught errors and
   coroutines, in exact and in sampled mode (FUNTRACE_TIME=sampled); crashed
-  with kill -SEGV.  Every luaD_throw is a call whose return is missing;
+  with kill -SEGV.  Every luaD_throw is a call whose return is missing,
+  which ends at its jump (nothing is nested in it);
 * nginx 1.22: a master that forks its worker processes; a worker killed
   with kill -SEGV under keep-alive HTTP load: its core's trace is its own;
 * yaml-cpp 0.7 (C++, built by its CMake), driven by yaml_driver.cpp: its
@@ -863,6 +864,16 @@ def test_lua_errors_are_longjmps(request, tree, prog):
     returned = [e for e in throws if not {"return_missing", "open_at_end", "continues_in_next_generation"}
                 & set(k for k, v in (e.get("args") or {}).items() if v)]
     assert not returned, f"{len(returned)} of {len(throws)} luaD_throw calls returned: {returned[:3]}"
+    # the runtime logs Lua's _setjmp and _longjmp (runtime/setjmps.c): each
+    # luaD_throw ends at its jump, and what runs after it is not nested in it
+    # (without the markers it was, until the return of luaD_rawrunprotected)
+    by_tid = {}
+    for e in events:
+        if e.get("ph") == "X":
+            by_tid.setdefault(e.get("tid"), []).append((e["ts"], e["ts"] + e.get("dur", 0), e["name"]))
+    inside = [(t, n) for e in throws for (t, end, n) in by_tid[e.get("tid")]
+              if e["ts"] < t < e["ts"] + e.get("dur", 0)]
+    assert not inside, f"{len(inside)} calls nested in luaD_throw after its jump: {inside[:5]}"
     tid = next(t for t, v in res["dec"]["threads"].items() if v is res["crashed"])
     still_open = {e["name"] for e in events if e.get("ph") == "X" and e.get("tid") == tid
                   and (e.get("args") or {}).get("open_at_end")}
