@@ -32,10 +32,7 @@ typedef int (*set_fn)(const ucontext_t *);
  * interposer's frame in fcontext.c) >> 3 */
 void ft_log_ctx(uint64_t marker, const void *at, void *ret)
 {
-    uint64_t key = (uint64_t)(uintptr_t)at >> 3;
-    ft_log_event(marker | FT_F_CATCH);
-    for (int i = 0; i < FT_CTX_DIGITS; i++, key >>= FT_CTX_DIGIT_BITS)
-        ft_log_event(FT_CTX_DIGIT_BASE + ((key & ((1u << FT_CTX_DIGIT_BITS) - 1)) << 2));
+    ft_log_keyed(marker, (uint64_t)(uintptr_t)at >> 3);
     /* the next event may be a return of another stack's frame, right after
      * these call items: it must carry its address (sampled mode; ret: the
      * interposer's return address) */

@@ -143,6 +143,7 @@ void ft_clock_snapshot(uint64_t *tsc, uint64_t *mono, uint64_t *real) FT_HIDDEN;
 
 /* hooks_cyg.c: events from the runtime's C code (the interposers) */
 void ft_log_event(uint64_t word) FT_HIDDEN;
+void ft_log_keyed(uint64_t marker, uint64_t key) FT_HIDDEN; /* a marker and its key's digits, one TSC read */
 void ft_no_leaf_return(uint64_t addr) FT_HIDDEN; /* frames being left without returns: sampled mode's next return has its address */
 /* a marker with a key (FT_CTX_SAVE_ADDR / _RESUME_ADDR: a stack switch, the
  * key an address unique to the suspended context; FT_JMP_SET_ADDR /
@@ -251,6 +252,7 @@ int ft_sig_sigaction(int sig, const struct sigaction *act, struct sigaction *old
 int ft_sig_is_ours(int sig) FT_HIDDEN;
 /* interpose.c */
 void ft_interpose_init(void) FT_HIDDEN;       /* resolves the real functions */
+void ft_setjmp_init(void) FT_HIDDEN;          /* setjmps.c: the same for the setjmp family */
 void ft_thread_altstack(void) FT_HIDDEN;      /* new thread: alt stack if on-crash */
 void ft_thread_altstack_free(void) FT_HIDDEN;
 

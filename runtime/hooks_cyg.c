@@ -81,18 +81,25 @@ static inline __attribute__((always_inline)) uint64_t exact_addr_hi(struct ft_th
 }
 
 /* FT_FMT_EXACT8, the entry: rdtsc, a TSC_HI escape first when its high half
- * changed, then TSC bits 31..0 above lo (address bits 31..2 | tag).  The
- * halves are taken as rdtsc gives them (edx:eax), never joined and split. */
-static inline __attribute__((always_inline)) void exact_entry(struct ft_thread *t, uint64_t slot, uint64_t mask,
-                                                              uint32_t lo)
+ * changed (exact_tsc: *slot advanced past it; the low half returned), then
+ * TSC bits 31..0 above lo (address bits 31..2 | tag).  The halves are taken
+ * as rdtsc gives them (edx:eax), never joined and split. */
+static inline __attribute__((always_inline)) uint32_t exact_tsc(struct ft_thread *t, uint64_t *slot, uint64_t mask)
 {
     uint32_t tlo, thi;
     __asm__ volatile("rdtsc" : "=a"(tlo), "=d"(thi));
     if (__builtin_expect(thi != t->tsc_hi, 0)) {
         t->tsc_hi = thi;
         ft_barrier();
-        slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_TSC_HI, thi));
+        *slot = put_exact(t, *slot, mask, FT_E8_ESCAPE(FT_E8_TSC_HI, thi));
     }
+    return tlo;
+}
+
+static inline __attribute__((always_inline)) void exact_entry(struct ft_thread *t, uint64_t slot, uint64_t mask,
+                                                              uint32_t lo)
+{
+    uint32_t tlo = exact_tsc(t, &slot, mask);
     put_exact(t, slot, mask, ((uint64_t)tlo << 32) | lo);
 }
 
@@ -309,4 +316,31 @@ void ft_no_leaf_return(uint64_t addr)
 void ft_log_event(uint64_t word)
 {
     event(word & FT_ADDR_MASK, word & ~FT_ADDR_MASK);
+}
+
+/* a marker (a catch entry) and its key's FT_CTX_DIGITS digits (call
+ * entries), all in the first page (contexts.c: ft_log_ctx).  Exact mode
+ * reads the TSC once for all six: they are one instant, and each rdtsc
+ * costs ~9 ns */
+void ft_log_keyed(uint64_t marker, uint64_t key)
+{
+    uint32_t lo[1 + FT_CTX_DIGITS];
+    lo[0] = (uint32_t)marker;
+    for (int i = 1; i <= FT_CTX_DIGITS; i++, key >>= FT_CTX_DIGIT_BITS)
+        lo[i] = (uint32_t)(FT_CTX_DIGIT_BASE + ((key & ((1u << FT_CTX_DIGIT_BITS) - 1)) << 2));
+    struct ft_thread *t = ft_hook_mode == FT_MODE_EXACT ? SELF_LOAD(ft_self) : NULL;
+    if (!t || !rec_valid(t)) { /* sampled mode (no TSC reads), frozen, or no record yet */
+        ft_log_event(marker | FT_F_CATCH);
+        for (int i = 1; i <= FT_CTX_DIGITS; i++)
+            ft_log_event(lo[i]);
+        return;
+    }
+    uint64_t mask = t->mask, slot = t->pos;
+    if (!(slot & mask))
+        return;
+    slot = exact_addr_hi(t, slot, mask, 0);
+    slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_CATCH, 0));
+    uint32_t tlo = exact_tsc(t, &slot, mask);
+    for (int i = 0; i <= FT_CTX_DIGITS; i++)
+        slot = put_exact(t, slot, mask, ((uint64_t)tlo << 32) | (lo[i] & (uint32_t)FT_E8_ADDR_LO_MASK) | FT_E8_CALL);
 }

@@ -187,6 +187,7 @@ void ft_interpose_init(void)
     (void)FT_REAL(&real__longjmp, _longjmp);
     (void)FT_REAL(&real_siglongjmp, siglongjmp);
     (void)FT_REAL(&real_longjmp_chk, __longjmp_chk);
+    ft_setjmp_init();
 }
 
 /* gcrt1.o (linked by "gcc -pg" when linking) calls these; no gmon.out */

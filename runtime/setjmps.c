@@ -33,23 +33,32 @@
 
 void *ft_setjmp_logged(uintptr_t sp, void *ret, unsigned which) FT_HIDDEN;
 
+static void *real_sj[3];
+
+static void *real_of(unsigned which)
+{
+    switch (which) {
+    case SJ_UNDER:
+        return FT_REAL(&real_sj[SJ_UNDER], _setjmp);
+    case SJ_PLAIN:
+        return FT_REAL(&real_sj[SJ_PLAIN], setjmp);
+    default:
+        return FT_REAL(&real_sj[SJ_SIG], __sigsetjmp);
+    }
+}
+
+/* resolve the real functions now (a signal handler must not call dlsym) */
+void ft_setjmp_init(void)
+{
+    for (unsigned w = SJ_UNDER; w <= SJ_SIG; w++)
+        (void)real_of(w);
+}
+
 /* logs the SET marker (sp: the caller's stack pointer once the setjmp
  * returns; ret: its return address) and returns the real function */
 void *ft_setjmp_logged(uintptr_t sp, void *ret, unsigned which)
 {
-    static void *cache[3];
-    void *real;
-    switch (which) {
-    case SJ_UNDER:
-        real = FT_REAL(&cache[0], _setjmp);
-        break;
-    case SJ_PLAIN:
-        real = FT_REAL(&cache[1], setjmp);
-        break;
-    default:
-        real = FT_REAL(&cache[2], __sigsetjmp);
-        break;
-    }
+    void *real = real_of(which);
     if (!real)
         abort(); /* (a setjmp that cannot save: nothing sensible to return) */
     ft_log_ctx(FT_JMP_SET_ADDR, (const void *)sp, ret);

@@ -174,6 +174,16 @@ def crash_raw(tree, run_crash, exe, args=(), env=None, name="run", stacks=True) 
     return raw
 
 
+def crash_decoded(tree, run_crash, exe, args=(), env=None, json_out=None):
+    """crash_raw, then its decode into json_out, which must succeed and whose
+    pieces must nest: (raw, Trace)."""
+    raw = crash_raw(tree, run_crash, exe, args, env=env)
+    r, tr = decode(tree, raw, json_out=json_out)
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    return raw, tr
+
+
 def core_trace(tree, exe, args, d, env=None):
     """Run exe (expected to crash) in d/run, coreextract its core to d/trace.raw and
     decode that into d/full.json: (raw, Trace)."""

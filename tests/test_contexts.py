@@ -12,7 +12,7 @@ import re
 import pytest
 
 from conftest import run_tool
-from dec_util import check_nesting, crash_raw, decode, forest
+from dec_util import check_nesting, crash_decoded, crash_raw, decode, forest
 from test_decoder import modes
 
 NFIB = 3
@@ -107,10 +107,7 @@ def test_crash_in_a_fiber(tree, compiled, run_crash, mode, tmp_path):
     abandoned); fiber 2 and the scheduler are suspended at the end, their
     calls open and marked so; fiber 0 had returned."""
     exe = compiled("dec_fibers.c", mode)
-    raw = crash_raw(tree, run_crash, exe, ["3", "fiber"])
-    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
-    assert r.returncode == 0, r.stderr
-    check_nesting(tr)
+    raw, tr = crash_decoded(tree, run_crash, exe, ["3", "fiber"], json_out=tmp_path / "f.json")
     assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
     lines = text_lines(tree, raw, "--calls", "200")
     open_ = [ln.split()[3:] for ln in lines if "[still open]" in ln]  # (start, unit, "open", name ...)
@@ -300,10 +297,7 @@ def test_crash_in_a_boost_fiber(tree, compiled, run_crash, tmp_path):
     """A crash inside Boost fiber 1: its frames are the final stack's (open);
     fiber 2 and the scheduler are suspended, their calls open and marked so."""
     exe = boost_fibers(compiled, "pg")
-    raw = crash_raw(tree, run_crash, exe, ["3", "fiber"])
-    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
-    assert r.returncode == 0, r.stderr
-    check_nesting(tr)
+    raw, tr = crash_decoded(tree, run_crash, exe, ["3", "fiber"], json_out=tmp_path / "f.json")
     assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
     lines = text_lines(tree, raw, "--calls", "300")
     open_ = [[w[0].split("(")[0], *w[1:]] for w in (ln.split()[3:] for ln in lines if "[still open]" in ln)]
@@ -443,10 +437,7 @@ def test_crash_in_a_setjmp_coroutine(tree, compiled, run_crash, static, tmp_path
     setjmps are interposed with ld --wrap (libfuntrace_static.a)."""
     extra = ["-static"] if static else None
     exe = compiled("dec_sjlj_coro.c", "pg", extra=extra, tag="static" if static else "")
-    raw = crash_raw(tree, run_crash, exe, ["3", "fiber"])
-    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
-    assert r.returncode == 0, r.stderr
-    check_nesting(tr)
+    raw, tr = crash_decoded(tree, run_crash, exe, ["3", "fiber"], json_out=tmp_path / "f.json")
     assert not [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
     lines = text_lines(tree, raw, "--calls", "300")
     open_ = [w for w in (ln.split()[3:] for ln in lines if "[still open]" in ln)]

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from conftest import CLANG_MODES, INSTR_MODES, run_tool
-from dec_util import (check_nesting, crash_raw, decode, forest, last_event_ns, load, merge_gens, modules,
+from dec_util import (check_nesting, crash_decoded, crash_raw, decode, forest, last_event_ns, load, merge_gens, modules,
                       objdump_has_jmp, render)
 
 
@@ -312,10 +312,7 @@ def test_longjmp(tree, compiled, run_crash, mode, time, tmp_path):
     setter's return revealed the jump)"""
     exe = compiled("dec_longjmp.c", mode)
     env = {"FUNTRACE_TIME": "sampled"} if time == "sampled" else None
-    raw = crash_raw(tree, run_crash, exe, env=env)
-    r, tr = decode(tree, raw, json_out=tmp_path / "l.json")
-    assert r.returncode == 0, r.stderr
-    check_nesting(tr)
+    _, tr = crash_decoded(tree, run_crash, exe, env=env, json_out=tmp_path / "l.json")
     it = ["  setter", "    before_setjmp", "    wrapper_outer", "      wrapper_call", "        jumper",
           "    after_longjmp"]
     assert render(main_tree(tr)) == ["main"] + it * 3 + ["  crash_here"]
@@ -326,6 +323,24 @@ def test_longjmp(tree, compiled, run_crash, mode, time, tmp_path):
     after = [s for s in sl if s.n == "after_longjmp"]
     for i, a in enumerate(after):
         assert all(m.end <= a.start for m in missing[3 * i:3 * i + 3]), (missing, after)
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+@pytest.mark.parametrize("mode", modes())
+def test_longjmp_to_a_main_loop(tree, compiled, run_crash, mode, time, tmp_path):
+    """Errors that siglongjmp to a main loop's sigsetjmp, whose frame never
+    returns (PostgreSQL's ereport(ERROR) to PostgresMain): every request is
+    serve's child, each failed one's frames end at its jump.  Without the
+    setjmp markers nothing ever revealed the jumps: each request after an
+    error nested under the failed one's frames, deeper and deeper."""
+    exe = compiled("dec_errloop.c", mode)
+    env = {"FUNTRACE_TIME": "sampled"} if time == "sampled" else None
+    _, tr = crash_decoded(tree, run_crash, exe, env=env, json_out=tmp_path / "l.json")
+    ok = ["    handle", "      check", "      leaf"]
+    failed = ["    handle", "      check", "        fail", "    recover"]
+    assert render(main_tree(tr)) == ["main", "  serve"] + (ok + failed) * 3 + ["    crash_here"]
+    missing = [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
+    assert sorted(s.n for s in missing) == sorted(["handle", "check", "fail"] * 3), missing
 
 
 @pytest.mark.parametrize("time", ["exact", "sampled"])

@@ -17,6 +17,9 @@
 #   fibers-exact, fibers-sampled               tests/progs/dec_fibers.c (-pg): coroutines
 #                                              switching stacks (swapcontext), a crash in a
 #                                              fiber
+#   sjlj-exact, sjlj-sampled                   tests/progs/dec_sjlj_coro.c (-pg): coroutines
+#                                              switched by sigsetjmp/siglongjmp (setjmp and
+#                                              longjmp markers), a crash in one
 # Run after ./setup.sh; needs the kernel's core_pattern to be `core` (this machine's).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,6 +31,7 @@ mkdir -p "$OUT"
 
 FUNTRACE_INSTR=finstr "$B/bin/funtrace-gcc" -O2 -g -pthread -o "$TMP/crash-finstr" "$ROOT/examples/crash.c"
 "$B/bin/funtrace-gcc" -O1 -g -o "$TMP/fibers" "$ROOT/tests/progs/dec_fibers.c"
+"$B/bin/funtrace-gcc" -O1 -g -o "$TMP/sjlj" "$ROOT/tests/progs/dec_sjlj_coro.c"
 
 # seed NAME TIME EXE [ARGS...]: run EXE until it dies, its trace into $OUT/NAME
 seed() {
@@ -47,6 +51,8 @@ seed abort-exact exact "$B/examples/abort"
 seed abort-sampled sampled "$B/examples/abort"
 seed fibers-exact exact "$TMP/fibers" 200 fiber
 seed fibers-sampled sampled "$TMP/fibers" 200 fiber
+seed sjlj-exact exact "$TMP/sjlj" 200 fiber
+seed sjlj-sampled sampled "$TMP/sjlj" 200 fiber
 (cd "$ROOT/tests" && /usr/bin/python3 -c '
 import sys, dec_oldraw
 data = open(sys.argv[1], "rb").read()
