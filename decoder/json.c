@@ -37,7 +37,14 @@ struct jpiece {
     size_t len;
 };
 
-#define ARGS_KEYS 0x1fffu /* the SL_* bits shown (SL_WAS_SUSP is not) */
+/* the args cache's index of the flags f: the SL_* bits shown as names
+ * (not SL_PENDING, nor SL_BOUND, whose value follows), SL_JUMPED in the
+ * place of SL_WAS_SUSP (not shown) */
+#define ARGS_KEYS 0x3fffu
+static inline unsigned args_key(unsigned f)
+{
+    return (f & 0x1fffu & ~(SL_PENDING | SL_BOUND)) | ((f & SL_JUMPED) >> 2);
+}
 
 struct json_view {
     struct view v;
@@ -208,6 +215,7 @@ static __attribute__((noinline)) const struct jpiece *make_flag_args(struct json
         {SL_TO_NEXT, "\"continues_in_next_generation\":true"},
         {SL_OPEN, "\"open_at_end\":true"},
         {SL_ABANDONED, "\"return_missing\":true"},
+        {SL_JUMPED, "\"left_by_longjmp\":true"},
         {SL_UNWOUND, "\"unwound_by_exception\":true"},
         {SL_START_UNK, "\"started_before_ring\":true"},
         {SL_UNMEASURED, "\"measured\":false"},
@@ -216,10 +224,9 @@ static __attribute__((noinline)) const struct jpiece *make_flag_args(struct json
         {SL_SUSPENDED, "\"suspended\":true"},
         {SL_RESUMED, "\"resumed\":true"},
     };
-    f &= ARGS_KEYS & ~(SL_PENDING | SL_BOUND);
     if (!J->args)
         J->args = xcalloc(ARGS_KEYS + 1, sizeof *J->args);
-    struct jpiece *a = &J->args[f];
+    struct jpiece *a = &J->args[args_key(f)];
     if (a->s)
         return a;
     char buf[512];
@@ -242,7 +249,7 @@ static __attribute__((noinline)) const struct jpiece *make_flag_args(struct json
 static inline const struct jpiece *flag_args(struct json_view *J, unsigned f)
 {
     if (__builtin_expect(J->args != NULL, 1)) {
-        const struct jpiece *a = &J->args[f & ARGS_KEYS & ~(SL_PENDING | SL_BOUND)];
+        const struct jpiece *a = &J->args[args_key(f)];
         if (__builtin_expect(a->s != NULL, 1))
             return a;
     }

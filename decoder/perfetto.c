@@ -49,6 +49,7 @@ static const struct {
 } flag_names[] = {
     {SL_FROM_PREV, "from_previous_generation"}, {SL_TO_NEXT, "continues_in_next_generation"},
     {SL_OPEN, "open_at_end"},                   {SL_ABANDONED, "return_missing"},
+    {SL_JUMPED, "left_by_longjmp"},
     {SL_UNWOUND, "unwound_by_exception"},       {SL_START_UNK, "started_before_ring"},
     {SL_UNMEASURED, "measured"},                {SL_CUT_START, "clipped_by_since"},
     {SL_CUT_END, "clipped_by_until"},          {SL_SUSPENDED, "suspended"},

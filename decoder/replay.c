@@ -944,7 +944,7 @@ static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
         return;
     }
     while (r->n > j.depth)
-        pop(r, t, tm, SL_ABANDONED, r->cur_exact, r->cur_hi_m);
+        pop(r, t, tm, SL_ABANDONED | SL_JUMPED, r->cur_exact, r->cur_hi_m);
 }
 
 /* an event in the first page (FT_MARKER_PAGE) other than a landing pad's:

@@ -28,6 +28,8 @@
                                  (cdur: the whole call, suspensions included) */
 #define SL_MOVED       0x4000u /* with SL_SUSPENDED at the end: its context was resumed
                                  by another thread later (a fiber that moved) */
+#define SL_JUMPED      0x8000u /* with SL_ABANDONED: left by a longjmp whose setjmp the
+                                 ring holds (it ends at the jump) */
 
 struct slice {
     uint32_t func;       /* symtab function id */

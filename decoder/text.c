@@ -212,7 +212,7 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, int p
                   : t->flags & SL_SUSPENDED ? "  [still open]  [suspended]"
                                             : "  [still open]");
     if (t->flags & SL_ABANDONED)
-        ob_str(o, "  [return missing]");
+        ob_str(o, t->flags & SL_JUMPED ? "  [left by longjmp]" : "  [return missing]");
     if (t->flags & SL_UNWOUND)
         ob_str(o, "  [unwound by exception]");
     if (t->flags & SL_START_UNK)

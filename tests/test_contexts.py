@@ -357,9 +357,7 @@ def test_timeline_pieces_say_their_context(tree, compiled, run_crash, tmp_path):
     thread that switched stacks says the context its call was made in, as
     --text numbers them: the fibers' calls in the fibers' contexts, the
     scheduler's in main's.  The Perfetto file says the same as the JSON."""
-    import subprocess
-    from test_decoder_views import PERFETTO_PROTO
-    from views_oracle import as_kept, perfetto_slices
+    from views_oracle import assert_perfetto_is_json
     exe = compiled("dec_fibers.c", "pg")
     raw = crash_raw(tree, run_crash, exe, ["3"])
     pf = tmp_path / "f.pftrace"
@@ -373,12 +371,7 @@ def test_timeline_pieces_say_their_context(tree, compiled, run_crash, tmp_path):
     assert ctx({"step", "yield", "leaf"}) <= tops
     lines = text_lines(tree, raw, "--calls", "200")
     assert {ctx_of(ln) for ln in line_of(lines, "fiber", 0)} == tops  # as --text numbers them
-    p = subprocess.run(["protoc", f"--proto_path={PERFETTO_PROTO.parent}", "--decode=perfetto.protos.Trace",
-                        PERFETTO_PROTO.name], stdin=pf.open("rb"), capture_output=True, timeout=300)
-    assert p.returncode == 0, p.stderr.decode()[-2000:]
-    tracks, slices, _ = perfetto_slices(p.stdout.decode(), args=True)
-    by_tid = {t["thread"][0]["tid"][0]: u for u, t in tracks.items() if "thread" in t}
-    assert slices[by_tid[tr.pid]] == as_kept(tr, args=True)[tr.pid]
+    assert_perfetto_is_json(pf, tr, tr.pid)
 
 
 def test_boost_fibers_in_a_plugin_loaded_locally(tree, compiled, run_crash, tmp_path):

@@ -318,7 +318,8 @@ def test_longjmp(tree, compiled, run_crash, mode, time, tmp_path):
     assert render(main_tree(tr)) == ["main"] + it * 3 + ["  crash_here"]
     sl = sorted(tr.slices[tr.pid], key=lambda s: s.start)
     missing = [s for s in sl if s.n in ("wrapper_outer", "wrapper_call", "jumper")]
-    assert len(missing) == 9 and all(s.args.get("return_missing") for s in missing)
+    assert len(missing) == 9 and all(s.args.get("return_missing") and s.args.get("left_by_longjmp")
+                                     for s in missing)
     # ... ending at the jump: before after_longjmp began
     after = [s for s in sl if s.n == "after_longjmp"]
     for i, a in enumerate(after):
@@ -333,14 +334,23 @@ def test_longjmp_to_a_main_loop(tree, compiled, run_crash, mode, time, tmp_path)
     serve's child, each failed one's frames end at its jump.  Without the
     setjmp markers nothing ever revealed the jumps: each request after an
     error nested under the failed one's frames, deeper and deeper."""
+    from views_oracle import assert_perfetto_is_json
     exe = compiled("dec_errloop.c", mode)
     env = {"FUNTRACE_TIME": "sampled"} if time == "sampled" else None
-    _, tr = crash_decoded(tree, run_crash, exe, env=env, json_out=tmp_path / "l.json")
+    raw, tr = crash_decoded(tree, run_crash, exe, env=env, json_out=tmp_path / "l.json")
     ok = ["    handle", "      check", "      leaf"]
     failed = ["    handle", "      check", "        fail", "    recover"]
     assert render(main_tree(tr)) == ["main", "  serve"] + (ok + failed) * 3 + ["    crash_here"]
     missing = [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
     assert sorted(s.n for s in missing) == sorted(["handle", "check", "fail"] * 3), missing
+    assert all(s.args.get("left_by_longjmp") for s in missing), missing
+    lines = run_tool([tree.tool("funtrace-decode"), raw, "--text", "--calls", "50"]).stdout.splitlines()
+    assert len([ln for ln in lines if "[left by longjmp]" in ln]) == 9, lines
+    assert not [ln for ln in lines if "[return missing]" in ln], lines
+    pf = tmp_path / "l.pftrace"
+    r = run_tool([tree.tool("funtrace-decode"), raw, "--perfetto", pf])
+    assert r.returncode == 0, r.stderr
+    assert_perfetto_is_json(pf, tr, tr.pid)  # left_by_longjmp among the annotations
 
 
 @pytest.mark.parametrize("time", ["exact", "sampled"])

@@ -283,3 +283,17 @@ def call_durations(tr):
             for p in ps:
                 out.setdefault(id(p.s), sum(q.dur for q in ps))
     return out
+
+
+def assert_perfetto_is_json(pftrace, tr, tid):
+    """the --perfetto file pftrace, decoded with protoc and Perfetto's schema,
+    has thread tid's slices of the JSON Trace tr, annotations included"""
+    import subprocess
+    from test_decoder_views import PERFETTO_PROTO
+    with open(pftrace, "rb") as f:
+        p = subprocess.run(["protoc", f"--proto_path={PERFETTO_PROTO.parent}", "--decode=perfetto.protos.Trace",
+                            PERFETTO_PROTO.name], stdin=f, capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    tracks, slices, _ = perfetto_slices(p.stdout.decode(), args=True)
+    by_tid = {t["thread"][0]["tid"][0]: u for u, t in tracks.items() if "thread" in t}
+    assert slices[by_tid[tid]] == as_kept(tr, args=True)[tid]
