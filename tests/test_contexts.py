@@ -156,12 +156,14 @@ def test_fibers_in_a_wrapped_ring(tree, compiled, run_crash, time, where, tmp_pa
     assert not [ln for ln in lines if "[return missing]" in ln]
 
 
+@pytest.mark.parametrize("prog", ["dec_fibers.c", "dec_sjlj_coro.c"])
 @pytest.mark.parametrize("time", ["exact", "sampled"])
-def test_switch_markers_are_ring_memory(tree, compiled, run_crash, time):
+def test_switch_markers_are_ring_memory(tree, compiled, run_crash, time, prog):
     """The pages of a ring full of switches (their markers and key digits are
-    first-page addresses, not code) are taken for ring memory when the
-    rings go by before the registry: one pass gives the file's raw."""
-    exe = compiled("dec_fibers.c", "pg")
+    first-page addresses, not code; dec_sjlj_coro.c: setjmp and longjmp
+    markers) are taken for ring memory when the rings go by before the
+    registry: one pass gives the file's raw."""
+    exe = compiled(prog, "pg")
     env = {"FUNTRACE_BUF": "64K", "FUNTRACE_TIME": time}
     run = run_crash([exe, "3000"], env=env)
     ref = run_tool([tree.tool("coreextract"), run.core, exe], text=False)
