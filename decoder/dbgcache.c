@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "dbgcache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -11,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#define STALE_S 3600 /* a named temporary file older than this is a killed decoder's */
 
 /* the cache's base directory (malloc'd), NULL: none */
 static char *cache_base(void)
@@ -101,14 +105,53 @@ static int make_dirs(const char *path)
     return rc;
 }
 
+/* temporary files left in dir by a decoder killed while it wrote one under
+ * a name (before O_TMPFILE, or where the file system has none): removed
+ * once an hour old (a younger one may be another decoder's, being written) */
+static void remove_stale(const char *path)
+{
+    char *d = strdup(path);
+    char *slash = d ? strrchr(d, '/') : NULL;
+    DIR *dir = NULL;
+    if (slash) {
+        *slash = 0;
+        dir = opendir(d);
+    }
+    struct dirent *e;
+    time_t now = time(NULL);
+    while (dir && (e = readdir(dir))) {
+        struct stat st;
+        if (strstr(e->d_name, ".debug.tmp.") && fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && now - st.st_mtime > STALE_S)
+            unlinkat(dirfd(dir), e->d_name, 0);
+    }
+    if (dir)
+        closedir(dir);
+    free(d);
+}
+
 int dbg_cache_create(const char *path, char **tmp)
 {
     *tmp = NULL;
-    if (make_dirs(path) != 0 || asprintf(tmp, "%s.tmp.XXXXXX", path) < 0) {
+    if (make_dirs(path) != 0)
+        return -1;
+    remove_stale(path);
+    /* unnamed until published: a decoder killed meanwhile leaves nothing */
+    char *dir = strdup(path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    int fd = -1;
+    if (slash) {
+        *slash = 0;
+        fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    }
+    free(dir);
+    if (fd >= 0)
+        return fd;
+    if (asprintf(tmp, "%s.tmp.XXXXXX", path) < 0) {
         *tmp = NULL;
         return -1;
     }
-    int fd = mkostemp(*tmp, O_CLOEXEC);
+    fd = mkostemp(*tmp, O_CLOEXEC);
     if (fd < 0) {
         free(*tmp);
         *tmp = NULL;
@@ -116,10 +159,26 @@ int dbg_cache_create(const char *path, char **tmp)
     return fd;
 }
 
+/* the unnamed file fd gets the name path (an entry there, which did not
+ * validate, is replaced; one that a concurrent decoder published first is
+ * kept) */
+static int link_unnamed(int fd, const char *path)
+{
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+    if (errno != EEXIST || unlink(path) != 0)
+        return -1;
+    return linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+}
+
 int dbg_cache_publish(int fd, char *tmp, const char *path)
 {
-    int rc = fchmod(fd, 0600) == 0 && fsync(fd) == 0 && rename(tmp, path) == 0 ? 0 : -1;
-    if (rc)
+    int rc = fchmod(fd, 0600) == 0 && fsync(fd) == 0 && (tmp ? rename(tmp, path) : link_unnamed(fd, path)) == 0
+                 ? 0
+                 : -1;
+    if (rc && tmp)
         unlink(tmp);
     free(tmp);
     return rc;

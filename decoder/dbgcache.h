@@ -8,8 +8,11 @@
  *   $XDG_CACHE_HOME/funtrace/debug, else $HOME/.cache/funtrace/debug,
  * named by the build-id and by the compressed file's identity (device,
  * inode, size, modification time), so that a replaced or another copy of a
- * debug file is never answered by an older one's.  An entry is written to a
- * temporary file, synced and renamed into place: complete or absent.  One
+ * debug file is never answered by an older one's.  An entry is written to an
+ * unnamed file (O_TMPFILE), synced and linked into place: complete or
+ * absent, and nothing is left by a decoder killed meanwhile (where the file
+ * system has no O_TMPFILE: a named temporary file, renamed; one left by a
+ * killed decoder is removed by the next entry's writer once an hour old).  One
  * whose size or section headers are not the ones the compressed file gives
  * is not used (and is replaced).  Anything that fails leaves the decode as
  * it was without the cache (an inflated copy in memory).  The directory can
@@ -30,12 +33,13 @@ char *dbg_cache_path(const struct stat *src, const char *bid_hex);
  * header table sh[0..shnum) at shoff; else -1 */
 int dbg_cache_open(const char *path, size_t total, const Elf64_Shdr *sh, size_t shnum, size_t shoff);
 
-/* a new temporary file beside path (its directories made), open for
- * writing; *tmp: its name (malloc'd).  -1 when it cannot be made */
+/* a new temporary file in path's directory (made), open for writing;
+ * *tmp: NULL (unnamed), or its name (malloc'd).  -1 when it cannot be made */
 int dbg_cache_create(const char *path, char **tmp);
 
-/* fd, written in full: synced and renamed from tmp to path (0); on failure
- * tmp is removed (-1: fd is still the inflated file, unnamed).  Frees tmp */
+/* fd, written in full: synced and linked (unnamed) or renamed from tmp to
+ * path (0); on failure tmp is removed (-1: fd is still the inflated file,
+ * unnamed).  Frees tmp */
 int dbg_cache_publish(int fd, char *tmp, const char *path);
 
 /* give up the temporary file tmp (removed, freed) */

@@ -119,11 +119,13 @@ int dbg_inflated_fd(int fd, const unsigned char *bid, size_t bidlen)
         goto done;
     /* (its blocks allocated first: a write through the mapping into a full
      * file system, or past a memory limit, would be a SIGBUS) */
+    int entry = 0; /* out is a new cache entry's file */
     if (cpath)
-        out = dbg_cache_create(cpath, &tmp);
-    if (out >= 0 && fallocate(out, 0, 0, (off_t)total) != 0) {
+        entry = (out = dbg_cache_create(cpath, &tmp)) >= 0;
+    if (entry && fallocate(out, 0, 0, (off_t)total) != 0) {
         close(out);
         out = -1;
+        entry = 0;
         dbg_cache_discard(tmp);
         tmp = NULL;
     }
@@ -162,7 +164,7 @@ int dbg_inflated_fd(int fd, const unsigned char *bid, size_t bidlen)
     libdeflate_free_decompressor(dd);
     memcpy(q + shoff, sh, eh->e_shnum * sizeof *sh);
     ((Elf64_Ehdr *)q)->e_shoff = shoff;
-    if (tmp) {
+    if (entry) {
         munmap(q, total);
         q = MAP_FAILED;
         dbg_cache_publish(out, tmp, cpath); /* (failed: out is the inflated file still) */

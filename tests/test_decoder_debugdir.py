@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,29 @@ def test_cache_on_a_full_file_system(tree, split, tmp_path):
         assert not list((mnt / "debug").iterdir())
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_killed_decoder_leaves_no_temporary_file(tree, split, tmp_path):
+    """A decoder killed while it writes a cache entry (stopped by gdb at
+    dbg_cache_publish: inflated, not yet linked into place) leaves nothing in
+    the cache: the entry is written unnamed (O_TMPFILE).  A named temporary
+    file an hour old (a decoder killed while writing one, before O_TMPFILE) is
+    removed when the next entry is written; a younger one may be another
+    decoder's, being written, and stays."""
+    dec, cache = tree.tool("funtrace-decode"), tmp_path / "cache"
+    (cache / "debug").mkdir(parents=True)
+    listing = tmp_path / "listing"
+    env = dict(os.environ, FUNTRACE_CACHE_DIR=str(cache))
+    r = subprocess.run(["gdb", "-batch", "-nx", "-ex", "break dbg_cache_publish", "-ex", "run",
+                        "-ex", f"shell ls -A {cache / 'debug'} > {listing}", "-ex", "kill",
+                        "--args", str(dec), "--json", str(tmp_path / "k.json"), "--debug-dir", str(split.zdir),
+                        str(split.raw)], env=env, capture_output=True, text=True, timeout=300)
+    assert "Breakpoint 1, dbg_cache_publish" in r.stdout, r.stdout + r.stderr
+    assert listing.read_text() == "" and not list((cache / "debug").iterdir())
+    old, young = (cache / "debug" / f"{split.bid}-0.debug.tmp.{x}" for x in ("AAAAAA", "BBBBBB"))
+    for f in (old, young):
+        f.write_bytes(b"x" * 4096)
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    rc, err, _ = decode(dec, split, "--debug-dir", split.zdir, env={"FUNTRACE_CACHE_DIR": str(cache)})
+    assert rc == 0, err
+    assert not old.exists() and young.exists() and len(cache_entries(cache)) == 1
