@@ -897,12 +897,13 @@ static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, 
  * missing), and what follows nests under the setjmp's caller -- without the
  * markers it nested under the frame that jumped, until a return below
  * revealed the jump.  In another, suspended context (coroutines switched by
- * setjmp/longjmp: QEMU's, libdill's) the jump is a switch to that context:
- * the running one is suspended (under JMP_CTX_KEY | its number, where the
- * next such jump finds it), the other taken up and its frames above the
- * setjmp's left.  A LONG whose SET the ring does not hold (or whose frame
- * has returned since: not a valid jump) changes nothing: as before, the
- * next return below shows the jump. */
+ * setjmp/longjmp: QEMU's) the jump is a switch to that context: the running
+ * one is suspended (under JMP_CTX_KEY | its number, where the next such
+ * jump finds it), the other taken up and its frames above the setjmp's
+ * left.  A jump to a SET of the running context whose frame has returned
+ * starts a new context (a stack entered the sigaltstack way).  A LONG whose
+ * SET the ring does not hold (or made in another context whose frame is
+ * gone) changes nothing: as before, the next return below shows the jump. */
 
 static void jmp_set(struct replay *r, uint64_t key)
 {
@@ -941,6 +942,13 @@ static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
         ctx_store(r, JMP_CTX_KEY | r->ctx_id, idx, t, tm);
         ctx_resumed(r, ctx_by_id(r, j.ctx), t); /* (ctx_store may have moved it) */
     } else if (!jset_open(&j, r->stk, r->n)) {
+        /* a jump into a frame that returned: the code after its setjmp goes
+         * on where the frame was, as a new context -- how a stack made with
+         * sigaltstack is entered (a signal handler run on it saves its place
+         * and returns: QEMU's and GNU Pth's coroutines) */
+        ctx_store(r, JMP_CTX_KEY | r->ctx_id, idx, t, tm);
+        r->ctx_id = ++r->nids;
+        r->ctx_pre = CTX_FRESH;
         return;
     }
     while (r->n > j.depth)

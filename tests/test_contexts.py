@@ -54,11 +54,12 @@ def line_of(lines, name, depth):
     return [ln for ln in lines if ln[36:].startswith("  " * depth + name + "  ")]
 
 
-def fibers_run(tree, run_crash, exe, rounds, time, tmp_path):
-    """the fibers program crashed in main after ROUNDS steps, decoded: (raw,
-    Trace, main thread's slices); its pieces nest and no frame lost its return"""
+def fibers_run(tree, run_crash, exe, rounds, time, tmp_path, more=()):
+    """the fibers program crashed in main after ROUNDS steps (more: its other
+    arguments), decoded: (raw, Trace, main thread's slices); its pieces nest
+    and no frame lost its return"""
     env = {"FUNTRACE_TIME": time, "FUNTRACE_SAMPLE_K": "4"} if time == "sampled" else None
-    raw = crash_raw(tree, run_crash, exe, [str(rounds)], env=env)
+    raw = crash_raw(tree, run_crash, exe, [str(rounds), *more], env=env)
     r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
     assert r.returncode == 0, r.stderr
     check_nesting(tr)
@@ -396,33 +397,41 @@ def test_boost_fibers_in_a_plugin_loaded_locally(tree, compiled, run_crash, tmp_
     assert len(body) == 1 and leaves == body * 2 and run and run[0] != body[0], lines
 
 
+@pytest.mark.parametrize("entry", ["swapcontext", "sigaltstack"])
 @pytest.mark.parametrize("time", ["exact", "sampled"])
 @pytest.mark.parametrize("mode", modes())
-def test_setjmp_coroutines_keep_their_stacks(tree, compiled, run_crash, mode, time, tmp_path):
-    """Coroutines switched by sigsetjmp/siglongjmp (QEMU's scheme: entered once
-    by swapcontext, then every switch a setjmp of the running one and a
-    longjmp to the other's; tests/progs/dec_sjlj_coro.c).  The runtime logs
-    each setjmp and longjmp with the jmp_buf's stack pointer, and a longjmp to
-    a setjmp made on another, suspended stack is a switch to it: no frame
-    loses its return, each call is counted once, the pieces nest, every
-    coroutine's calls are in its own context, and only the finished
+def test_setjmp_coroutines_keep_their_stacks(tree, compiled, run_crash, mode, time, entry, tmp_path):
+    """Coroutines switched by sigsetjmp/siglongjmp (QEMU's scheme: every switch
+    a setjmp of the running one and a longjmp to the other's;
+    tests/progs/dec_sjlj_coro.c), each entered once by swapcontext, or the
+    sigaltstack way (a signal handler run on the new stack saves its place
+    and returns; a longjmp into that returned frame runs the coroutine).  The
+    runtime logs each setjmp and longjmp with the jmp_buf's stack pointer: a
+    longjmp to a setjmp made on another, suspended stack is a switch to it,
+    one into a returned frame of the running stack starts a new one.  No
+    frame loses its return, each call is counted once, the pieces nest,
+    every coroutine's calls are in its own context, and only the finished
     coroutines' last switch stays suspended.  Without the markers the
     coroutines' calls nested in each other's and the scheduler's."""
     exe = compiled("dec_sjlj_coro.c", mode)
     rounds = 3
-    raw, tr, sl = fibers_run(tree, run_crash, exe, rounds, time, tmp_path)
+    raw, tr, sl = fibers_run(tree, run_crash, exe, rounds, time, tmp_path,
+                             ["main", entry] if entry == "sigaltstack" else [])
+    top, new = ("trampoline", "co_new") if entry == "swapcontext" else ("bootstrap", "co_new_sas")
     expect = {"fiber": NFIB, "step": NFIB * rounds, "yield": NFIB * rounds, "leaf": 2 * NFIB * rounds,
               "resume": NFIB * (rounds + 1), "co_switch": NFIB * rounds + NFIB * (rounds + 1) + NFIB,
-              "trampoline": NFIB, "co_new": NFIB, "schedule": 1, "main": 1, "crash_here": 1}
+              top: NFIB, new: NFIB, "schedule": 1, "main": 1, "crash_here": 1}
+    if entry == "sigaltstack":  # the handler's run, under co_new_sas
+        expect["trampoline_sig"] = NFIB
     assert {n: len(calls(tr, tr.pid, n)) for n in expect} == expect
     ys = [s for s in sl if s.n == "yield"]
     assert sum(1 for s in ys if s.args.get("suspended")) == NFIB * rounds
     assert sum(1 for s in ys if s.args.get("resumed")) == NFIB * rounds
     lines = text_lines(tree, raw, "--calls", "300")
-    assert len(line_of(lines, "trampoline", 0)) == NFIB and len(line_of(lines, "fiber", 1)) == NFIB, lines
-    contexts_apart(lines, {"main", "schedule", "resume", "co_new"}, "trampoline", {"fiber", "step", "leaf", "yield"})
+    assert len(line_of(lines, top, 0)) == NFIB and len(line_of(lines, "fiber", 1)) == NFIB, lines
+    contexts_apart(lines, {"main", "schedule", "resume", new}, top, {"fiber", "step", "leaf", "yield"})
     sus = [ln[36:].split()[0] for ln in lines if "[suspended]" in ln]
-    assert sorted(sus) == ["co_switch"] * NFIB + ["trampoline"] * NFIB, lines
+    assert sorted(sus) == sorted(["co_switch"] * NFIB + [top] * NFIB), lines
 
 
 @pytest.mark.parametrize("static", [False, True])

@@ -3,10 +3,17 @@
  * swapcontext, whose trampoline saves its place with sigsetjmp and jumps
  * back; from then on every switch is co_switch's sigsetjmp of the running
  * coroutine and siglongjmp to the other's.  A scheduler in main runs NFIB
- * coroutines round-robin; each step yields in its middle.
- *   dec_sjlj_coro [ROUNDS [fiber]]   ROUNDS steps per coroutine (default
- *   3); then crash in main, or with "fiber" in coroutine 1's last step */
+ * coroutines round-robin; each step yields in its middle.  With
+ * "sigaltstack" a coroutine's stack is entered as QEMU's
+ * util/coroutine-sigaltstack.c (and GNU Pth's sjlj mode) do instead: a
+ * signal handler run on that stack (sigaltstack) saves its place with
+ * sigsetjmp and returns; co_new then siglongjmps there, into the frame
+ * that returned, and that code goes on as the coroutine (bootstrap).
+ *   dec_sjlj_coro [ROUNDS [fiber|main [sigaltstack]]]   ROUNDS steps per
+ *   coroutine (default 3); then crash in main, or with "fiber" in coroutine
+ *   1's last step */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
@@ -79,6 +86,52 @@ __attribute__((noinline)) void co_new(int f)
         swapcontext(&old_uc, &fibs[f].uc); /* swapcontext in, siglongjmp back out */
 }
 
+/* the sigaltstack way: bootstrap is the coroutine's first frame */
+__attribute__((noinline)) void bootstrap(int f)
+{
+    if (!sigsetjmp(fibs[f].env, 0))
+        siglongjmp(*entry_env, 1);
+    fiber(f);
+    done[f] = 1;
+    co_switch(&fibs[f], &sched_co);
+    abort();
+}
+
+static sigjmp_buf tr_reenter;
+static volatile sig_atomic_t tr_called;
+static int tr_f;
+
+/* the signal handler, on the coroutine's stack: saves its place, returns;
+ * jumped back into later, it runs the coroutine */
+__attribute__((noinline)) void trampoline_sig(int sig)
+{
+    (void)sig;
+    tr_called = 1;
+    if (!sigsetjmp(tr_reenter, 0))
+        return;
+    bootstrap(tr_f);
+}
+
+__attribute__((noinline)) void co_new_sas(int f)
+{
+    sigjmp_buf old_env;
+    stack_t ss = {.ss_sp = stacks[f], .ss_size = STACK}, off = {.ss_flags = SS_DISABLE};
+    struct sigaction sa = {.sa_handler = trampoline_sig, .sa_flags = SA_ONSTACK}, osa;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR2, &sa, &osa);
+    sigaltstack(&ss, NULL);
+    tr_called = 0;
+    tr_f = f;
+    raise(SIGUSR2);
+    while (!tr_called)
+        ;
+    sigaltstack(&off, NULL);
+    sigaction(SIGUSR2, &osa, NULL);
+    entry_env = &old_env;
+    if (!sigsetjmp(old_env, 0))
+        siglongjmp(tr_reenter, 1);
+}
+
 __attribute__((noinline)) void resume(int f) { co_switch(&sched_co, &fibs[f]); }
 
 __attribute__((noinline)) void schedule(void)
@@ -98,8 +151,12 @@ int main(int argc, char **argv)
 {
     rounds = argc > 1 ? atoi(argv[1]) : 3;
     crash_in_fiber = argc > 2 && !strcmp(argv[2], "fiber");
+    int sas = argc > 3 && !strcmp(argv[3], "sigaltstack");
     for (int f = 0; f < NFIB; f++)
-        co_new(f);
+        if (sas)
+            co_new_sas(f);
+        else
+            co_new(f);
     schedule();
     crash_here();
     return 0;
