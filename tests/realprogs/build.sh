@@ -11,6 +11,9 @@
 #          | leveldb (C++, its CMake; its db_bench, whose worker threads are std::threads)
 #          | pcl (the Portable Coroutine Library, autotools: coroutines on ucontext's
 #          swapcontext; its test programs cobench and cothread, linked with libpcl.a)
+#          | pth (GNU Pth, autotools, configured for its sjlj machine contexts: threads
+#          switched by sigsetjmp/siglongjmp, their stacks entered with the
+#          sigaltstack trick; its test program test_philo, linked with libpth.a)
 # VARIANT: traced  CC=funtrace-gcc (FUNTRACE_INSTR=pg)
 #          plain   CC=gcc (no funtrace at all)
 #          count   the traced build relinked with -funtrace-count
@@ -56,7 +59,8 @@ case "$prog" in
     yaml-cpp) pkg=yaml-cpp; exes=(b/util/parse) ;;
     leveldb) pkg=leveldb; exes=(b/db_bench) ;;
     pcl) pkg=libpcl1; exes=(test/cobench test/cothread) ;;
-    *) fail "unknown program (redis, unbound, memcached, lua, nginx, yaml-cpp, leveldb, pcl)" ;;
+    pth) pkg=pth; exes=(test_philo) ;;
+    *) fail "unknown program (redis, unbound, memcached, lua, nginx, yaml-cpp, leveldb, pcl, pth)" ;;
 esac
 
 # ---- the source package --------------------------------------------------
@@ -159,6 +163,7 @@ run_make() {
         leveldb) make -C b -j"$jobs" "$@" db_bench ;;
         # the library, then its two test programs (check_PROGRAMS: made by name)
         pcl) make -j"$jobs" "$@" && make -C test -j"$jobs" "$@" cobench cothread ;;
+        pth) make -j"$jobs" "$@" && make -j"$jobs" "$@" test_philo ;;
     esac >> "$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; fail "$what failed (log: $dir/build.log)"; }
 }
 build_from_scratch() {
@@ -172,6 +177,13 @@ build_from_scratch() {
         unbound|memcached|pcl)
             log "configure CC=$cc"
             FUNTRACE_FLAGS="$flags" ./configure CC="$cc" >> "$dir/build.log" 2>&1 ||
+                { tail -30 "$dir/build.log" >&2; fail "configure failed (log: $dir/build.log)"; } ;;
+        pth) # its configure's machine-context options: setjmp/longjmp switching (sjlj), with
+             # the signal mask (ssjlj: sigsetjmp/siglongjmp), stacks set up on a sigaltstack
+             # (sas); linked statically (libtool's wrapper scripts are not the programs)
+            log "configure CC=$cc --with-mctx-mth=sjlj --with-mctx-dsp=ssjlj --with-mctx-stk=sas"
+            FUNTRACE_FLAGS="$flags" ./configure CC="$cc" --with-mctx-mth=sjlj --with-mctx-dsp=ssjlj \
+                --with-mctx-stk=sas --disable-shared >> "$dir/build.log" 2>&1 ||
                 { tail -30 "$dir/build.log" >&2; fail "configure failed (log: $dir/build.log)"; } ;;
         nginx) # its own configure; the modules needing PCRE and zlib left out (not installed)
             log "configure --with-cc=$cc"
