@@ -60,9 +60,9 @@ __attribute__((noinline)) void fiber(int f)
         step(f, i);
 }
 
-/* the coroutine's first frame: saves its place, jumps back to co_new; a
- * finished coroutine switches away for good */
-__attribute__((noinline)) void trampoline(int f)
+/* the coroutine: saves its place, jumps back to its creator (co_new,
+ * co_new_sas); a finished coroutine switches away for good */
+__attribute__((noinline)) void bootstrap(int f)
 {
     if (!sigsetjmp(fibs[f].env, 0))
         siglongjmp(*entry_env, 1);
@@ -71,6 +71,9 @@ __attribute__((noinline)) void trampoline(int f)
     co_switch(&fibs[f], &sched_co);
     abort();
 }
+
+/* the first frame of a stack makecontext made */
+__attribute__((noinline)) void trampoline(int f) { bootstrap(f); }
 
 __attribute__((noinline)) void co_new(int f)
 {
@@ -86,23 +89,13 @@ __attribute__((noinline)) void co_new(int f)
         swapcontext(&old_uc, &fibs[f].uc); /* swapcontext in, siglongjmp back out */
 }
 
-/* the sigaltstack way: bootstrap is the coroutine's first frame */
-__attribute__((noinline)) void bootstrap(int f)
-{
-    if (!sigsetjmp(fibs[f].env, 0))
-        siglongjmp(*entry_env, 1);
-    fiber(f);
-    done[f] = 1;
-    co_switch(&fibs[f], &sched_co);
-    abort();
-}
-
 static sigjmp_buf tr_reenter;
 static volatile sig_atomic_t tr_called;
 static int tr_f;
 
-/* the signal handler, on the coroutine's stack: saves its place, returns;
- * jumped back into later, it runs the coroutine */
+/* the sigaltstack way: the signal handler, on the coroutine's stack, saves
+ * its place and returns; jumped back into later, it runs the coroutine
+ * (bootstrap: the stack's first frame then) */
 __attribute__((noinline)) void trampoline_sig(int sig)
 {
     (void)sig;
