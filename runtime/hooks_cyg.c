@@ -321,7 +321,7 @@ void ft_log_event(uint64_t word)
 /* a marker (a catch entry) and its key's FT_CTX_DIGITS digits (call
  * entries), all in the first page (contexts.c: ft_log_ctx).  Exact mode
  * reads the TSC once for all six: they are one instant, and each rdtsc
- * costs ~9 ns */
+ * costs ~9 ns.  (Sampled mode: six events, no TSC read) */
 void ft_log_keyed(uint64_t marker, uint64_t key)
 {
     uint32_t lo[1 + FT_CTX_DIGITS];
@@ -338,9 +338,18 @@ void ft_log_keyed(uint64_t marker, uint64_t key)
     uint64_t mask = t->mask, slot = t->pos;
     if (!(slot & mask))
         return;
-    slot = exact_addr_hi(t, slot, mask, 0);
-    slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_CATCH, 0));
-    uint32_t tlo = exact_tsc(t, &slot, mask);
-    for (int i = 0; i <= FT_CTX_DIGITS; i++)
-        slot = put_exact(t, slot, mask, ((uint64_t)tlo << 32) | (lo[i] & (uint32_t)FT_E8_ADDR_LO_MASK) | FT_E8_CALL);
+    /* each entry is written as one event is: at the position read then (a
+     * signal handler's events in between are kept, after the entries before
+     * them), with the address high half 0 (an escape if a handler's events
+     * changed it).  A sequence so cut is one a reader drops, as any marker
+     * without its digits */
+    uint32_t tlo = 0;
+    for (int i = 0; i <= FT_CTX_DIGITS; i++) {
+        slot = exact_addr_hi(t, *(volatile uint64_t *)&t->pos, mask, 0);
+        if (!i) {
+            slot = put_exact(t, slot, mask, FT_E8_ESCAPE(FT_E8_CATCH, 0));
+            tlo = exact_tsc(t, &slot, mask);
+        }
+        put_exact(t, slot, mask, ((uint64_t)tlo << 32) | (lo[i] & (uint32_t)FT_E8_ADDR_LO_MASK) | FT_E8_CALL);
+    }
 }
