@@ -5,8 +5,8 @@
  * 1.4); the longjmp family logs FT_JMP_LONG_ADDR with the target jmp_buf's
  * (interpose.c).  With both, the decoder knows which frame a longjmp
  * resumes: the frames above it end at the jump, and a jump to a frame on
- * another stack (coroutines switched by setjmp/longjmp, as QEMU's and
- * libdill's) is a stack switch, not a return into the frame that jumped.
+ * another stack (coroutines switched by setjmp/longjmp, as QEMU's and GNU
+ * Pth's) is a stack switch, not a return into the frame that jumped.
  *
  * A setjmp returns twice, so its interposer cannot be a C function (the
  * second return would come back to a frame that is gone): it is a stub
