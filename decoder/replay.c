@@ -178,7 +178,8 @@ struct replay {
     uint32_t *ctx_free;
     size_t nfree, freecap;
     struct hmap ctx_index;
-    int ctx_mark;     /* a context marker (CTX_SAVE, CTX_RESUME) came, its key's digits follow */
+    int ctx_mark;     /* a context marker (CTX_SAVE, CTX_RESUME, ...) came, its key's digits follow;
+                         CTX_JMP_PENDING: a longjmp's are complete, the jump not applied yet */
     int ctx_nd;       /* how many of them came */
     uint64_t ctx_key; /* what they spell so far */
     uint32_t ctx_pre; /* discovery: where the running context's orphan returns go: 0 pre
@@ -199,12 +200,15 @@ struct replay {
     struct jset *jsets;
     size_t njsets, jsetcap;
     struct hmap jmp_index;
+    uint64_t jp_key, jp_idx; /* the pending longjmp (CTX_JMP_PENDING): its key, key item */
+    int64_t jp_t, jp_tm;     /* and time */
 };
 
 #define CTX_SAVE 1
 #define CTX_RESUME 2
 #define CTX_JMP_SET 3
 #define CTX_JMP_LONG 4
+#define CTX_JMP_PENDING 5
 #define CTX_FRESH UINT32_MAX
 /* the key of a context suspended by a longjmp to another stack: its number
  * (a marker's key has 45 bits) */
@@ -955,12 +959,24 @@ static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
         pop(r, t, tm, SL_ABANDONED | SL_JUMPED, r->cur_exact, r->cur_hi_m);
 }
 
+/* the pending longjmp happened: an event came after it (a thread's events
+ * that end with a longjmp's marker end before the jump: the process died in
+ * it -- glibc's __longjmp_chk aborts a jump into a frame that is gone -- and
+ * its stack is still the one that jumped) */
+static void jmp_happened(struct replay *r)
+{
+    r->ctx_mark = 0;
+    jmp_long(r, r->jp_key, r->jp_idx, r->jp_t, r->jp_tm);
+}
+
 /* an event in the first page (FT_MARKER_PAGE) other than a landing pad's:
  * a context marker, one of its key's digits, or out of a sequence (the
  * ring's window starts inside one): nothing */
 static void event_marker(struct replay *r, uint64_t word, uint64_t addr, uint64_t idx, int64_t t, int64_t tm)
 {
     int catch = (word & FT_F_CATCH) == FT_F_CATCH;
+    if (r->ctx_mark == CTX_JMP_PENDING)
+        jmp_happened(r);
     if (catch && (addr == FT_CTX_SAVE_ADDR || addr == FT_CTX_RESUME_ADDR || addr == FT_JMP_SET_ADDR ||
                   addr == FT_JMP_LONG_ADDR)) {
         if (r->crun)
@@ -985,8 +1001,13 @@ static void event_marker(struct replay *r, uint64_t word, uint64_t addr, uint64_
             ctx_resume(r, r->ctx_key, idx, t, tm);
         else if (m == CTX_JMP_SET)
             jmp_set(r, r->ctx_key);
-        else
-            jmp_long(r, r->ctx_key, idx, t, tm);
+        else { /* (applied when the next event comes: jmp_happened) */
+            r->ctx_mark = CTX_JMP_PENDING;
+            r->jp_key = r->ctx_key;
+            r->jp_idx = idx;
+            r->jp_t = t;
+            r->jp_tm = tm;
+        }
         return;
     }
     r->ctx_mark = 0;
@@ -1186,8 +1207,11 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
         event_marker(r, word, addr, e->idx, t, tm);
         return;
     }
-    if (__builtin_expect(r->ctx_mark, 0))
-        r->ctx_mark = 0; /* a marker without its key */
+    if (__builtin_expect(r->ctx_mark, 0)) {
+        if (r->ctx_mark == CTX_JMP_PENDING)
+            jmp_happened(r);
+        r->ctx_mark = 0; /* (else a marker without its key) */
+    }
     if (__builtin_expect((word & FT_F_CATCH) == FT_F_CATCH, 0)) {
         event_catch(r, word, func_of(r, addr)->f, t, tm, exact);
         return;

@@ -354,6 +354,24 @@ def test_longjmp_to_a_main_loop(tree, compiled, run_crash, mode, time, tmp_path)
 
 
 @pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_longjmp_that_aborts(tree, compiled, run_crash, time, tmp_path):
+    """A longjmp into a frame that returned, which glibc's __longjmp_chk
+    (_FORTIFY_SOURCE) aborts before jumping: the thread's events end with
+    the longjmp's marker, and the jump did not happen -- the stack is still
+    the one that jumped (jumper open, under main, as the final stack says),
+    not a new context nor jumper's frames left."""
+    exe = compiled("dec_badjmp.c", "pg", extra=["-D_FORTIFY_SOURCE=2"], tag="fortify")
+    env = {"FUNTRACE_TIME": "sampled"} if time == "sampled" else None
+    raw, tr = crash_decoded(tree, run_crash, exe, env=env, json_out=tmp_path / "b.json")
+    assert render(main_tree(tr)) == ["main", "  d1", "    d2", "      d3", "        deep", "  jumper"]
+    sl = tr.slices[tr.pid]
+    assert {s.n for s in sl if s.args.get("open_at_end")} == {"main", "jumper"}
+    assert not [s for s in sl if s.args.get("return_missing") or s.args.get("suspended")], sl
+    lines = run_tool([tree.tool("funtrace-decode"), raw, "--text"]).stdout
+    assert "__longjmp_chk" in lines and "[suspended]" not in lines and "[context" not in lines, lines
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
 @pytest.mark.parametrize("mode", modes())
 def test_longjmp_to_a_returning_frame(tree, compiled, run_crash, mode, time, tmp_path):
     """the longjmp's target returns at once: its return follows the call of
