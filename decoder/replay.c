@@ -200,8 +200,9 @@ struct replay {
     struct jset *jsets;
     size_t njsets, jsetcap;
     struct hmap jmp_index;
-    uint64_t jp_key, jp_idx; /* the pending longjmp (CTX_JMP_PENDING): its key, key item */
-    int64_t jp_t, jp_tm;     /* and time */
+    uint64_t jp_key, jp_idx; /* the pending longjmp (CTX_JMP_PENDING): its key, key item, */
+    int64_t jp_t, jp_tm, jp_hi; /* time (and latest, measured) */
+    int jp_q;                   /* and its EV_* quality */
 };
 
 #define CTX_SAVE 1
@@ -933,7 +934,8 @@ static int jset_open(const struct jset *j, const struct frame *stk, size_t n)
     return !j->depth || (stk[j->depth - 1].call_idx == j->top_idx && stk[j->depth - 1].func == j->top_func);
 }
 
-static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
+/* (t, tm, q, hi: the LONG's time, quality and latest time, close_out_k's) */
+static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm, int q, int64_t hi)
 {
     uint32_t v = hm_get(&r->jmp_index, key, 0);
     if (v == HMAP_NONE)
@@ -956,7 +958,7 @@ static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
         return;
     }
     while (r->n > j.depth)
-        pop(r, t, tm, SL_ABANDONED | SL_JUMPED, r->cur_exact, r->cur_hi_m);
+        pop(r, t, tm, SL_ABANDONED | SL_JUMPED, q, hi);
 }
 
 /* the pending longjmp happened: an event came after it (a thread's events
@@ -966,7 +968,7 @@ static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
 static void jmp_happened(struct replay *r)
 {
     r->ctx_mark = 0;
-    jmp_long(r, r->jp_key, r->jp_idx, r->jp_t, r->jp_tm);
+    jmp_long(r, r->jp_key, r->jp_idx, r->jp_t, r->jp_tm, r->jp_q, r->jp_hi);
 }
 
 /* an event in the first page (FT_MARKER_PAGE) other than a landing pad's:
@@ -1007,6 +1009,8 @@ static void event_marker(struct replay *r, uint64_t word, uint64_t addr, uint64_
             r->jp_idx = idx;
             r->jp_t = t;
             r->jp_tm = tm;
+            r->jp_q = r->cur_exact; /* (this event's: on_event set them) */
+            r->jp_hi = r->cur_hi_m;
         }
         return;
     }
