@@ -231,8 +231,8 @@ struct rctx {
  * one then: depth frames open, the top one's call and function) */
 struct jset {
     uint32_t ctx, depth;
-    uint64_t top_idx;
-    uint32_t top_func;
+    uint64_t top_idx, top_addr;
+    uint32_t top_func, top_flags;
 };
 
 struct xpre {
@@ -924,6 +924,8 @@ static void jmp_set(struct replay *r, uint64_t key)
     j->depth = r->n > UINT32_MAX ? UINT32_MAX : (uint32_t)r->n;
     j->top_idx = r->n ? r->stk[r->n - 1].call_idx : NONE;
     j->top_func = r->n ? r->stk[r->n - 1].func : 0;
+    j->top_addr = r->n ? r->stk[r->n - 1].addr : 0;
+    j->top_flags = r->n ? r->stk[r->n - 1].flags & (FR_ROT | FR_ROTK) : 0;
 }
 
 /* is j's frame still open on the stack stk (n frames)? */
@@ -951,10 +953,19 @@ static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
         /* a jump into a frame that returned: the code after its setjmp goes
          * on where the frame was, as a new context -- how a stack made with
          * sigaltstack is entered (a signal handler run on it saves its place
-         * and returns: QEMU's and GNU Pth's coroutines) */
+         * and returns: QEMU's and GNU Pth's coroutines).  That frame's
+         * function runs again there: the new stack's first frame, from the
+         * jump (SL_RESUMED) */
         ctx_store(r, JMP_CTX_KEY | r->ctx_id, idx, t, tm);
         r->ctx_id = ++r->nids;
         r->ctx_pre = CTX_FRESH;
+        if (j.depth) {
+            unsigned fl = j.top_flags | (q == EV_EXACT ? FR_EXACT : q == EV_LOOSE ? FR_LOOSE : 0);
+            struct frame *fr = push(r, j.top_func, sym_func(r->d->sym, j.top_func)->match, j.top_addr, fl, t, tm,
+                                    idx);
+            if (!r->discovery && fr->slice >= 0)
+                r->sl[fr->slice].flags |= SL_RESUMED;
+        }
         return;
     }
     while (r->n > j.depth)

@@ -417,21 +417,25 @@ def test_setjmp_coroutines_keep_their_stacks(tree, compiled, run_crash, mode, ti
     rounds = 3
     raw, tr, sl = fibers_run(tree, run_crash, exe, rounds, time, tmp_path,
                              ["main", entry] if entry == "sigaltstack" else [])
-    # the coroutine's first frame: makecontext's trampoline (then bootstrap), or bootstrap
-    top, new = ("trampoline", "co_new") if entry == "swapcontext" else ("bootstrap", "co_new_sas")
-    firsts = ["trampoline", "bootstrap"] if entry == "swapcontext" else ["bootstrap"]
+    # the coroutine's first frames: makecontext's trampoline, or the signal handler's
+    # frame the longjmp re-entered (shown from the jump: "resumed"), then bootstrap
+    top, new = ("trampoline", "co_new") if entry == "swapcontext" else ("trampoline_sig", "co_new_sas")
+    firsts = [top, "bootstrap"]
     expect = {"fiber": NFIB, "step": NFIB * rounds, "yield": NFIB * rounds, "leaf": 2 * NFIB * rounds,
               "resume": NFIB * (rounds + 1), "co_switch": NFIB * rounds + NFIB * (rounds + 1) + NFIB,
               "bootstrap": NFIB, new: NFIB, "schedule": 1, "main": 1, "crash_here": 1}
-    expect.update({"trampoline": NFIB} if entry == "swapcontext" else {"trampoline_sig": NFIB})  # (the
-    # handler's run, under co_new_sas)
+    expect[top] = NFIB  # (trampoline_sig: the handler's runs, under co_new_sas; not its re-entries)
     assert {n: len(calls(tr, tr.pid, n)) for n in expect} == expect
     ys = [s for s in sl if s.n == "yield"]
     assert sum(1 for s in ys if s.args.get("suspended")) == NFIB * rounds
     assert sum(1 for s in ys if s.args.get("resumed")) == NFIB * rounds
     lines = text_lines(tree, raw, "--calls", "300")
     assert len(line_of(lines, top, 0)) == NFIB and len(line_of(lines, "fiber", len(firsts))) == NFIB, lines
-    contexts_apart(lines, {"main", "schedule", "resume", new}, top, {"fiber", "step", "leaf", "yield"})
+    contexts_apart(lines, {"main", "schedule", "resume", new}, "bootstrap", {"fiber", "step", "leaf", "yield"})
+    if entry == "sigaltstack":  # the re-entered handler frames: every piece from a jump into them
+        main_ctx = {s.args.get("context") for s in sl if s.n == "main"}
+        again = [s for s in sl if s.n == "trampoline_sig" and s.args.get("context") not in main_ctx]
+        assert again and all(s.args.get("resumed") for s in again), again
     sus = [ln[36:].split()[0] for ln in lines if "[suspended]" in ln]
     assert sorted(sus) == sorted(["co_switch"] * NFIB + firsts * NFIB), lines
 
