@@ -345,7 +345,8 @@ void ft_log_keyed(uint64_t marker, uint64_t key)
      * without its digits */
     uint32_t tlo = 0;
     for (int i = 0; i <= FT_CTX_DIGITS; i++) {
-        if (*(volatile uint8_t *)&ft_hook_mode != FT_MODE_EXACT)
+        /* (read again each time: put_exact's compiler barrier) */
+        if (ft_hook_mode != FT_MODE_EXACT)
             return; /* frozen meanwhile (a fatal signal: freeze.c): touch nothing more */
         slot = exact_addr_hi(t, *(volatile uint64_t *)&t->pos, mask, 0);
         if (!i) {
