@@ -105,29 +105,23 @@ static int make_dirs(const char *path)
     return rc;
 }
 
-/* temporary files left in dir by a decoder killed while it wrote one under
- * a name (before O_TMPFILE, or where the file system has none): removed
- * once an hour old (a younger one may be another decoder's, being written) */
-static void remove_stale(const char *path)
+/* temporary files left in the directory dir by a decoder killed while it
+ * wrote one under a name (before O_TMPFILE, or where the file system has
+ * none): removed once an hour old (a younger one may be another decoder's,
+ * being written) */
+static void remove_stale(const char *dir)
 {
-    char *d = strdup(path);
-    char *slash = d ? strrchr(d, '/') : NULL;
-    DIR *dir = NULL;
-    if (slash) {
-        *slash = 0;
-        dir = opendir(d);
-    }
+    DIR *dp = opendir(dir);
     struct dirent *e;
     time_t now = time(NULL);
-    while (dir && (e = readdir(dir))) {
+    while (dp && (e = readdir(dp))) {
         struct stat st;
-        if (strstr(e->d_name, ".debug.tmp.") && fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        if (strstr(e->d_name, ".debug.tmp.") && fstatat(dirfd(dp), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISREG(st.st_mode) && now - st.st_mtime > STALE_S)
-            unlinkat(dirfd(dir), e->d_name, 0);
+            unlinkat(dirfd(dp), e->d_name, 0);
     }
-    if (dir)
-        closedir(dir);
-    free(d);
+    if (dp)
+        closedir(dp);
 }
 
 int dbg_cache_create(const char *path, char **tmp)
@@ -135,13 +129,13 @@ int dbg_cache_create(const char *path, char **tmp)
     *tmp = NULL;
     if (make_dirs(path) != 0)
         return -1;
-    remove_stale(path);
     /* unnamed until published: a decoder killed meanwhile leaves nothing */
     char *dir = strdup(path);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     int fd = -1;
     if (slash) {
         *slash = 0;
+        remove_stale(dir);
         fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     }
     free(dir);

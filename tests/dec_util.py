@@ -174,6 +174,13 @@ def crash_raw(tree, run_crash, exe, args=(), env=None, name="run", stacks=True) 
     return raw
 
 
+def text_lines(tree, raw, *args) -> List[str]:
+    """funtrace-decode RAW --text ARGS..., which must succeed: its lines"""
+    r = run_tool([tree.tool("funtrace-decode"), raw, "--text", *args])
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
 def crash_decoded(tree, run_crash, exe, args=(), env=None, json_out=None):
     """crash_raw, then its decode into json_out, which must succeed and whose
     pieces must nest: (raw, Trace)."""

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from conftest import run_tool
-from dec_util import check_nesting, crash_decoded, crash_raw, decode, forest
+from dec_util import check_nesting, crash_decoded, crash_raw, decode, forest, text_lines
 from test_decoder import modes
 
 NFIB = 3
@@ -23,12 +23,6 @@ def calls(tr, tid, name):
     one going on from the previous generation)"""
     return [s for s in tr.slices[tid] if s.n == name and not s.args.get("resumed")
             and not s.args.get("from_previous_generation")]
-
-
-def text_lines(tree, raw, *args):
-    r = run_tool([tree.tool("funtrace-decode"), raw, "--text", *args])
-    assert r.returncode == 0, r.stderr
-    return r.stdout.splitlines()
 
 
 def ctx_of(line):

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import CLANG_MODES, INSTR_MODES, run_tool
 from dec_util import (check_nesting, crash_decoded, crash_raw, decode, forest, last_event_ns, load, merge_gens, modules,
-                      objdump_has_jmp, render)
+                      objdump_has_jmp, render, text_lines)
 
 
 def modes():
@@ -344,7 +344,7 @@ def test_longjmp_to_a_main_loop(tree, compiled, run_crash, mode, time, tmp_path)
     missing = [s for s in tr.slices[tr.pid] if s.args.get("return_missing")]
     assert sorted(s.n for s in missing) == sorted(["handle", "check", "fail"] * 3), missing
     assert all(s.args.get("left_by_longjmp") for s in missing), missing
-    lines = run_tool([tree.tool("funtrace-decode"), raw, "--text", "--calls", "50"]).stdout.splitlines()
+    lines = text_lines(tree, raw, "--calls", "50")
     assert len([ln for ln in lines if "[left by longjmp]" in ln]) == 9, lines
     assert not [ln for ln in lines if "[return missing]" in ln], lines
     pf = tmp_path / "l.pftrace"
@@ -367,7 +367,7 @@ def test_longjmp_that_aborts(tree, compiled, run_crash, time, tmp_path):
     sl = tr.slices[tr.pid]
     assert {s.n for s in sl if s.args.get("open_at_end")} == {"main", "jumper"}
     assert not [s for s in sl if s.args.get("return_missing") or s.args.get("suspended")], sl
-    lines = run_tool([tree.tool("funtrace-decode"), raw, "--text"]).stdout
+    lines = "\n".join(text_lines(tree, raw))
     assert "__longjmp_chk" in lines and "[suspended]" not in lines and "[context" not in lines, lines
 
 
