@@ -1882,16 +1882,19 @@ static void align_final(struct dec *d, const struct dthread *th, const uint32_t 
  * RESUME (or began).  The final stack tells where it was: the saving
  * context's stack (the switch did not happen), or another suspended one's
  * (resumed, its RESUME not logged yet).  The suspended context whose frames
- * align best with it (of the 64 saved last; ties: the later) is taken up
- * again; the emission replay does the same (th->ctx_unsave_idx: skips that
- * SAVE; th->ctx_end_key: resumes the context at the end). */
+ * align best with it (of the 64 saved last) is taken up again: the fewest
+ * open frames missing from the final stack (a context's frames are all on
+ * it when it is the one running: a coroutine's co_resume -> co_call matches
+ * the main context's final stack in co_call alone), then the most matched,
+ * then the later.  The emission replay does the same (th->ctx_unsave_idx:
+ * skips that SAVE; th->ctx_end_key: resumes the context at the end). */
 static void ctx_at_end(struct dec *d, struct dthread *th, struct replay *r, const uint32_t *Sm, int truncated,
                        struct gap gp)
 {
     if (r->ctx_pre != CTX_FRESH || r->n || !r->nsaves || th->nevents != r->save_nevents)
         return;
     struct rctx *best = NULL;
-    size_t best_m = 0;
+    size_t best_m = 0, best_u = 0;
     for (size_t k = 0; k < r->nctx; k++) {
         struct rctx *c = &r->ctxs[k];
         if (!c->used || !c->n || c->seq + 64 <= r->nsaves)
@@ -1906,9 +1909,11 @@ static void ctx_at_end(struct dec *d, struct dthread *th, struct replay *r, cons
             m += ml[i] >= 0;
         free(Lm);
         free(ml);
-        if (m && (m > best_m || (m == best_m && c->seq > best->seq))) {
+        size_t u = c->n - m;
+        if (m && (!best || u < best_u || (u == best_u && (m > best_m || (m == best_m && c->seq > best->seq))))) {
             best = c;
             best_m = m;
+            best_u = u;
         }
     }
     if (!best)

@@ -218,6 +218,62 @@ def test_ring_that_starts_inside_a_switch(tree, compiled, run_crash, time, tmp_p
     assert {"main", "schedule", "resume"} <= {s.n for s in sl if s.args.get("started_before_ring")}
 
 
+def swapcontext_return_line(tree):
+    """the line of runtime/contexts.c that runs first when swapcontext
+    returns into the context it saved, before that context's RESUME"""
+    src = (tree.root / "runtime" / "contexts.c").read_text().splitlines()
+    return next(i for i, ln in enumerate(src, 1) if ln.strip() == "int e = errno;")
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_killed_between_a_switch_and_its_resume(tree, compiled, run_crash, time, tmp_path):
+    """A thread killed inside swapcontext after the stack switched and before
+    the context switched to logged its RESUME: the ring ends with the other
+    context's SAVE, the final stack is the resumed context's.  Here (PCL's
+    scheme, tests/progs/dec_cocall.c, the ring wrapped so that main's outer
+    frames are older than it) the coroutine saved in co_resume -> co_call,
+    and main is back in drive -> co_call: both contexts hold co_call, which
+    alone is the final stack's, and the running context is main's, whose
+    frames are all on it.  (gdb stops the program there, the second time a
+    swapcontext returns after last_round, and sends the SIGSEGV: the core is
+    the kernel's.)  Before, the context that saved last was taken up again:
+    the coroutine's co_resume lost its return, and main's frames were shown
+    under it."""
+    exe = compiled("dec_cocall.c", "pg")
+    env = {"FUNTRACE_BUF": "16384", "FUNTRACE_TIME": time}
+    gdb = ["gdb", "-batch", "-nx", "-ex", "set pagination off", "-ex", "set confirm off",
+           "-ex", "break last_round", "-ex", "run",
+           "-ex", f"break contexts.c:{swapcontext_return_line(tree)}", "-ex", "continue", "-ex", "continue",
+           "-ex", "bt", "-ex", "handle SIGSEGV nostop noprint pass", "-ex", "signal SIGSEGV",
+           "--args", exe, "3000"]
+    run = run_crash(gdb, env=env)
+    bt = run.stdout[run.stdout.rindex("Breakpoint 2,"):]
+    assert re.search(r"co_call .*\n.*drive ", bt) and "co_resume" not in bt, run.stdout[-3000:]
+    raw = tmp_path / "trace.raw"
+    ce = run_tool([tree.tool("coreextract"), "-o", raw, run.core, exe])
+    assert ce.returncode == 0, ce.stderr
+    r, tr = decode(tree, raw, json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    check_nesting(tr)
+    sl = tr.slices[tr.pid]
+    assert not [s for s in sl if s.args.get("return_missing")], [s for s in sl if s.args.get("return_missing")][:5]
+    # the pieces open at the end: main's (drive, co_call, running) and the
+    # coroutine's (co_resume, co_call, suspended), each in its own context
+    end = max(s.end for s in sl)
+    last = [s for s in sl if s.end == end and s.n in ("drive", "co_call", "co_resume")]
+    running = {s.n: s for s in last if s.args.get("open_at_end")}
+    assert set(running) == {"drive", "co_call"}, last
+    assert running["drive"].args.get("context") == running["co_call"].args.get("context")
+    susp = [s for s in sl if s.n == "co_resume" and s.args.get("suspended")]
+    assert susp and susp[-1].args.get("context") != running["co_call"].args.get("context"), susp[-1:]
+    lines = text_lines(tree, raw, "--calls", "8")
+    open_ = [ln.split()[3:] for ln in lines if "[still open]" in ln]
+    running = [w[0] for w in open_ if "[suspended]" not in " ".join(w)]
+    assert running[-1:] == ["co_call"] and "co_resume" not in running, lines
+    assert "co_resume" in [w[0] for w in open_ if "[suspended]" in " ".join(w)], lines
+    assert not [ln for ln in lines if "[return missing]" in ln], lines
+
+
 # ---- Boost.Context (runtime/fcontext.c) -------------------------------------
 
 def parent_of(roots, pred):
