@@ -221,20 +221,6 @@ static void *psi_thread(void *arg)
     return NULL;
 }
 
-static void env_u64(const char *name, uint64_t *out)
-{
-    const char *s = getenv(name);
-    char *end;
-    if (!s || !*s)
-        return;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || s[0] == '-')
-        ft_warn("ignoring invalid value of", name);
-    else
-        *out = v;
-}
-
 void ft_psi_start(void)
 {
     const char *spec = getenv("FUNTRACE_PSI"), *dir = getenv("FUNTRACE_PSI_DIR"), *why;
@@ -250,8 +236,8 @@ void ft_psi_start(void)
         ft_warn(msg, spec);
         return;
     }
-    env_u64("FUNTRACE_PSI_INTERVAL", &psi_interval_s);
-    env_u64("FUNTRACE_PSI_MAX", &psi_max);
+    ft_env_u64("FUNTRACE_PSI_INTERVAL", &psi_interval_s);
+    ft_env_u64("FUNTRACE_PSI_MAX", &psi_max);
     if (!dir || !*dir)
         dir = ".";
     psi_dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -135,9 +135,10 @@ void ft_warn(const char *msg, const char *detail)
     (void)r;
 }
 
-/* parse an unsigned decimal (or 0x hex) env var; returns 0 if unset,
- * -1 if invalid (after a warning), 1 if *out was set */
-static int env_u64(const char *name, uint64_t *out)
+/* parse an unsigned decimal (or 0x hex) env var -- a size may end in K, M
+ * or G (binary multiples, optionally followed by iB or B: 16K, 64KiB, 1M);
+ * returns 0 if unset, -1 if invalid (after a warning), 1 if *out was set */
+static int env_num(const char *name, uint64_t *out, int size)
 {
     const char *s = getenv(name);
     char *end;
@@ -146,12 +147,30 @@ static int env_u64(const char *name, uint64_t *out)
         return 0;
     errno = 0;
     v = strtoull(s, &end, 0);
-    if (errno || *end || s[0] == '-') {
+    if (size && end != s && *end) {
+        unsigned shift = (*end | 0x20) == 'k' ? 10 : (*end | 0x20) == 'm' ? 20 : (*end | 0x20) == 'g' ? 30 : 0;
+        if (shift) {
+            end++;
+            if (end[0] == 'i' && end[1] == 'B')
+                end += 2;
+            else if (end[0] == 'B')
+                end++;
+            if (v > (~0ULL >> shift))
+                errno = ERANGE;
+            v <<= shift;
+        }
+    }
+    if (errno || *end || end == s || s[0] == '-') {
         ft_warn("ignoring invalid value of", name);
         return -1;
     }
     *out = v;
     return 1;
+}
+
+static int env_u64(const char *name, uint64_t *out)
+{
+    return env_num(name, out, 0);
 }
 
 int ft_env_u64(const char *name, uint64_t *out)
@@ -166,7 +185,7 @@ static void read_settings(void)
     const char *s;
 
     r->default_buf_size = FT_DEFAULT_BUF;
-    if (env_u64("FUNTRACE_BUF", &v) == 1) {
+    if (env_num("FUNTRACE_BUF", &v, 1) == 1) {
         if (v < FT_MIN_BUF || v > FT_MAX_BUF || (v & (v - 1)))
             ft_warn("FUNTRACE_BUF must be a power of two between 32 and 2^30 bytes; using 1 MiB", getenv("FUNTRACE_BUF"));
         else
@@ -180,7 +199,7 @@ static void read_settings(void)
             r->gen_ms = v; /* 0: no housekeeping thread */
     }
     r->budget = FT_DEFAULT_BUDGET;
-    if (env_u64("FUNTRACE_BUDGET", &v) == 1)
+    if (env_num("FUNTRACE_BUDGET", &v, 1) == 1)
         r->budget = v;
     r->sample_k = FT_DEFAULT_SAMPLE_K;
     if (env_u64("FUNTRACE_SAMPLE_K", &v) == 1) {

@@ -184,6 +184,12 @@ def run_crash(tmp_path):
     """run_crash(args, env=None, name='run') -> Run, in tmp_path/name; asserts a core was dumped."""
     def _run(args, env=None, name="run", timeout=60, expect_core=True):
         r = run_program(args, tmp_path / name, env=env, timeout=timeout)
+        # a setting the runtime refused leaves the test running with its default
+        # (a "16K" ring was 1 MiB before sizes took suffixes): never silently
+        refused = [ln for ln in r.stderr.splitlines() if ln.startswith("funtrace: ")
+                   and any(w in ln for w in ("invalid", "must be", "ignored"))
+                   and any(k in ln for k in (env or {}) if k.startswith("FUNTRACE_"))]
+        assert not refused, refused
         if expect_core:
             assert r.core is not None, (
                 f"no core from {args} (rc={r.returncode})\nstdout:{r.stdout[-2000:]}\nstderr:{r.stderr[-2000:]}")

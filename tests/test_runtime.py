@@ -239,7 +239,8 @@ def test_wraparound_and_buf_size(compiled, tmp_path):
 
 
 def test_buf_env_invalid(compiled, tmp_path):
-    """An invalid FUNTRACE_BUF is reported on stderr and the default used."""
+    """An invalid FUNTRACE_BUF is reported on stderr and the default used; a
+    valid one may end in K, M or G."""
     prog = compiled("rt_pattern.c", "pg")
     r, raw = run_snapshot(prog, tmp_path, env={"FUNTRACE_BUF": "5000"})
     assert "FUNTRACE_BUF" in r.stderr and len(r.stderr.splitlines()) == 1
@@ -247,6 +248,15 @@ def test_buf_env_invalid(compiled, tmp_path):
     r, raw = run_snapshot(prog, tmp_path, name="ok", env={"FUNTRACE_BUF": "65536"})
     assert r.stderr == ""
     assert main_thread(raw).ring_size == 65536
+    # binary multiples, as a user writes them
+    for i, (v, size) in enumerate([("16K", 16384), ("64KiB", 65536), ("2M", 2 << 20), ("32kB", 32768)]):
+        r, raw = run_snapshot(prog, tmp_path, name=f"suffix{i}", env={"FUNTRACE_BUF": v})
+        assert r.stderr == "", (v, r.stderr)
+        assert main_thread(raw).ring_size == size, v
+    for i, v in enumerate(["16Q", "K", "16KiBx", "17179869184G"]):
+        r, raw = run_snapshot(prog, tmp_path, name=f"bad{i}", env={"FUNTRACE_BUF": v})
+        assert "FUNTRACE_BUF" in r.stderr and len(r.stderr.splitlines()) == 1, (v, r.stderr)
+        assert main_thread(raw).ring_size == 1 << 20, v
 
 
 def test_stripped_binary_root_in_dynsym(compiled, tmp_path):
