@@ -251,6 +251,11 @@ static int core_extract(const struct ce_core_opts *o, struct ft_sched_pending *s
         ce_input_close(&in);
         return orc;
     }
+    if (in.is_file && c.map) { /* the rings are the core's bytes: copied file to file */
+        out.o->src_map = c.map;
+        out.o->src_len = c.size;
+        out.o->src_fd = in.fd;
+    }
     struct ce_buf mp = { 0 };
     maps_payload(&maps, &mp);
     struct ft_raw_crash crash;

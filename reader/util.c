@@ -1,4 +1,5 @@
 /* util.c -- see util.h */
+#define _GNU_SOURCE
 #include "util.h"
 
 #include <ctype.h>
@@ -216,12 +217,46 @@ int ce_fdout_flush(struct ce_fdout *o)
     return 0;
 }
 
+/* [p, p+n) lies in the source file's mapping: copy it file to file.  1 done,
+ * 0 nothing copied and none will be (write it), -1 error (errno) */
+static int fdout_copy_src(struct ce_fdout *o, const uint8_t *p, size_t n)
+{
+    loff_t off = (loff_t)(p - o->src_map);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = copy_file_range(o->src_fd, &off, o->fd, NULL, n - done, 0);
+        if (k > 0) {
+            done += (size_t)k;
+            continue;
+        }
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0 && done == 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+                                   errno == EBADF || errno == EPERM || errno == ETXTBSY)) {
+            o->src_nocopy = 1; /* (a pipe, an O_APPEND file, another file system's file...) */
+            return 0;
+        }
+        if (k == 0) errno = EIO; /* the source file shrank under us */
+        return -1;
+    }
+    return 1;
+}
+
 int ce_fdout_write(void *ctx, const void *p, size_t n)
 {
     struct ce_fdout *o = ctx;
     if (o->err) return -1;
     if (n >= sizeof o->buf) {
         if (ce_fdout_flush(o)) return -1;
+        const uint8_t *b = p;
+        if (o->src_map && !o->src_nocopy && b >= o->src_map && (uint64_t)(b - o->src_map) <= o->src_len &&
+            n <= o->src_len - (uint64_t)(b - o->src_map)) {
+            int r = fdout_copy_src(o, b, n);
+            if (r > 0) return 0;
+            if (r < 0) {
+                o->err = errno ? errno : EIO;
+                return -1;
+            }
+        }
         if (ce_write_all(o->fd, p, n) != 0) {
             o->err = errno ? errno : EIO;
             return -1;

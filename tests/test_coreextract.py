@@ -602,6 +602,30 @@ def test_output_is_deterministic_and_independent_of_core_name(tree, crashprog, r
     assert (tmp_path / "c.raw").read_bytes() == r1.stdout
 
 
+def test_output_file_pipe_or_append_hold_the_same_raw(tree, crashprog, run_crash, tmp_path):
+    """A full 1 MiB ring (its spans are the core file's bytes, which go to an
+    output file by copy_file_range, file to file in the kernel): the raw in
+    a pipe, in -o FILE, on stdout redirected to a file, and appended to a
+    file that holds bytes of its own (copy_file_range refuses an O_APPEND
+    file: written as through a pipe) is the same."""
+    require_tools(tree, "coreextract")
+    run = crash(run_crash, crashprog, "loop", "200000")
+    ref, raw = extract(tree, run.core)
+    assert ref.returncode == 0, ref.stderr
+    main = raw.thread(run.pid)
+    assert main.ring_size == 1 << 20 and main.flags & TSF["WRAPPED"]
+    r = run_tool([tree.tool("coreextract"), run.core, "-o", tmp_path / "o.raw"], text=False)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "o.raw").read_bytes() == ref.stdout
+    for name, mode, before in (("d.raw", "wb", b""), ("e.raw", "ab", b"earlier bytes\n")):
+        (tmp_path / name).write_bytes(before)
+        with open(tmp_path / name, mode) as f:
+            r = subprocess.run([str(tree.tool("coreextract")), str(run.core)], stdout=f, stderr=subprocess.PIPE,
+                               timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / name).read_bytes() == before + ref.stdout, name
+
+
 @pytest.mark.parametrize("comp", ["zstd", "lz4", "xz", "stdin", "stdin-zstd"])
 def test_compressed_and_stdin_cores(tree, crashprog, run_crash, tmp_path, comp):
     require_tools(tree, "coreextract")
