@@ -203,6 +203,10 @@ static int run(struct dec *d, struct outputs *out)
         th->rt = &t->threads[i];
         th->index = (int)i;
         th->crashed = th->rt->tid == d->crash_tid;
+        /* another thread's fault froze tracing until the process died: this
+         * thread's final stack is from later (replay.c) */
+        const struct ft_fault *f = dec_original_fault(t);
+        th->ran_on_possible = f && (f->flags & FT_FAULTF_FROZEN) && th->rt->tid != f->tid;
     }
     if (outputs_resolve_threads(out, d))
         return EXIT_BAD_INPUT;

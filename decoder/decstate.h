@@ -60,6 +60,11 @@ struct dthread {
                             decode.c, ringevents.c); 0: not known */
     int64_t last_mns;    /* the last event's measured time */
     int crashed;
+    /* tracing froze at another thread's fault and stayed frozen until the
+     * process died (the program's handler ran meanwhile): this thread's
+     * final stack was taken after its trace ended, and it may have run on */
+    int ran_on_possible;
+    size_t ran_on;       /* open frames at the trace's end that are not on the final stack */
     int shown;           /* selected by --tid (filter.c), 1 without it */
     uint64_t lo;         /* the first ring item replayed (0: all; the text view
                             reads the end of a ring: textwindow.c) */

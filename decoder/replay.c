@@ -2007,7 +2007,9 @@ void replay_discover(struct dec *d, struct dthread *th)
         }
         r = discovery_pass(d, th, 0);
     }
-    if (nS)
+    /* a thread that may have run on after its trace ended (th->ran_on_possible):
+     * whatever context its final stack shows, its trace ends where it ends */
+    if (nS && !th->ran_on_possible)
         ctx_at_end(d, th, r, Sm, (fs->h.flags & FT_STKF_TRUNCATED) != 0, gp);
     /* F: frames open at the end */
     uint32_t *Fm = xrealloc(NULL, (r->n ? r->n : 1) * sizeof *Fm);
@@ -2040,6 +2042,10 @@ void replay_discover(struct dec *d, struct dthread *th)
                 above = mf[j];
             if (gap < nS && below < (long)gap && (above < 0 || above > (long)gap))
                 continue;
+            if (th->ran_on_possible) { /* it returned after the trace ended: open at its end */
+                th->ran_on++;
+                continue;
+            }
             th->abandoned[th->nabandoned++] = r->stk[i].call_idx;
         }
         qsort(th->abandoned, th->nabandoned, sizeof *th->abandoned, cmp_u64);
@@ -2153,7 +2159,7 @@ void replay_forget(struct dthread *th, int owned)
     th->has_ctx_unsave = th->has_ctx_end = th->has_ctx = 0;
     th->abandoned = th->live = NULL;
     th->final_funcs = NULL;
-    th->npre = th->npre_final = th->nabandoned = th->nlive = th->nfinal = 0;
+    th->npre = th->npre_final = th->nabandoned = th->nlive = th->nfinal = th->ran_on = 0;
     th->pre_cut = SIZE_MAX;
     th->pre_cut_n = 0;
     th->nevents = th->ncalls = th->nrets = th->ncatches = 0;

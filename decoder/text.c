@@ -351,8 +351,13 @@ static void one_thread(struct dec *d, struct dthread *th, const struct tthread *
             ob_str(o, "  (calls made before the part read that were still running are not shown: "
                       "no whole final stack for this thread)\n");
     }
-    if (rt->stack >= 0)
+    if (rt->stack >= 0) {
         final_stack_print(d, &d->t.stacks[rt->stack], o);
+        if (th->ran_on)
+            ob_printf(o, "  (taken when the process died: this thread ran on, untraced, after tracing froze at the "
+                         "fault; %zu call%s still open where its trace ends returned later, not on it)\n",
+                      th->ran_on, th->ran_on == 1 ? "" : "s");
+    }
 }
 
 /* one thread's calls (VIEW_CALLS: the whole thread, in call order): keep

@@ -286,6 +286,37 @@ def test_fault_on_another_thread_freezes_every_thread(compiled, run_crash, tool)
     assert f'thread {crasher.tid} "crasher" [crashed]' in out
 
 
+def test_thread_that_ran_on_while_the_handler_ran(compiled, run_crash, tool, tmp_path):
+    """Tracing froze at the main thread's fault; the handler then woke thread
+    "runner" from its read in wait_for_go, and runner returned and parked in
+    after_the_fault -- untraced -- before the re-raise ended the process.
+    runner's trace ends in wait_for_go, its final stack is in
+    after_the_fault: wait_for_go is open at the trace's end (it returned
+    later), not a frame left without a return, and --text says why the final
+    stack differs.  Before, wait_for_go was shown [return missing], as if a
+    longjmp or an exception had left it."""
+    prog = handler_prog(compiled, "pg")
+    r = run_crash([prog, "ran-on"])
+    raw = extract(tool, r)
+    f = the_fault(raw)
+    assert f["tid"] == r.pid and f["flags"] & rawfile.FAULTF_FROZEN, f
+    runner = thread_named(raw, "runner")
+    out = decode_text(tool, r, "--text")
+    part = out[out.index(f'thread {runner.tid} "runner"'):]
+    assert re.search(r"open +runner .*\[still open\]", part) and \
+        re.search(r"open +wait_for_go .*\[still open\]", part), part
+    assert "[return missing]" not in out, out
+    assert "after_the_fault" in part.split("final stack")[1], part
+    assert "this thread ran on, untraced, after tracing froze at the fault; 1 call still open where its trace " \
+           "ends returned later" in part, part
+    j = tool("funtrace-decode", r.dir / "trace.raw", "--json", tmp_path / "t.json")
+    assert j.returncode == 0, j.stderr
+    ev = json.loads((tmp_path / "t.json").read_text())
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    wait = [e for e in ev if e.get("name") == "wait_for_go" and e.get("tid") == runner.tid and e.get("ph") == "X"]
+    assert len(wait) == 1 and wait[0]["args"].get("open_at_end") and not wait[0]["args"].get("return_missing"), wait
+
+
 def test_abort_handler_that_returns(compiled, run_crash, tool):
     """A SIGABRT handler that returns: abort() raises the signal again and
     the process dies of it; the decoder says so rather than calling the

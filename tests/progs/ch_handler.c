@@ -37,6 +37,11 @@
  *   query          the program's view of its dispositions: what sigaction()
  *                  and signal() report back is what it installed; prints
  *                  "dispositions ok" (or what differs) and exits 0
+ *   ran-on         thread "runner" blocks in wait_for_go (a read); once it
+ *                  is asleep there the main thread faults; the handler
+ *                  wakes the runner, which returns (untraced: frozen) and
+ *                  parks in after_the_fault, waits for that, then reports
+ *                  and re-raises
  *   fork           the handler forks; the child calls traced functions,
  *                  writes a snapshot to ./funtrace.raw and exits; the
  *                  parent waits for it and re-raises
@@ -440,6 +445,58 @@ static void abort_report(int sig)
         sink += h_format(i);
 }
 
+/* ---- ran-on: a thread that runs on while the handler runs -------------------- */
+
+static int go_pipe[2];
+static volatile int runner_tid, runner_reading, runner_parked;
+NI void wait_for_go(void)
+{
+    char c;
+    runner_reading = 1;
+    if (read(go_pipe[0], &c, 1) < 0)
+        perror("read");
+}
+NI void after_the_fault(void)
+{
+    runner_parked = 1;
+    for (;;)
+        pause();
+}
+static void *runner(void *arg)
+{
+    (void)arg;
+    runner_tid = (int)syscall(SYS_gettid);
+    wait_for_go();
+    after_the_fault();
+    return NULL;
+}
+
+/* the thread is asleep (state S in /proc: blocked in its read) */
+static int thread_sleeps(int tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    int fd = open(path, O_RDONLY), n;
+    if (fd < 0)
+        return 0;
+    n = (int)read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'S';
+}
+
+static void report_after_runner(int sig, siginfo_t *si, void *uc)
+{
+    if (write(go_pipe[1], "g", 1) != 1)
+        perror("write");
+    while (!runner_parked)
+        ;
+    report(sig, si, uc);
+}
+
 /* ---- the crashing thread --------------------------------------------------- */
 
 static volatile int crasher_go;
@@ -519,6 +576,14 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "fork")) {
         sa.sa_sigaction = fork_handler;
         sigaction(SIGSEGV, &sa, NULL);
+    } else if (!strcmp(mode, "ran-on")) {
+        sa.sa_sigaction = report_after_runner;
+        sigaction(SIGSEGV, &sa, NULL);
+        if (pipe(go_pipe) || pthread_create(&t1, NULL, runner, NULL))
+            return 3;
+        pthread_setname_np(t1, "runner");
+        while (!runner_reading || !thread_sleeps(runner_tid))
+            usleep(1000);
     } else if (!strcmp(mode, "abort")) {
         signal(SIGABRT, abort_report);
         abort();
