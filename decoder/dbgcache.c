@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #define STALE_S 3600 /* a named temporary file older than this is a killed decoder's */
+#define UNUSED_S (30 * 86400) /* an entry not used for this long is removed (a debug package upgraded away) */
+#define TOUCH_S 86400 /* a used entry's time is brought up to date when older than this */
 
 /* the cache's base directory (malloc'd), NULL: none */
 static char *cache_base(void)
@@ -78,6 +80,9 @@ int dbg_cache_open(const char *path, size_t total, const Elf64_Shdr *sh, size_t 
         close(fd);
         return -1;
     }
+    /* used now: its time says so (UNUSED_S; at most once a day, a metadata write) */
+    if (time(NULL) - st.st_mtime > TOUCH_S)
+        (void)futimens(fd, NULL);
     return fd;
 }
 
@@ -105,10 +110,11 @@ static int make_dirs(const char *path)
     return rc;
 }
 
-/* temporary files left in the directory dir by a decoder killed while it
- * wrote one under a name (before O_TMPFILE, or where the file system has
- * none): removed once an hour old (a younger one may be another decoder's,
- * being written) */
+/* in the directory dir, when an entry is written: temporary files left by a
+ * decoder killed while it wrote one under a name (before O_TMPFILE, or where
+ * the file system has none), once an hour old (a younger one may be another
+ * decoder's, being written), and entries not used for UNUSED_S (a use
+ * brings an entry's time up to date: dbg_cache_open) are removed */
 static void remove_stale(const char *dir)
 {
     DIR *dp = opendir(dir);
@@ -116,8 +122,11 @@ static void remove_stale(const char *dir)
     time_t now = time(NULL);
     while (dp && (e = readdir(dp))) {
         struct stat st;
-        if (strstr(e->d_name, ".debug.tmp.") && fstatat(dirfd(dp), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISREG(st.st_mode) && now - st.st_mtime > STALE_S)
+        size_t n = strlen(e->d_name);
+        int tmp = strstr(e->d_name, ".debug.tmp.") != NULL,
+            entry = !tmp && n > 6 && !strcmp(e->d_name + n - 6, ".debug");
+        if ((tmp || entry) && fstatat(dirfd(dp), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && now - st.st_mtime > (tmp ? STALE_S : UNUSED_S))
             unlinkat(dirfd(dp), e->d_name, 0);
     }
     if (dp)

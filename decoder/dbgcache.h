@@ -12,7 +12,8 @@
  * unnamed file (O_TMPFILE), synced and linked into place: complete or
  * absent, and nothing is left by a decoder killed meanwhile (where the file
  * system has no O_TMPFILE: a named temporary file, renamed; one left by a
- * killed decoder is removed by the next entry's writer once an hour old).  One
+ * killed decoder is removed by the next entry's writer once an hour old, and
+ * so is an entry not used for 30 days: a use brings its time up to date).  One
  * whose size or section headers are not the ones the compressed file gives
  * is not used (and is replaced).  Anything that fails leaves the decode as
  * it was without the cache (an inflated copy in memory).  The directory can

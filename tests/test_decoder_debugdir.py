@@ -228,6 +228,35 @@ def test_cache_on_a_full_file_system(tree, split, tmp_path):
         subprocess.run(["umount", str(mnt)], check=True)
 
 
+def test_entries_unused_for_30_days_are_removed(tree, split, tmp_path):
+    """When an entry is written, entries no decode has used for 30 days (a
+    debug package upgraded away) are removed, younger ones stay; a decode
+    that uses an entry brings its time up to date, so an entry in use is
+    never removed."""
+    dec, cache = tree.tool("funtrace-decode"), tmp_path / "cache"
+    (cache / "debug").mkdir(parents=True)
+    env = {"FUNTRACE_CACHE_DIR": str(cache)}
+    day = 86400
+    gone, kept = (cache / "debug" / f"{'0' * 40}-{x * 16}.debug" for x in ("a", "b"))
+    for f, age in ((gone, 31 * day), (kept, 29 * day)):
+        f.write_bytes(b"x" * 4096)
+        os.utime(f, (time.time() - age, time.time() - age))
+    rc, err, _ = decode(dec, split, "--debug-dir", split.zdir, env=env)
+    assert rc == 0, err
+    new = [e for e in cache_entries(cache) if e not in (gone, kept)]
+    assert not gone.exists() and kept.exists() and len(new) == 1, cache_entries(cache)
+    # the new entry, unused for 40 days, is used: its time is now's
+    os.utime(new[0], (time.time() - 40 * day, time.time() - 40 * day))
+    rc, err, _ = decode(dec, split, "--debug-dir", split.zdir, env=env)
+    assert rc == 0, err
+    assert new[0].exists() and time.time() - new[0].stat().st_mtime < 600
+    # and it was read, not written again (the same inode)
+    ino = new[0].stat().st_ino
+    rc, err, _ = decode(dec, split, "--debug-dir", split.zdir, env=env)
+    assert rc == 0, err
+    assert new[0].stat().st_ino == ino
+
+
 def test_killed_decoder_leaves_no_temporary_file(tree, split, tmp_path):
     """A decoder killed while it writes a cache entry (stopped by gdb at
     dbg_cache_publish: inflated, not yet linked into place) leaves nothing in
