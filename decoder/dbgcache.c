@@ -86,15 +86,12 @@ int dbg_cache_open(const char *path, size_t total, const Elf64_Shdr *sh, size_t 
     return fd;
 }
 
-/* mkdir -p of path's directory */
-static int make_dirs(const char *path)
+/* mkdir -p of the directory dir */
+static int make_dirs(const char *dir)
 {
-    char *d = strdup(path);
+    char *d = strdup(dir);
     if (!d)
         return -1;
-    char *slash = strrchr(d, '/');
-    if (slash)
-        *slash = 0;
     int rc = 0;
     for (char *s = d + 1; *s && !rc; s++) {
         if (*s != '/')
@@ -136,17 +133,15 @@ static void remove_stale(const char *dir)
 int dbg_cache_create(const char *path, char **tmp)
 {
     *tmp = NULL;
-    if (make_dirs(path) != 0)
-        return -1;
-    /* unnamed until published: a decoder killed meanwhile leaves nothing */
     char *dir = strdup(path);
     char *slash = dir ? strrchr(dir, '/') : NULL;
-    int fd = -1;
-    if (slash) {
-        *slash = 0;
-        remove_stale(dir);
-        fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (!slash || slash == dir || (*slash = 0, make_dirs(dir)) != 0) {
+        free(dir);
+        return -1;
     }
+    /* unnamed until published: a decoder killed meanwhile leaves nothing */
+    remove_stale(dir);
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     free(dir);
     if (fd >= 0)
         return fd;
