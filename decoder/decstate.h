@@ -141,6 +141,17 @@ struct dec {
         int th; /* thread index */
     } *ctx_res;
     size_t nctx_res, ctx_rescap;
+    /* every SAVE of a context key on any thread, found by the first
+     * discovery replays and then sorted by key and time (ctx_saves_ready):
+     * a context resumed on the thread that saved it, but saved on another
+     * thread in between, went on there (a fiber moved away and back) */
+    struct ctx_save_at {
+        uint64_t key;
+        int64_t t;
+        int th; /* thread index */
+    } *ctx_saves;
+    size_t nctx_saves, ctx_savecap;
+    int ctx_saves_ready;
 };
 
 /* a warning on stderr (at most 40; none with --quiet) */

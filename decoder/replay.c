@@ -786,11 +786,55 @@ static void ctx_store(struct replay *r, uint64_t key, uint64_t idx, int64_t t, i
     r->nrot = 0;
 }
 
+static int cmp_save_at(const void *a, const void *b)
+{
+    const struct ctx_save_at *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+int replay_saves_ready(struct dec *d)
+{
+    d->ctx_saves_ready = 1;
+    if (d->nctx_saves)
+        qsort(d->ctx_saves, d->nctx_saves, sizeof *d->ctx_saves, cmp_save_at);
+    for (size_t i = 1; i < d->nctx_saves; i++)
+        if (d->ctx_saves[i].key == d->ctx_saves[i - 1].key && d->ctx_saves[i].th != d->ctx_saves[i - 1].th)
+            return 1;
+    return 0;
+}
+
+/* was key saved on a thread other than th in (t0, t1]? */
+static int saved_elsewhere(const struct dec *d, uint64_t key, int th, int64_t t0, int64_t t1)
+{
+    if (!d->ctx_saves_ready)
+        return 0;
+    size_t lo = 0, hi = d->nctx_saves; /* the first save of key after t0 */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct ctx_save_at *e = &d->ctx_saves[mid];
+        if (e->key < key || (e->key == key && e->t <= t0))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < d->nctx_saves && d->ctx_saves[lo].key == key && d->ctx_saves[lo].t <= t1; lo++)
+        if (d->ctx_saves[lo].th != th)
+            return 1;
+    return 0;
+}
+
 /* a SAVE: what runs next is a context makecontext started */
 static void ctx_save(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
 {
     if (!r->discovery && r->th->has_ctx_unsave && idx == r->th->ctx_unsave_idx)
         return; /* the thread's events end in this switch, which did not happen (ctx_at_end) */
+    struct dec *d = r->d;
+    if (r->discovery && !d->ctx_saves_ready) {
+        d->ctx_saves = xgrow(d->ctx_saves, &d->ctx_savecap, d->nctx_saves + 1, sizeof *d->ctx_saves);
+        d->ctx_saves[d->nctx_saves++] = (struct ctx_save_at){key, t, r->th->index};
+    }
     ctx_store(r, key, idx, t, tm);
     r->ctx_id = ++r->nids;
     r->save_nevents = r->th->nevents;
@@ -873,11 +917,24 @@ static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, 
     while (r->n)
         pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
     struct rctx *c = ctx_find(r, key);
+    if (c && saved_elsewhere(r->d, key, th->index, c->t, t)) {
+        /* saved here, then resumed and saved again on another thread (a fiber
+         * a scheduler moved away and back): the stack kept here is stale, its
+         * frames went on there.  They stay open here as a context that
+         * another thread resumed, and what comes back is taken up as a
+         * context whose suspension the ring does not hold */
+        for (size_t i = c->n; !r->discovery && i > 0; i--)
+            close_out_k(r, &c->stk[i - 1], th->end_ns, th->end_ns, SL_OPEN | SL_SUSPENDED | SL_MOVED, EV_EXACT,
+                        th->end_ns, K_ANY);
+        ctx_release(r, c);
+        c = NULL;
+    }
     if (c) {
         ctx_resumed(r, c, t);
         return;
     }
-    /* a context suspended before the ring's events */
+    /* a context suspended before the ring's events (or whose stack went on
+     * on another thread) */
     r->ctx_id = ++r->nids;
     if (r->discovery) {
         r->xpre = xgrow(r->xpre, &r->xprecap, r->nxpre + 1, sizeof *r->xpre);

@@ -405,6 +405,34 @@ def test_context_resumed_by_another_thread(tree, compiled, run_crash, tmp_path):
         ctx_of([ln for ln in other if " take_over " in ln][0]), other
 
 
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_context_that_moves_away_and_back(tree, compiled, run_crash, time, tmp_path):
+    """A fiber that leaves main's thread in step, goes on on thread T (step
+    returns, step2 yields) and comes back to main's thread, where it crashes
+    in step2 (tests/progs/dec_fiber_back.c): on main's thread the stack it
+    left with (fiber -> step -> yield) is stale when it comes back.  Those
+    frames stay open, resumed by another thread, and the context that comes
+    back is step2's: fiber -> step2, its yield returning, then leaf and
+    crash_here.  Before, main's thread took up the stale stack: step lost its
+    return and step2 was missing."""
+    exe = compiled("dec_fiber_back.c", "pg")
+    env = {"FUNTRACE_TIME": time, "FUNTRACE_SAMPLE_K": "4"} if time == "sampled" else None
+    raw, tr = crash_decoded(tree, run_crash, exe, env=env, json_out=tmp_path / "f.json")
+    assert not [s for sl in tr.slices.values() for s in sl if s.args.get("return_missing")]
+    lines = text_lines(tree, raw, "--calls", "50")
+    heads = [i for i, ln in enumerate(lines) if ln.startswith("thread ")]
+    assert len(heads) == 2, lines
+    main = lines[heads[0]:heads[1]]
+    assert "[crashed]" in main[0], main[0]
+    moved = [ln[36:].split()[0] for ln in main if "[suspended, then resumed by another thread]" in ln]
+    assert moved == ["fiber", "step", "yield"], main
+    # the context that came back: crash_here's, under step2 under fiber
+    back = ctx_of([ln for ln in main if " crash_here " in ln][0])
+    names = [ln[36:].split()[0] for ln in main if ctx_of(ln) == back]
+    assert names[-5:] == ["fiber", "step2", "yield", "leaf", "crash_here"], main
+    assert [ln for ln in main if ctx_of(ln) == back and " step2 " in ln and "[still open]" in ln], main
+
+
 def test_timeline_pieces_say_their_context(tree, compiled, run_crash, tmp_path):
     """On the timeline (JSON args, Perfetto annotations) every piece of a
     thread that switched stacks says the context its call was made in, as

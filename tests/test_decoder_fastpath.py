@@ -84,3 +84,6 @@ def test_context_switches(tree, compiled, run_crash, time, tmp_path):
     env = {"FUNTRACE_BUF": "64K", "FUNTRACE_GEN_MS": "2", "FUNTRACE_TIME": time}
     raw = crash_raw(tree, run_crash, compiled("dec_fibers.c", "pg"), ["20000", "fiber"], env=env)
     same_either_way(tree, raw, tmp_path)
+    # a fiber that moves to another thread and back (its stale stack set aside)
+    raw = crash_raw(tree, run_crash, compiled("dec_fiber_back.c", "pg"), env={"FUNTRACE_TIME": time}, name="back")
+    same_either_way(tree, raw, tmp_path)
