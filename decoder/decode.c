@@ -253,18 +253,8 @@ static int run(struct dec *d, struct outputs *out)
         replay_discover(d, &d->th[i]);
         d->total_events += d->th[i].nevents;
     }
-    /* a context that moved between threads: the threads that switch are
-     * discovered again, knowing where each context went on meanwhile */
-    if (replay_saves_ready(d))
-        for (size_t i = 0; i < d->nth; i++) {
-            struct dthread *th = &d->th[i];
-            if (!th->has_ctx)
-                continue;
-            d->total_events -= th->nevents;
-            replay_forget(th, 1);
-            replay_discover(d, th);
-            d->total_events += th->nevents;
-        }
+    /* contexts that moved between threads: where each went on meanwhile */
+    replay_follow_moves(d);
 
     /* the end of the trace */
     const struct dgen *lastg = &d->gens[d->ngens - 1];
@@ -406,6 +396,7 @@ int decode_main(struct dec_opts *o)
     hm_free(&d.ctx_resumed);
     free(d.ctx_res);
     free(d.ctx_saves);
+    hm_free(&d.ctx_saver);
     if (d.t.nthreads || d.t.cmdline)
         ftr_free(&d.t);
     if (d.src.fd > 2)

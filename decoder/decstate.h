@@ -141,17 +141,22 @@ struct dec {
         int th; /* thread index */
     } *ctx_res;
     size_t nctx_res, ctx_rescap;
-    /* every SAVE of a context key on any thread, found by the first
-     * discovery replays and then sorted by key and time (ctx_saves_ready):
-     * a context resumed on the thread that saved it, but saved on another
-     * thread in between, went on there (a fiber moved away and back) */
+    /* contexts that move between threads (replay.c): the first discovery
+     * replays note which thread saved each key (ctx_saver: key -> thread
+     * index + 1, or CTX_SAVERS_MANY); when a key was saved on two threads,
+     * the threads that switch are replayed again to collect the saves of
+     * such keys (ctx_saves_phase 1), sorted by key and time, then once more
+     * with them (phase 2): a context resumed on the thread that saved it,
+     * but saved on another thread in between, went on there (a fiber moved
+     * away and back) */
+    struct hmap ctx_saver;
     struct ctx_save_at {
         uint64_t key;
         int64_t t;
         int th; /* thread index */
     } *ctx_saves;
     size_t nctx_saves, ctx_savecap;
-    int ctx_saves_ready;
+    int ctx_saves_phase;
 };
 
 /* a warning on stderr (at most 40; none with --quiet) */

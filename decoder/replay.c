@@ -794,21 +794,58 @@ static int cmp_save_at(const void *a, const void *b)
     return x->t < y->t ? -1 : x->t > y->t;
 }
 
-int replay_saves_ready(struct dec *d)
+#define CTX_SAVERS_MANY 0xFFFFFFFEu
+
+/* discovery: key was saved on the thread r replays */
+static void note_save(struct replay *r, uint64_t key, int64_t t)
 {
-    d->ctx_saves_ready = 1;
+    struct dec *d = r->d;
+    uint32_t th = (uint32_t)r->th->index, v = hm_get(&d->ctx_saver, key, 0);
+    if (d->ctx_saves_phase == 0) {
+        if (v == HMAP_NONE) {
+            if (hm_put(&d->ctx_saver, key, 0, th + 1) != 0)
+                xalloc_die();
+        } else if (v != th + 1 && v != CTX_SAVERS_MANY && hm_put(&d->ctx_saver, key, 0, CTX_SAVERS_MANY) != 0) {
+            xalloc_die();
+        }
+    } else if (d->ctx_saves_phase == 1 && v == CTX_SAVERS_MANY) {
+        d->ctx_saves = xgrow(d->ctx_saves, &d->ctx_savecap, d->nctx_saves + 1, sizeof *d->ctx_saves);
+        d->ctx_saves[d->nctx_saves++] = (struct ctx_save_at){key, t, (int)th};
+    }
+}
+
+static void rediscover_switching(struct dec *d)
+{
+    for (size_t i = 0; i < d->nth; i++) {
+        struct dthread *th = &d->th[i];
+        if (!th->has_ctx)
+            continue;
+        d->total_events -= th->nevents;
+        replay_forget(th, 1);
+        replay_discover(d, th);
+        d->total_events += th->nevents;
+    }
+}
+
+void replay_follow_moves(struct dec *d)
+{
+    int moved = 0;
+    for (size_t i = 0; i < d->ctx_saver.cap && !moved; i++)
+        moved = d->ctx_saver.e[i].v == CTX_SAVERS_MANY;
+    if (!moved || d->ctx_saves_phase)
+        return;
+    d->ctx_saves_phase = 1;
+    rediscover_switching(d);
     if (d->nctx_saves)
         qsort(d->ctx_saves, d->nctx_saves, sizeof *d->ctx_saves, cmp_save_at);
-    for (size_t i = 1; i < d->nctx_saves; i++)
-        if (d->ctx_saves[i].key == d->ctx_saves[i - 1].key && d->ctx_saves[i].th != d->ctx_saves[i - 1].th)
-            return 1;
-    return 0;
+    d->ctx_saves_phase = 2;
+    rediscover_switching(d);
 }
 
 /* was key saved on a thread other than th in (t0, t1]? */
 static int saved_elsewhere(const struct dec *d, uint64_t key, int th, int64_t t0, int64_t t1)
 {
-    if (!d->ctx_saves_ready)
+    if (d->ctx_saves_phase != 2)
         return 0;
     size_t lo = 0, hi = d->nctx_saves; /* the first save of key after t0 */
     while (lo < hi) {
@@ -830,11 +867,8 @@ static void ctx_save(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
 {
     if (!r->discovery && r->th->has_ctx_unsave && idx == r->th->ctx_unsave_idx)
         return; /* the thread's events end in this switch, which did not happen (ctx_at_end) */
-    struct dec *d = r->d;
-    if (r->discovery && !d->ctx_saves_ready) {
-        d->ctx_saves = xgrow(d->ctx_saves, &d->ctx_savecap, d->nctx_saves + 1, sizeof *d->ctx_saves);
-        d->ctx_saves[d->nctx_saves++] = (struct ctx_save_at){key, t, r->th->index};
-    }
+    if (r->discovery)
+        note_save(r, key, t);
     ctx_store(r, key, idx, t, tm);
     r->ctx_id = ++r->nids;
     r->save_nevents = r->th->nevents;

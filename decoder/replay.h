@@ -24,11 +24,12 @@ void replay_discover(struct dec *d, struct dthread *th);
  * thread th was copied from) */
 void replay_forget(struct dthread *th, int owned);
 
-/* after every thread's first discovery: the saves of context keys sorted;
- * 1 when a key was saved on two threads (a context that moved: the threads
- * that switch contexts are to be discovered again, now that a context taken
- * up where it was saved knows whether it went on elsewhere meanwhile) */
-int replay_saves_ready(struct dec *d);
+/* after every thread's discovery: contexts that moved between threads (a
+ * key saved on two threads) are followed -- the threads that switch
+ * contexts are discovered again, twice (to collect those keys' saves, then
+ * with them: a context taken up where it was saved knows whether it went on
+ * elsewhere meanwhile) */
+void replay_follow_moves(struct dec *d);
 
 struct replay;
 /* an emission replay of th into out (out->kind: VIEW_PIECES or VIEW_CALLS) */
