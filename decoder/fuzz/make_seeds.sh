@@ -20,6 +20,9 @@
 #   sjlj-exact, sjlj-sampled                   tests/progs/dec_sjlj_coro.c (-pg): coroutines
 #                                              switched by sigsetjmp/siglongjmp (setjmp and
 #                                              longjmp markers), a crash in one
+#   fiber-back-exact, fiber-back-sampled       tests/progs/dec_fiber_back.c (-pg): a fiber that
+#                                              moves to another thread and back (the saves
+#                                              of moving contexts: three discovery passes)
 # Run after ./setup.sh; needs the kernel's core_pattern to be `core` (this machine's).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,6 +35,7 @@ mkdir -p "$OUT"
 FUNTRACE_INSTR=finstr "$B/bin/funtrace-gcc" -O2 -g -pthread -o "$TMP/crash-finstr" "$ROOT/examples/crash.c"
 "$B/bin/funtrace-gcc" -O1 -g -o "$TMP/fibers" "$ROOT/tests/progs/dec_fibers.c"
 "$B/bin/funtrace-gcc" -O1 -g -o "$TMP/sjlj" "$ROOT/tests/progs/dec_sjlj_coro.c"
+"$B/bin/funtrace-gcc" -O1 -g -pthread -o "$TMP/fiber-back" "$ROOT/tests/progs/dec_fiber_back.c"
 
 # seed NAME TIME EXE [ARGS...]: run EXE until it dies, its trace into $OUT/NAME
 seed() {
@@ -53,6 +57,8 @@ seed fibers-exact exact "$TMP/fibers" 200 fiber
 seed fibers-sampled sampled "$TMP/fibers" 200 fiber
 seed sjlj-exact exact "$TMP/sjlj" 200 fiber
 seed sjlj-sampled sampled "$TMP/sjlj" 200 fiber
+seed fiber-back-exact exact "$TMP/fiber-back"
+seed fiber-back-sampled sampled "$TMP/fiber-back"
 (cd "$ROOT/tests" && /usr/bin/python3 -c '
 import sys, dec_oldraw
 data = open(sys.argv[1], "rb").read()
