@@ -11,13 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define POPULATE_MIN (64u << 10)
-#ifdef MADV_POPULATE_READ
-#define MADV_POPULATE_READ_ MADV_POPULATE_READ
-#else
-#define MADV_POPULATE_READ_ 22 /* Linux 5.14; older kernels: EINVAL, ignored */
-#endif
-
 static int seg_cmp(const void *a, const void *b)
 {
     const struct core_seg *x = a, *y = b;
@@ -296,7 +289,6 @@ void core_close(struct core *c)
     free(c->threads);
     free(c->files);
     free(c->notes);
-    free(c->populated);
     memset(c, 0, sizeof *c);
 }
 
@@ -349,28 +341,6 @@ size_t core_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return walk(c, addr, buf, len, &c->dropped_hit);
 }
 
-/* Was [addr, addr+len) populated before?  rawwrite asks for the rings in
- * the same order in its pre-pass and in its emit pass: the asks are logged,
- * and an ask matching the log entry at the cursor is a repeat (O(1); any
- * other ask is logged and populated, which is merely redundant if it was a
- * repeat out of order). */
-static int was_populated(struct core *c, uint64_t addr, uint64_t len)
-{
-    size_t i = c->next_populated;
-    if (i < c->npopulated && c->populated[i].addr == addr && c->populated[i].len == len) {
-        c->next_populated = i + 1;
-        return 1;
-    }
-    if (c->npopulated == c->cap_populated) {
-        c->cap_populated = c->cap_populated ? 2 * c->cap_populated : 64;
-        c->populated = ce_xrealloc(c->populated, c->cap_populated * sizeof *c->populated);
-    }
-    c->populated[c->npopulated].addr = addr;
-    c->populated[c->npopulated].len = len;
-    c->npopulated++;
-    return 0;
-}
-
 const void *core_map(void *ctx, uint64_t addr, size_t len)
 {
     struct core *c = ctx;
@@ -378,12 +348,10 @@ const void *core_map(void *ctx, uint64_t addr, size_t len)
     if (!s || len == 0 || s->kind != CORE_BYTES) return NULL;
     uint64_t in = addr - s->vaddr;
     if (in >= s->avail || len > s->avail - in) return NULL;
-    const uint8_t *p = s->data + in;
-    if (c->map && len >= POPULATE_MIN && !was_populated(c, addr, len)) {
-        uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
-        (void)madvise((void *)a, (uintptr_t)p + len - a, MADV_POPULATE_READ_);
-    }
-    return p;
+    /* (not faulted in here: the writer copies a ring file to file where it
+     * can, reading only a few of its slots through the mapping, and faults
+     * in what it writes from the mapping itself: ce_fdout_write) */
+    return s->data + in;
 }
 
 uint64_t core_auxv(const struct core *c, uint64_t type)

@@ -85,8 +85,6 @@ struct core {
     uint64_t dropped_bytes;      /* bytes of memory dropped as they streamed by */
     uint64_t dropped_hit;        /* first address a read wanted from dropped memory (0: none) */
     uint64_t kept_bytes;         /* bytes of memory kept */
-    struct core_range { uint64_t addr, len; } *populated; /* core_map: faulted in already */
-    size_t npopulated, cap_populated, next_populated;
 };
 
 /* Open and parse a core file. On failure returns -1 with a one-line reason in

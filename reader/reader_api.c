@@ -447,6 +447,11 @@ static int emit(struct ftr *h, struct ce_fdout *o)
          * (the bytes the read function would give, without copying them) */
         si.map = core_map;
         si.map_ctx = &h->core;
+        if (h->core.map) { /* ... and written to the output file by the kernel (ce_fdout_write) */
+            o->src_map = h->core.map;
+            o->src_len = h->core.size;
+            o->src_fd = h->core_fd;
+        }
     } else {
         si.map = adapter_map;
         si.map_ctx = h;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 int ce_verbose;
@@ -217,6 +218,12 @@ int ce_fdout_flush(struct ce_fdout *o)
     return 0;
 }
 
+#ifdef MADV_POPULATE_READ
+#define MADV_POPULATE_READ_ MADV_POPULATE_READ
+#else
+#define MADV_POPULATE_READ_ 22 /* Linux 5.14; older kernels: EINVAL, ignored */
+#endif
+
 /* [p, p+n) lies in the source file's mapping: copy it file to file.  1 done,
  * 0 nothing copied and none will be (write it), -1 error (errno) */
 static int fdout_copy_src(struct ce_fdout *o, const uint8_t *p, size_t n)
@@ -256,6 +263,12 @@ int ce_fdout_write(void *ctx, const void *p, size_t n)
                 o->err = errno ? errno : EIO;
                 return -1;
             }
+        }
+        if (o->src_map && b >= o->src_map && (uint64_t)(b - o->src_map) < o->src_len) {
+            /* written from the mapping: its pages faulted in at once, not one
+             * fault per few pages inside write() */
+            uintptr_t a = (uintptr_t)b & ~(uintptr_t)4095;
+            (void)madvise((void *)a, (uintptr_t)b + n - a, MADV_POPULATE_READ_);
         }
         if (ce_write_all(o->fd, p, n) != 0) {
             o->err = errno ? errno : EIO;

@@ -70,7 +70,8 @@ int ce_write_all(int fd, const void *buf, size_t n);
  * file mapped read-only in our memory (a core): a large write of its bytes
  * is copied file to file by the kernel (copy_file_range) where the output
  * allows it, never through the mapping (whose pages, touched first there,
- * cost more than the copy: 16 MiB of rings in ~3 ms instead of ~10) */
+ * cost more than the copy: 16 MiB of rings in ~3 ms instead of ~10); else it
+ * is written from the mapping, faulted in first (MADV_POPULATE_READ) */
 struct ce_fdout {
     int fd;
     int err;           /* errno of the first failure, 0 if none */
