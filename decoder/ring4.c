@@ -144,7 +144,7 @@ void rx_prepare4(struct dec *d, struct dthread *th)
             /* the ring's newest events: the thread's record has their high half */
         } else if (u->tsc) {
             rx_tsc_upper(d, th, u->end, &have_n, &U);
-            u->hi = rx_tsc_resolve(u, have_n, U, u->have_l, u->L, ref);
+            u->hi = rx_tsc_resolve(u, have_n, U, u->have_l, u->L, rx_tsc_ref(d, th, u));
         } else {
             u->hi = rx_addr_resolve(d, u, have_n, nx, u->have_prev, u->prev);
         }

@@ -140,6 +140,16 @@ uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l,
     return (uint32_t)best;
 }
 
+uint64_t rx_tsc_ref(const struct dec *d, const struct dthread *th, const struct run *u)
+{
+    uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
+    const struct ftr_trace *t = &d->t;
+    if (u->end >= th->rt->n && t->has_header && t->hdr.taken_tsc > ref &&
+        (t->hdr.source == FT_SRC_LIVE || t->hdr.source == FT_SRC_SNAPSHOT))
+        ref = t->hdr.taken_tsc;
+    return ref;
+}
+
 /* item i of rt's ring (a 4-byte item widened); 0 if it cannot be read */
 static uint64_t item_at(const struct dec *d, const struct ftr_thread *rt, uint64_t i)
 {
@@ -339,7 +349,6 @@ static void note_merge(struct dthread *th, const struct inval *v)
 static void resolve_runs(struct dec *d, struct dthread *th, struct run *runs, size_t nruns)
 {
     const struct ftr_thread *rt = th->rt;
-    uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
     for (size_t ri = 0; ri < nruns; ri++) {
         struct run *u = &runs[ri];
         if (u->tsc && rx_tsc_hi_recorded(d, th, u, &u->hi)) {
@@ -350,7 +359,7 @@ static void resolve_runs(struct dec *d, struct dthread *th, struct run *runs, si
             uint64_t U = 0;
             have_u = rx_time_after_esc(d, th->rt, u->end, 64, &U);
             rx_tsc_upper(d, th, u->end, &have_u, &U);
-            u->hi = rx_tsc_resolve(u, have_u, U, u->have_l, u->L, ref);
+            u->hi = rx_tsc_resolve(u, have_u, U, u->have_l, u->L, rx_tsc_ref(d, th, u));
         } else {
             /* the next ADDR_HI escape after the run */
             int have_n = 0;

@@ -57,6 +57,13 @@ struct run *rx_run_new(struct ring8 *r, uint64_t start, int tsc);
 uint32_t rx_addr_resolve(const struct dec *d, const struct run *u, int have_next, uint32_t next, int have_prev,
                          uint32_t prev);
 uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l, uint64_t L, uint64_t ref);
+/* the time a TSC run with no bound is dated nearest to: the last generation's
+ * clock reference, or for the ring's newest run in a raw read from a running
+ * process or snapshotted (its events end about then) the time of the read,
+ * when later -- a process with no generation boundaries (FUNTRACE_GEN_MS=0)
+ * has only its start's, and a run read seconds later was put an epoch of
+ * 2^32 ticks early */
+uint64_t rx_tsc_ref(const struct dec *d, const struct dthread *th, const struct run *u);
 /* the upper bound U of a TSC run ending at item end (have: U known, from the
  * escapes after it): tightened by the first generation boundary recorded after
  * the run, else, unknown, the thread's exit */

@@ -2,6 +2,7 @@
 in each instrumentation mode, crashed by real signals; their cores extracted
 by coreextract (or their on-crash snapshots), decoded to JSON/text/summary."""
 import re
+import struct
 import time
 
 import pytest
@@ -715,6 +716,39 @@ def test_times_without_boundaries_for_seconds_live(tree, compiled, spawn, tmp_pa
     assert out.returncode == 0, out.stderr
     shown = last_event_ns(out.stdout)
     assert before - 100_000_000 < shown < after + 100_000_000, (shown - before, after - before)
+
+
+def test_newest_events_without_their_high_half_are_dated_at_the_read(tree, compiled, spawn, tmp_path):
+    """The same live raw without the record's high half of the newest events
+    (the reader drops it when it changed while the ring was copied, as it
+    once did in CI): with no generation boundary and no TSC_HI escape left in
+    the ring, they are dated nearest to the time of the read, not to the
+    process's start 2.5 s before -- which put them 2^32 ticks (~2 s) early."""
+    import rawfile
+    exe = compiled("dec_epoch.c", "pg")
+    p = spawn([exe, "60"], env={"FUNTRACE_GEN_MS": "0"})
+    time.sleep(2.5)
+    raw = tmp_path / "live.raw"
+    before = time.time_ns()
+    ce = run_tool([tree.tool("coreextract"), "-o", raw, "--pid", p.pid])
+    after = time.time_ns()
+    assert ce.returncode == 0, ce.stderr
+    out = []
+    cleared = 0
+    for magic, payload in rawfile.chunks(raw.read_bytes()):
+        if magic == "THRDSTAT":
+            flags = struct.unpack_from("<I", payload, 12)[0]
+            cleared += bool(flags & rawfile.TSF["TSC_HI"])
+            payload = payload[:12] + struct.pack("<I", flags & ~rawfile.TSF["TSC_HI"]) + payload[16:]
+        out.append(magic.encode("latin1") + struct.pack("<Q", len(payload)) + payload)
+    assert cleared, "no thread record had the high half"
+    bare = tmp_path / "bare.raw"
+    bare.write_bytes(b"".join(out))
+    for path in (raw, bare):
+        res, _ = decode(tree, path, "--text")
+        assert res.returncode == 0, res.stderr
+        shown = last_event_ns(res.stdout)
+        assert before - 100_000_000 < shown < after + 100_000_000, (path.name, shown - before, after - before)
 
 
 def test_substitute_path(tree, compiled, run_crash, tmp_path):
