@@ -701,9 +701,9 @@ def test_times_without_boundaries_for_seconds(tree, compiled, run_crash, time_mo
     assert "epoch_crash" in out.stdout
 
 
-def test_times_without_boundaries_for_seconds_live(tree, compiled, spawn, tmp_path):
-    """The same read from the running process (coreextract --pid, as oomwatch
-    reads it): the newest events are dated at the time of the read."""
+def epoch_live_raw(tree, compiled, spawn, tmp_path):
+    """dec_epoch.c read 2.5 s into its run by coreextract --pid, without
+    generation boundaries: (raw, the read's start and end, CLOCK_REALTIME ns)"""
     exe = compiled("dec_epoch.c", "pg")
     p = spawn([exe, "60"], env={"FUNTRACE_GEN_MS": "0"})
     time.sleep(2.5)
@@ -712,6 +712,13 @@ def test_times_without_boundaries_for_seconds_live(tree, compiled, spawn, tmp_pa
     ce = run_tool([tree.tool("coreextract"), "-o", raw, "--pid", p.pid])
     after = time.time_ns()
     assert ce.returncode == 0, ce.stderr
+    return raw, before, after
+
+
+def test_times_without_boundaries_for_seconds_live(tree, compiled, spawn, tmp_path):
+    """The same read from the running process (coreextract --pid, as oomwatch
+    reads it): the newest events are dated at the time of the read."""
+    raw, before, after = epoch_live_raw(tree, compiled, spawn, tmp_path)
     out, _ = decode(tree, raw, "--text")
     assert out.returncode == 0, out.stderr
     shown = last_event_ns(out.stdout)
@@ -725,14 +732,7 @@ def test_newest_events_without_their_high_half_are_dated_at_the_read(tree, compi
     the ring, they are dated nearest to the time of the read, not to the
     process's start 2.5 s before -- which put them 2^32 ticks (~2 s) early."""
     import rawfile
-    exe = compiled("dec_epoch.c", "pg")
-    p = spawn([exe, "60"], env={"FUNTRACE_GEN_MS": "0"})
-    time.sleep(2.5)
-    raw = tmp_path / "live.raw"
-    before = time.time_ns()
-    ce = run_tool([tree.tool("coreextract"), "-o", raw, "--pid", p.pid])
-    after = time.time_ns()
-    assert ce.returncode == 0, ce.stderr
+    raw, before, after = epoch_live_raw(tree, compiled, spawn, tmp_path)
     out = []
     cleared = 0
     for magic, payload in rawfile.chunks(raw.read_bytes()):
