@@ -140,16 +140,6 @@ uint32_t rx_tsc_resolve(const struct run *u, int have_u, uint64_t U, int have_l,
     return (uint32_t)best;
 }
 
-uint64_t rx_tsc_ref(const struct dec *d, const struct dthread *th, const struct run *u)
-{
-    uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
-    const struct ftr_trace *t = &d->t;
-    if (u->end >= th->rt->n && t->has_header && t->hdr.taken_tsc > ref &&
-        (t->hdr.source == FT_SRC_LIVE || t->hdr.source == FT_SRC_SNAPSHOT))
-        ref = t->hdr.taken_tsc;
-    return ref;
-}
-
 /* item i of rt's ring (a 4-byte item widened); 0 if it cannot be read */
 static uint64_t item_at(const struct dec *d, const struct ftr_thread *rt, uint64_t i)
 {
@@ -284,18 +274,37 @@ void rx_tsc_upper(const struct dec *d, const struct dthread *th, uint64_t end, i
     }
 }
 
-int rx_tsc_hi_recorded(const struct dec *d, const struct dthread *th, const struct run *u, uint32_t *hi)
+/* is the TSC run u the ring's newest: no zeroed item nor TSC_HI escape after
+ * it (at most 4096 items: a sampled run ends at its last stamp) */
+static int newest_run(const struct dec *d, const struct ftr_thread *rt, const struct run *u)
 {
-    const struct ftr_thread *rt = th->rt;
-    if (!u->tsc || !rt->has_stat || !(rt->st.flags & FT_TSF_TSC_HI) || u->end > rt->n || rt->n - u->end > 4096)
+    if (!u->tsc || u->end > rt->n || rt->n - u->end > 4096)
         return 0;
     for (uint64_t j = u->end; j < rt->n; j++) {
         uint64_t w = item_at(d, rt, j);
         if (!w || is_hi_escape(rt, w, 1))
             return 0;
     }
+    return 1;
+}
+
+int rx_tsc_hi_recorded(const struct dec *d, const struct dthread *th, const struct run *u, uint32_t *hi)
+{
+    const struct ftr_thread *rt = th->rt;
+    if (!rt->has_stat || !(rt->st.flags & FT_TSF_TSC_HI) || !newest_run(d, rt, u))
+        return 0;
     *hi = rt->st.tsc_hi;
     return 1;
+}
+
+uint64_t rx_tsc_ref(const struct dec *d, const struct dthread *th, const struct run *u)
+{
+    uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
+    const struct ftr_trace *t = &d->t;
+    if (t->has_header && t->hdr.taken_tsc > ref &&
+        (t->hdr.source == FT_SRC_LIVE || t->hdr.source == FT_SRC_SNAPSHOT) && newest_run(d, th->rt, u))
+        ref = t->hdr.taken_tsc;
+    return ref;
 }
 
 void rx_note_invalid(struct dthread *th, uint64_t i)

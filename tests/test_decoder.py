@@ -701,11 +701,11 @@ def test_times_without_boundaries_for_seconds(tree, compiled, run_crash, time_mo
     assert "epoch_crash" in out.stdout
 
 
-def epoch_live_raw(tree, compiled, spawn, tmp_path):
+def epoch_live_raw(tree, compiled, spawn, tmp_path, time_mode="exact"):
     """dec_epoch.c read 2.5 s into its run by coreextract --pid, without
     generation boundaries: (raw, the read's start and end, CLOCK_REALTIME ns)"""
     exe = compiled("dec_epoch.c", "pg")
-    p = spawn([exe, "60"], env={"FUNTRACE_GEN_MS": "0"})
+    p = spawn([exe, "60"], env={"FUNTRACE_GEN_MS": "0", "FUNTRACE_TIME": time_mode})
     time.sleep(2.5)
     raw = tmp_path / "live.raw"
     before = time.time_ns()
@@ -725,14 +725,15 @@ def test_times_without_boundaries_for_seconds_live(tree, compiled, spawn, tmp_pa
     assert before - 100_000_000 < shown < after + 100_000_000, (shown - before, after - before)
 
 
-def test_newest_events_without_their_high_half_are_dated_at_the_read(tree, compiled, spawn, tmp_path):
+@pytest.mark.parametrize("time_mode", ["exact", "sampled"])
+def test_newest_events_without_their_high_half_are_dated_at_the_read(tree, compiled, spawn, time_mode, tmp_path):
     """The same live raw without the record's high half of the newest events
     (the reader drops it when it changed while the ring was copied, as it
     once did in CI): with no generation boundary and no TSC_HI escape left in
     the ring, they are dated nearest to the time of the read, not to the
     process's start 2.5 s before -- which put them 2^32 ticks (~2 s) early."""
     import rawfile
-    raw, before, after = epoch_live_raw(tree, compiled, spawn, tmp_path)
+    raw, before, after = epoch_live_raw(tree, compiled, spawn, tmp_path, time_mode)
     out = []
     cleared = 0
     for magic, payload in rawfile.chunks(raw.read_bytes()):
