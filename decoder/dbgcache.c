@@ -86,12 +86,9 @@ int dbg_cache_open(const char *path, size_t total, const Elf64_Shdr *sh, size_t 
     return fd;
 }
 
-/* mkdir -p of the directory dir */
-static int make_dirs(const char *dir)
+/* mkdir -p of the directory d (cut at each '/' in turn, then restored) */
+static int make_dirs(char *d)
 {
-    char *d = strdup(dir);
-    if (!d)
-        return -1;
     int rc = 0;
     for (char *s = d + 1; *s && !rc; s++) {
         if (*s != '/')
@@ -103,7 +100,6 @@ static int make_dirs(const char *dir)
     }
     if (!rc && mkdir(d, 0700) != 0 && errno != EEXIST)
         rc = -1;
-    free(d);
     return rc;
 }
 

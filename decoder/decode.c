@@ -193,8 +193,9 @@ static int run(struct dec *d, struct outputs *out)
     d->nth = t->nthreads;
     d->th = xcalloc(d->nth, sizeof *d->th);
     d->crash_tid = t->has_crash ? t->crash.tid : 0;
-    if (dec_original_fault(t)) /* the thread of the original fault, not of a later signal */
-        d->crash_tid = dec_original_fault(t)->tid;
+    const struct ft_fault *died = dec_original_fault(t);
+    if (died) /* the thread of the original fault, not of a later signal */
+        d->crash_tid = died->tid;
     for (size_t k = 0; !d->crash_tid && k < t->nstacks; k++)
         if (t->stacks[k].h.flags & FT_STKF_CRASHED)
             d->crash_tid = t->stacks[k].h.tid;
@@ -205,8 +206,7 @@ static int run(struct dec *d, struct outputs *out)
         th->crashed = th->rt->tid == d->crash_tid;
         /* another thread's fault froze tracing until the process died: this
          * thread's final stack is from later (replay.c) */
-        const struct ft_fault *f = dec_original_fault(t);
-        th->ran_on_possible = f && (f->flags & FT_FAULTF_FROZEN) && th->rt->tid != f->tid;
+        th->ran_on_possible = died && (died->flags & FT_FAULTF_FROZEN) && th->rt->tid != died->tid;
     }
     if (outputs_resolve_threads(out, d))
         return EXIT_BAD_INPUT;
@@ -231,7 +231,6 @@ static int run(struct dec *d, struct outputs *out)
         gens_estimate(d);
     /* the thread that took the fatal signal ran until tracing froze: its
      * last unstamped events (sampled time) happened before then */
-    const struct ft_fault *died = dec_original_fault(t);
     for (size_t i = 0; died && (died->flags & FT_FAULTF_FROZEN) && i < d->nth; i++)
         if (d->th[i].rt->tid == died->tid)
             d->th[i].tail_tsc = died->tsc;

@@ -150,6 +150,7 @@ struct dec {
      * but saved on another thread in between, went on there (a fiber moved
      * away and back) */
     struct hmap ctx_saver;
+    int ctx_moved; /* some key is CTX_SAVERS_MANY */
     struct ctx_save_at {
         uint64_t key;
         int64_t t;

@@ -805,8 +805,10 @@ static void note_save(struct replay *r, uint64_t key, int64_t t)
         if (v == HMAP_NONE) {
             if (hm_put(&d->ctx_saver, key, 0, th + 1) != 0)
                 xalloc_die();
-        } else if (v != th + 1 && v != CTX_SAVERS_MANY && hm_put(&d->ctx_saver, key, 0, CTX_SAVERS_MANY) != 0) {
-            xalloc_die();
+        } else if (v != th + 1 && v != CTX_SAVERS_MANY) {
+            if (hm_put(&d->ctx_saver, key, 0, CTX_SAVERS_MANY) != 0)
+                xalloc_die();
+            d->ctx_moved = 1;
         }
     } else if (d->ctx_saves_phase == 1 && v == CTX_SAVERS_MANY) {
         d->ctx_saves = xgrow(d->ctx_saves, &d->ctx_savecap, d->nctx_saves + 1, sizeof *d->ctx_saves);
@@ -829,10 +831,7 @@ static void rediscover_switching(struct dec *d)
 
 void replay_follow_moves(struct dec *d)
 {
-    int moved = 0;
-    for (size_t i = 0; i < d->ctx_saver.cap && !moved; i++)
-        moved = d->ctx_saver.e[i].v == CTX_SAVERS_MANY;
-    if (!moved || d->ctx_saves_phase)
+    if (!d->ctx_moved || d->ctx_saves_phase)
         return;
     d->ctx_saves_phase = 1;
     rediscover_switching(d);
@@ -940,6 +939,16 @@ static void ctx_resumed(struct replay *r, struct rctx *c, int64_t t)
         }
 }
 
+/* emission: the calls of c, suspended, stay open to the thread's end (the
+ * pieces ended at the suspension); moved: SL_MOVED, another thread resumed it */
+static void ctx_close_open(struct replay *r, struct rctx *c, unsigned moved)
+{
+    const struct dthread *th = r->th;
+    for (size_t i = c->n; !r->discovery && i > 0; i--)
+        close_out_k(r, &c->stk[i - 1], th->end_ns, th->end_ns, SL_OPEN | SL_SUSPENDED | moved, EV_EXACT,
+                    th->end_ns, K_ANY);
+}
+
 static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
 {
     struct dthread *th = r->th;
@@ -957,9 +966,7 @@ static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, 
          * frames went on there.  They stay open here as a context that
          * another thread resumed, and what comes back is taken up as a
          * context whose suspension the ring does not hold */
-        for (size_t i = c->n; !r->discovery && i > 0; i--)
-            close_out_k(r, &c->stk[i - 1], th->end_ns, th->end_ns, SL_OPEN | SL_SUSPENDED | SL_MOVED, EV_EXACT,
-                        th->end_ns, K_ANY);
+        ctx_close_open(r, c, SL_MOVED);
         ctx_release(r, c);
         c = NULL;
     }
@@ -1604,10 +1611,8 @@ static void finish(struct replay *r)
      * pieces ended at the suspension) */
     for (size_t k = 0; k < r->nctx; k++) {
         struct rctx *c = &r->ctxs[k];
-        unsigned moved = c->used && !r->discovery && ctx_moved(r, c) ? SL_MOVED : 0;
-        for (size_t i = c->n; c->used && !r->discovery && i > 0; i--)
-            close_out_k(r, &c->stk[i - 1], th->end_ns, th->end_ns, SL_OPEN | SL_SUSPENDED | moved, EV_EXACT,
-                        th->end_ns, K_ANY);
+        if (c->used)
+            ctx_close_open(r, c, !r->discovery && ctx_moved(r, c) ? SL_MOVED : 0);
         c->used = 0;
     }
     if (!r->n)

@@ -255,8 +255,9 @@ int ce_fdout_write(void *ctx, const void *p, size_t n)
     if (n >= sizeof o->buf) {
         if (ce_fdout_flush(o)) return -1;
         const uint8_t *b = p;
-        if (o->src_map && !o->src_nocopy && b >= o->src_map && (uint64_t)(b - o->src_map) <= o->src_len &&
-            n <= o->src_len - (uint64_t)(b - o->src_map)) {
+        int in_src = o->src_map && b >= o->src_map && (uint64_t)(b - o->src_map) < o->src_len &&
+                     n <= o->src_len - (uint64_t)(b - o->src_map);
+        if (in_src && !o->src_nocopy) {
             int r = fdout_copy_src(o, b, n);
             if (r > 0) return 0;
             if (r < 0) {
@@ -264,7 +265,7 @@ int ce_fdout_write(void *ctx, const void *p, size_t n)
                 return -1;
             }
         }
-        if (o->src_map && b >= o->src_map && (uint64_t)(b - o->src_map) < o->src_len) {
+        if (in_src) {
             /* written from the mapping: its pages faulted in at once, not one
              * fault per few pages inside write() */
             uintptr_t a = (uintptr_t)b & ~(uintptr_t)4095;
