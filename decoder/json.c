@@ -30,8 +30,8 @@
 #include "views.h"
 #include "xalloc.h"
 
-/* a piece of a slice's text, stored padded to a multiple of 32 bytes (copied
- * 32 bytes at a time) */
+/* a piece of a slice's text, stored padded to a multiple of 32 bytes, 64 at
+ * least (copied 64 bytes at once, or 32 at a time when longer) */
 struct jpiece {
     char *s;
     size_t len;
@@ -62,24 +62,28 @@ struct json_view {
 static struct jpiece piece(const char *a, size_t la, const char *b, size_t lb, const char *c, size_t lc)
 {
     size_t n = la + lb + lc;
-    char *s = xcalloc((n + 31) / 32 * 32 + 32, 1);
+    char *s = xcalloc(n < 64 ? 64 : (n + 31) / 32 * 32 + 32, 1);
     memcpy(s, a, la);
     memcpy(s + la, b, lb);
     memcpy(s + la + lb, c, lc);
     return (struct jpiece){s, n};
 }
 
-/* p must have room for len rounded up to 32 */
+/* p must have room for room(x) */
 static inline char *put_piece(char *p, const struct jpiece *x)
 {
-    for (size_t k = 0; k < x->len; k += 32)
-        memcpy(p + k, x->s + k, 32);
+    if (__builtin_expect(x->len <= 64, 1)) {
+        memcpy(p, x->s, 64);
+    } else {
+        for (size_t k = 0; k < x->len; k += 32)
+            memcpy(p + k, x->s + k, 32);
+    }
     return p + x->len;
 }
 
 static inline size_t room(const struct jpiece *x)
 {
-    return (x->len + 31) / 32 * 32;
+    return x->len <= 64 ? 64 : (x->len + 31) / 32 * 32;
 }
 
 static void meta(struct json_view *J, struct dec *d, const char *what, uint64_t tid, const char *key, const char *sval, long ival,

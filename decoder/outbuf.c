@@ -162,17 +162,25 @@ int fmt_us3(char *p, int64_t ns)
     return n + put_frac3(p + n, (unsigned)(a % 1000));
 }
 
-int fmt_us3_cached(char *p, int64_t ns, struct us3_cache *c)
+/* ".ddd" of every f < 1000, as the 4 bytes to store (x86-64: little-endian) */
+#define FR(a, b, c) ((uint32_t)'.' | (uint32_t)('0' + (a)) << 8 | (uint32_t)('0' + (b)) << 16 | (uint32_t)('0' + (c)) << 24)
+#define FR10(a, b) FR(a, b, 0), FR(a, b, 1), FR(a, b, 2), FR(a, b, 3), FR(a, b, 4), FR(a, b, 5), FR(a, b, 6), \
+                   FR(a, b, 7), FR(a, b, 8), FR(a, b, 9)
+#define FR100(a) FR10(a, 0), FR10(a, 1), FR10(a, 2), FR10(a, 3), FR10(a, 4), FR10(a, 5), FR10(a, 6), FR10(a, 7), \
+                 FR10(a, 8), FR10(a, 9)
+const uint32_t ob_frac3[1000] = {FR100(0), FR100(1), FR100(2), FR100(3), FR100(4),
+                                 FR100(5), FR100(6), FR100(7), FR100(8), FR100(9)};
+
+int fmt_us3_cached_slow(char *p, int64_t ns, struct us3_cache *c)
 {
-    if (ns < 1000)
-        return ns < 0 ? fmt_us3(p, ns) : (*p = '0', 1 + put_frac3(p + 1, (unsigned)ns));
+    if (ns < 0)
+        return fmt_us3(p, ns);
     uint64_t us = (uint64_t)ns / 1000;
-    if (us != c->us) {
-        c->us = us;
-        c->len = (uint8_t)fmt_u64(c->s, us);
-    }
-    memcpy(p, c->s, sizeof c->s);
-    return c->len + put_frac3(p + c->len, (unsigned)((uint64_t)ns - us * 1000));
+    c->us = us;
+    c->len = (uint8_t)fmt_u64(c->s, us);
+    memcpy(p, c->s, c->len);
+    memcpy(p + c->len, &ob_frac3[(uint64_t)ns - us * 1000], 4);
+    return c->len + 4;
 }
 
 void ob_u64(struct outbuf *o, uint64_t v)

@@ -59,7 +59,23 @@ struct us3_cache {
     uint8_t len;
     char s[24]; /* the integer part's digits (copied whole) */
 };
-int fmt_us3_cached(char *p, int64_t ns, struct us3_cache *c);
+extern const uint32_t ob_frac3[1000]; /* ".ddd" of f < 1000, as 4 bytes */
+int fmt_us3_cached_slow(char *p, int64_t ns, struct us3_cache *c);
+/* (p needs 32 bytes of room) */
+static inline int fmt_us3_cached(char *p, int64_t ns, struct us3_cache *c)
+{
+    if ((uint64_t)ns < 1000) { /* "0.ddd" */
+        *p = '0';
+        memcpy(p + 1, &ob_frac3[ns], 4);
+        return 5;
+    }
+    uint64_t us = (uint64_t)ns / 1000;
+    if (__builtin_expect(us != c->us || ns < 0, 0))
+        return fmt_us3_cached_slow(p, ns, c);
+    memcpy(p, c->s, sizeof c->s);
+    memcpy(p + c->len, &ob_frac3[(uint64_t)ns - us * 1000], 4);
+    return c->len + 4;
+}
 
 void ob_u64(struct outbuf *o, uint64_t v);
 void ob_i64(struct outbuf *o, int64_t v);

@@ -432,13 +432,23 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
                 if (r->ckok)
                     r->ckok[idx / CK] = 1;
             }
-            if (__builtin_expect((w & FT_E8_TAG_MASK) != FT_E8_ESC && w && s.tknown && s.aknown, 1)) {
-                /* the common case: an event with both high halves known */
+            if (s.tknown && s.aknown && is_event(w)) {
+                /* the common case: events with both high halves known (no
+                 * run is open then), up to the next checkpoint or b; only
+                 * the last one's time is kept */
+                uint64_t lim = (idx / CK + 1) * CK;
+                if (b > idx && b < lim)
+                    lim = b;
+                size_t kl = lim - i < got ? (size_t)(lim - i) : got, k2 = k + 1;
+                while (k2 < kl && is_event(buf[k2]))
+                    k2++;
+                w = buf[k2 - 1];
                 have_known = 1;
                 last_known = s.last_tsc = ((uint64_t)s.thi << 32) | (w >> 32);
                 have_prev_ahi = 1;
                 prev_ahi = s.ahi;
                 s.catch_next = 0;
+                k = k2 - 1;
                 continue;
             }
             if (!w) { /* zeroed inside the window: the state may have changed unseen */
