@@ -16,6 +16,7 @@ void ft_clock_init(struct ft_clock *c, uint64_t ref_tsc, int64_t ref_ns, uint64_
     c->ref_ns = ref_ns;
     c->hz = hz;
     c->mult = ((unsigned __int128)1000000000ull << 64) / hz;
+    c->fast_lim = (uint64_t)(c->mult >> 64) ? 0 : (uint64_t)(INT64_MAX / 4);
 }
 
 uint64_t ft_ns_ticks(const struct ft_clock *c, uint64_t ns)

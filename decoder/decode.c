@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +21,54 @@
 #include "genestimate.h"
 #include "replay.h"
 #include "ringevents.h"
+#include "outfile.h"
 #include "outputs.h"
 #include "textfmt.h"
 #include "textwindow.h"
 #include "tracefacts.h"
 #include "views.h"
 #include "xalloc.h"
+
+/* A mapped input file that shrinks while it is read (another program
+ * truncates or rewrites it in place) makes the next read past its new end
+ * raise SIGBUS: one line that says so, the output files being written
+ * removed, exit EXIT_BAD_INPUT.  A SIGBUS anywhere else is not ours. */
+static char bus_msg[512];
+static size_t bus_len;
+static const struct ftr_src *bus_src;
+
+static void on_input_bus(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    if (ftr_src_window_has(bus_src, si->si_addr)) {
+        outfile_drop_all();
+        ssize_t w = write(2, bus_msg, bus_len);
+        (void)w;
+        _exit(EXIT_BAD_INPUT);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_input_bus(const struct ftr_src *src, const char *input)
+{
+    if (!src->named || !src->win)
+        return;
+    int n = snprintf(bus_msg, sizeof bus_msg,
+                     "funtrace-decode: %s: the file shrank while it was being read (another program truncated or "
+                     "rewrote it): decode a copy of it once it is complete\n",
+                     strcmp(input, "-") ? input : "stdin");
+    bus_len = n < 0 ? 0 : (size_t)n < sizeof bus_msg ? (size_t)n : sizeof bus_msg - 1;
+    if (bus_len && bus_msg[bus_len - 1] != '\n')
+        bus_msg[bus_len - 1] = '\n';
+    bus_src = src;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_input_bus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
 
 static void raw_warn(void *ctx, const char *msg)
 {
@@ -145,6 +188,7 @@ static int run(struct dec *d, struct outputs *out)
         fprintf(stderr, "funtrace-decode: %s: %s\n", o->input, err);
         return EXIT_BAD_INPUT;
     }
+    catch_input_bus(&d->src, o->input);
     int rc = ftr_load(&d->src, o->sample, &d->t, raw_warn, d);
     if (rc == FTR_ENOSAMPLE) {
         fprintf(stderr, "funtrace-decode: %s: there is no sample %d in the file\n", o->input, o->sample);
@@ -398,7 +442,6 @@ int decode_main(struct dec_opts *o)
     hm_free(&d.ctx_saver);
     if (d.t.nthreads || d.t.cmdline)
         ftr_free(&d.t);
-    if (d.src.fd > 2)
-        close(d.src.fd);
+    ftr_src_close(&d.src);
     return rc;
 }

@@ -14,7 +14,7 @@
 #include "outfile.h"
 #include "xalloc.h"
 
-/* the temporary files being written, removed by drop_all on exit and on a
+/* the temporary files being written, removed by outfile_drop_all on exit and on a
  * fatal signal (async-signal-safe: fixed slots, unlink only) */
 #define SLOTS 8
 static volatile sig_atomic_t live[SLOTS];
@@ -28,7 +28,7 @@ static void drop(int i)
     }
 }
 
-static void drop_all(void)
+void outfile_drop_all(void)
 {
     for (int i = 0; i < SLOTS; i++)
         drop(i);
@@ -36,7 +36,7 @@ static void drop_all(void)
 
 static void on_fatal_signal(int sig)
 {
-    drop_all();
+    outfile_drop_all();
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -47,7 +47,7 @@ static void hook(void)
     if (hooked)
         return;
     hooked = 1;
-    atexit(drop_all);
+    atexit(outfile_drop_all);
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         if (signal(sigs[i], on_fatal_signal) == SIG_IGN)

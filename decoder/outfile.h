@@ -20,5 +20,8 @@ int outfile_open(struct outfile *f, const char *path);
 /* writing is over (err: the first write error, 0 if none): close it and
  * move it into place; 0, or an errno (then nothing is left behind) */
 int outfile_close(struct outfile *f, int err);
+/* remove every temporary file being written (async-signal-safe: for a
+ * signal handler about to end the process) */
+void outfile_drop_all(void);
 
 #endif

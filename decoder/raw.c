@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +29,47 @@ static int magic_ok(const char *m, size_t n)
     return 1;
 }
 
+void ftr_src_close(struct ftr_src *s)
+{
+    if (s->win && s->win->p)
+        munmap((void *)(uintptr_t)s->win->p, (size_t)s->win->len);
+    free(s->win);
+    s->win = NULL;
+    if (s->fd > 2)
+        close(s->fd);
+    s->fd = -1;
+}
+
+int ftr_src_window_has(const struct ftr_src *s, const void *addr)
+{
+    const struct ftr_window *w = s->win;
+    const uint8_t *a = addr;
+    return w && w->p && a >= w->p && (uint64_t)(a - w->p) < w->len;
+}
+
+/* the window of s's file holding [off, off + len) (len <= FTR_WINDOW,
+ * off + len <= size): its bytes, or NULL if they cannot be mapped */
+static const uint8_t *window(const struct ftr_src *s, uint64_t off, uint64_t len)
+{
+    struct ftr_window *w = s->win;
+    if (w->p && off >= w->off && off + len <= w->off + w->len)
+        return w->p + (off - w->off);
+    if (w->p)
+        munmap((void *)(uintptr_t)w->p, (size_t)w->len);
+    w->p = NULL;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), lo = off / page * page;
+    uint64_t hi = lo + FTR_WINDOW > s->size ? s->size : lo + FTR_WINDOW;
+    if (hi < off + len)
+        return NULL; /* (a page size above FTR_WINDOW) */
+    void *m = mmap(NULL, (size_t)(hi - lo), PROT_READ, MAP_SHARED, s->fd, (off_t)lo);
+    if (m == MAP_FAILED)
+        return NULL;
+    w->p = m;
+    w->off = lo;
+    w->len = hi - lo;
+    return w->p + (off - lo);
+}
+
 int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
 {
     struct stat st;
@@ -42,6 +84,8 @@ int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
         s->size = (uint64_t)st.st_size;
         ssize_t r = pread(fd, s->head, sizeof s->head, 0);
         s->nhead = r > 0 ? (size_t)r : 0;
+        s->named = 1;
+        s->win = calloc(1, sizeof *s->win);
         return 0;
     }
     /* a pipe: spool it into an unlinked temporary file */
@@ -94,11 +138,13 @@ int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen)
     }
     s->fd = tfd;
     s->size = total;
+    s->win = calloc(1, sizeof *s->win);
     return 0;
 }
 
 void ftr_src_mem(struct ftr_src *s, const void *p, size_t n)
 {
+    memset(s, 0, sizeof *s);
     s->fd = -1;
     s->mem = p;
     s->size = n;
@@ -140,6 +186,38 @@ size_t ftr_read_entries(const struct ftr_src *src, const struct ftr_thread *th, 
     if (got < first || first == n)
         return got;
     return got + ftr_read(src, th->data_off, (char *)buf + first * isz, (size_t)((n - first) * isz)) / isz;
+}
+
+const void *ftr_entries_view(const struct ftr_src *src, const struct ftr_thread *th, uint64_t i, uint64_t n,
+                             void *buf, size_t *got)
+{
+    size_t isz = ftr_item_size(th->fmt);
+    *got = 0;
+    if (i >= th->n)
+        return buf;
+    if (n > th->n - i)
+        n = th->n - i;
+    uint64_t p = th->rot ? (i + th->rot) % th->n : i; /* stored position */
+    uint64_t first = n < th->n - p ? n : th->n - p;   /* items before the end of the chunk */
+    uint64_t off = th->data_off + p * isz;
+    uint64_t have = off < src->size ? (src->size - off) / isz : 0; /* (a truncated input) */
+    if (first > have)
+        first = have;
+    if (src->fd < 0 && first) {
+        *got = (size_t)first;
+        return src->mem + off;
+    }
+    if (src->win && first) { /* (at most a window's worth) */
+        if (first > (FTR_WINDOW - 8192) / isz)
+            first = (FTR_WINDOW - 8192) / isz;
+        const uint8_t *v = window(src, off, first * isz);
+        if (v) {
+            *got = (size_t)first;
+            return v;
+        }
+    }
+    *got = ftr_read_entries(src, th, i, n, buf);
+    return buf;
 }
 
 const char *ftr_strerror(int code)

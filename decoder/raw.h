@@ -19,18 +19,35 @@
 #include "funtrace_abi.h"
 
 /* ---- input: a file (pread) or a memory buffer --------------------------- */
+/* the part of a file mapped for ftr_entries_view (a window that slides) */
+struct ftr_window {
+    const uint8_t *p; /* NULL: none mapped */
+    uint64_t off, len; /* the file's bytes [off, off + len) at p */
+};
 struct ftr_src {
     int fd;             /* -1: memory source */
     const uint8_t *mem;
     uint64_t size;
+    int named;          /* fd is a file given by name (not a spooled copy of a pipe) */
+    struct ftr_window *win; /* ftr_src_fd's: the file's mapped window (NULL: never mapped) */
     uint8_t head[32];   /* ftr_src_fd: the input's first bytes (to say what it is) */
     size_t nhead;
 };
 
 /* Use fd as the source.  A non-seekable fd (pipe) is first copied to an
- * unlinked temporary file.  0 on success, -1 with a message in err. */
+ * unlinked temporary file.  0 on success, -1 with a message in err.  The
+ * file is read with pread, and through a window of it mapped into memory by
+ * ftr_entries_view (FTR_WINDOW bytes at most: memory stays independent of
+ * the file's size): a file that shrinks meanwhile makes a read past its
+ * new end raise SIGBUS there (ftr_src_window_has says whether an address
+ * is in the window: the caller's to catch). */
+#define FTR_WINDOW (4u << 20)
 int ftr_src_fd(struct ftr_src *s, int fd, char *err, size_t errlen);
 void ftr_src_mem(struct ftr_src *s, const void *p, size_t n);
+/* unmap the window and close the fd when it is not 0..2 */
+void ftr_src_close(struct ftr_src *s);
+/* 1 if addr lies in s's mapped window (async-signal-safe) */
+int ftr_src_window_has(const struct ftr_src *s, const void *addr);
 /* bytes read at off (short at end of input) */
 size_t ftr_read(const struct ftr_src *s, uint64_t off, void *buf, size_t len);
 
@@ -133,6 +150,14 @@ static inline size_t ftr_item_size(uint32_t fmt)
 }
 size_t ftr_read_entries(const struct ftr_src *src, const struct ftr_thread *th, uint64_t i,
                         uint64_t n, void *buf);
+/* The same without a copy where it can: items [i, i + *got) (*got <= n) at
+ * the pointer returned, which points into the input in memory (a memory
+ * source, or a file's mapped window; not aligned: chunks are not padded,
+ * read the items with memcpy) -- then *got may be less than n where the
+ * stored ring wraps or the window ends: ask again for the rest -- else into
+ * buf, read as ftr_read_entries reads them (n items of room).  *got 0: none. */
+const void *ftr_entries_view(const struct ftr_src *src, const struct ftr_thread *th, uint64_t i, uint64_t n,
+                             void *buf, size_t *got);
 
 /* Parse /proc/PID/maps text into mappings (used for PROCMAPS).  Returns the
  * number of mappings, -1 on allocation failure. */

@@ -23,6 +23,14 @@
 #include "xalloc.h"
 #include "ringesc.h"
 
+/* item k of a view (ftr_entries_view: the input's bytes, aligned or not) */
+static inline uint32_t ld4(const uint8_t *v, size_t k)
+{
+    uint32_t w;
+    memcpy(&w, v + 4 * k, 4);
+    return w;
+}
+
 void rx_prepare4(struct dec *d, struct dthread *th)
 {
     const struct ftr_thread *rt = th->rt;
@@ -30,7 +38,7 @@ void rx_prepare4(struct dec *d, struct dthread *th)
     th->ring8 = r;
     r->nck = rt->n / CK + 1;
     r->ck = xcalloc(r->nck, sizeof *r->ck);
-    uint32_t *buf = xmalloc(BLK * sizeof *buf);
+    uint32_t *scratch = xmalloc(BLK * sizeof *scratch);
     uint64_t ref = d->gens[d->ngens - 1].clk.ref_tsc;
     struct ck s = {0};
     size_t tr = SIZE_MAX, ar = SIZE_MAX;
@@ -39,12 +47,13 @@ void rx_prepare4(struct dec *d, struct dthread *th)
     uint32_t prev_ahi = 0;
 
     for (uint64_t i = 0; i < rt->n;) {
-        size_t got = ftr_read_entries(&d->src, rt, i, BLK, buf);
+        size_t got;
+        const uint8_t *buf = ftr_entries_view(&d->src, rt, i, BLK, scratch, &got);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
             uint64_t idx = i + k;
-            uint32_t w = buf[k];
+            uint32_t w = ld4(buf, k);
             if (idx % CK == 0)
                 r->ck[idx / CK] = s;
             if (!w) {
@@ -116,7 +125,7 @@ void rx_prepare4(struct dec *d, struct dthread *th)
         }
         i += got;
     }
-    free(buf);
+    free(scratch);
 
     /* resolve the runs (as ring8.c): the next escape after each */
     for (size_t ri = 0; ri < r->nruns; ri++) {
@@ -187,7 +196,7 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
     const struct ring8 *r = th->ring8;
     struct ck s;
     uint64_t last_call = 0; /* the address of the call item just before (0: none) */
-    static uint32_t buf[RB];
+    static uint32_t scratch[RB];
     size_t done = 0;
     uint64_t from, j;
     if (resume4.r == r && resume4.next == i) {
@@ -206,12 +215,13 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
     uint64_t ahi_sh = (uint64_t)s.ahi << 32;
     for (j = from; j < i + n;) {
         uint64_t want = i + n - j < RB ? i + n - j : RB;
-        size_t got = ftr_read_entries(&d->src, rt, j, want, buf);
+        size_t got;
+        const uint8_t *buf = ftr_entries_view(&d->src, rt, j, want, scratch, &got);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
             uint64_t idx = j + k;
-            uint32_t w = buf[k];
+            uint32_t w = ld4(buf, k);
             struct ev_sitem e = {0, 0, EVS_NONE};
             if (__builtin_expect((w & 3u) != FT_S4_SPECIAL && w && s.aknown && !s.catch_next, 1)) {
                 /* the common case: a call or a return with its address */
@@ -260,9 +270,7 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
             if (idx >= i)
                 out[done++] = e;
         }
-        j += got;
-        if (got < want)
-            break;
+        j += got; /* (a short view: the stored ring's wrap, ask for the rest) */
     }
     resume4.r = r;
     resume4.next = j;

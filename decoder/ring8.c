@@ -36,6 +36,14 @@
 
 static int is_event(uint64_t w) { return w && (w & FT_E8_TAG_MASK) != FT_E8_ESC; }
 
+/* item k of a view (ftr_entries_view: the input's bytes, aligned or not) */
+static inline uint64_t ld8(const uint8_t *v, size_t k)
+{
+    uint64_t w;
+    memcpy(&w, v + 8 * k, 8);
+    return w;
+}
+
 struct run *rx_run_new(struct ring8 *r, uint64_t start, int tsc)
 {
     r->runs = xgrow(r->runs, &r->runcap, r->nruns + 1, sizeof *r->runs);
@@ -406,7 +414,7 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
 {
     const struct ftr_thread *rt = th->rt;
     struct ring8 *r = th->ring8;
-    uint64_t *buf = xmalloc(BLK * sizeof *buf);
+    uint64_t *scratch = xmalloc(BLK * sizeof *scratch);
     struct ck s = st->s;
     size_t tr = SIZE_MAX, ar = SIZE_MAX; /* open runs (indices: runs[] grows) */
     int have_known = st->have_known;   /* a full TSC seen (L for the next TSC run) */
@@ -418,11 +426,12 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
     uint64_t i = p0, stop = rt->n;
 
     while (i < rt->n) {
-        size_t got = ftr_read_entries(&d->src, rt, i, BLK, buf);
+        size_t got;
+        const uint8_t *buf = ftr_entries_view(&d->src, rt, i, BLK, scratch, &got);
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
-            uint64_t idx = i + k, w = buf[k];
+            uint64_t idx = i + k, w = ld8(buf, k);
             if (idx >= b && tr == SIZE_MAX && ar == SIZE_MAX) {
                 stop = idx;
                 goto done;
@@ -440,9 +449,9 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
                 if (b > idx && b < lim)
                     lim = b;
                 size_t kl = lim - i < got ? (size_t)(lim - i) : got, k2 = k + 1;
-                while (k2 < kl && is_event(buf[k2]))
+                while (k2 < kl && is_event(ld8(buf, k2)))
                     k2++;
-                w = buf[k2 - 1];
+                w = ld8(buf, k2 - 1);
                 have_known = 1;
                 last_known = s.last_tsc = ((uint64_t)s.thi << 32) | (w >> 32);
                 have_prev_ahi = 1;
@@ -515,11 +524,11 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
                      * boundary: the text view reads it to date the ring's
                      * oldest event) */
                     size_t k2 = k + 1;
-                    while (k2 < got && is_event(buf[k2]) && (i + k2) % CK != 0)
+                    while (k2 < got && is_event(ld8(buf, k2)) && (i + k2) % CK != 0)
                         k2++;
                     if (k2 > k + 1) {
                         u->end = t->runs[tr].end = i + k2;
-                        t->runs[tr].lo_last = (uint32_t)(buf[k2 - 1] >> 32);
+                        t->runs[tr].lo_last = (uint32_t)(ld8(buf, k2 - 1) >> 32);
                         k = k2 - 1;
                     }
                 }
@@ -533,7 +542,7 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
     }
     stop = i < rt->n ? i : rt->n;
 done:
-    free(buf);
+    free(scratch);
     return stop;
 }
 
@@ -780,7 +789,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
         from = i / CK * CK;
         s = r->ck[i / CK];
     }
-    static uint64_t buf[RB];
+    static uint64_t scratch[RB];
     /* flags of an event item by its tag (FT_E8_CALL: a catch after a CATCH escape) */
     static const uint64_t tagf[4] = {0, FT_F_RET, FT_F_CALL_RET_ON_THROW, 0};
     size_t done = 0, ne = 0;
@@ -788,14 +797,15 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
     uint64_t ahi_sh = (uint64_t)s.ahi << 32, thi_sh = (uint64_t)s.thi << 32;
     while (j < i + n) {
         uint64_t want = i + n - j < RB ? i + n - j : RB;
-        size_t got = ftr_read_entries(&d->src, rt, j, want, buf);
+        size_t got;
+        const uint8_t *buf = ftr_entries_view(&d->src, rt, j, want, scratch, &got);
         if (!got)
             break;
         size_t k = 0;
         if (j < i) { /* up to i from the checkpoint: the state only */
             size_t m = i - j < got ? (size_t)(i - j) : got;
             for (; k < m && s.aknown && s.tknown && !s.catch_next; k++) {
-                uint64_t w = buf[k];
+                uint64_t w = ld8(buf, k);
                 if ((w & FT_E8_TAG_MASK) == FT_E8_ESC || !w)
                     break;
                 s.last_tsc = thi_sh | (w >> 32);
@@ -807,7 +817,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
                 uint64_t last = s.last_tsc;
                 if (ents) {
                     for (; k < got; k++) {
-                        uint64_t w = buf[k], tag = w & FT_E8_TAG_MASK;
+                        uint64_t w = ld8(buf, k), tag = w & FT_E8_TAG_MASK;
                         if (tag == FT_E8_ESC || !w)
                             break;
                         ents[done].word = ahi_sh | (w & FT_E8_ADDR_LO_MASK) | tagf[tag];
@@ -815,7 +825,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
                     }
                 } else {
                     for (; k < got; k++) {
-                        uint64_t w = buf[k], tag = w & FT_E8_TAG_MASK;
+                        uint64_t w = ld8(buf, k), tag = w & FT_E8_TAG_MASK;
                         if (tag == FT_E8_ESC || !w)
                             break;
                         struct ev *v = &evs[ne++];
@@ -830,7 +840,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
                 if (k == got)
                     break;
             }
-            uint64_t idx = j + k, w = buf[k], tag = w & FT_E8_TAG_MASK;
+            uint64_t idx = j + k, w = ld8(buf, k), tag = w & FT_E8_TAG_MASK;
             struct ft_entry e = {0, s.last_tsc};
             if (!w) {
                 s.aknown = s.tknown = 0;
@@ -883,9 +893,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
             }
             done++;
         }
-        j += got;
-        if (got < want)
-            break;
+        j += got; /* (a short view: the stored ring's wrap, ask for the rest) */
     }
     resume8.r = r;
     resume8.next = j;

@@ -388,7 +388,7 @@ def test_help_and_readme_agree(tree):
     status = " ".join(status[:status.index("\n\n")].split())
     helpst = " ".join(h[h.index("exit status:"):].split())
     for code, phrases in {0: ["decoded"], 1: ["complete raw file", "no JSON written"],
-                          2: ["not a raw file", "bad arguments", "out of memory"],
+                          2: ["not a raw file", "bad arguments", "out of memory", "truncated while it was being read"],
                           3: ["damaged or incomplete", "PARTIAL", "lost thread", "missing rings", "no JSON"],
                           4: ["could not be written", "no partial JSON"]}.items():
         for p in phrases:
@@ -528,3 +528,37 @@ def test_executable_mapping_of_absurd_size(tree, compiled, run_crash, time, tmp_
     # the same slices (their names may now be the huge mapping's offsets)
     shape = lambda t: {tid: [(s.start, s.end, s.args) for s in sl] for tid, sl in t.slices.items()}
     assert shape(load(tmp_path / "got.json")) == shape(load(tmp_path / "want.json"))
+
+
+def test_input_that_shrinks_while_it_is_read(tree, good_raw, tmp_path):
+    """The rings are read through a window of the raw mapped into memory: a raw that another
+    program truncates meanwhile makes that read fault (SIGBUS).  The decoder says what
+    happened in one line, exits 2 and leaves no output file half-written.  The JSON goes to a
+    FIFO, which the decoder opens -- and blocks on until the test opens it -- after the
+    discovery replay has read every ring once and before the emission reads them again: the
+    raw is truncated right then."""
+    import os
+    import time
+    raw = tmp_path / "trace.raw"
+    raw.write_bytes(good_raw.read_bytes())
+    fifo, pf = tmp_path / "json.fifo", tmp_path / "out.pftrace"
+    os.mkfifo(fifo)
+    p = subprocess.Popen([tree.tool("funtrace-decode"), raw, "--json", fifo, "--perfetto", pf],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while open(f"/proc/{p.pid}/syscall").read().split()[0] != "257":  # openat, of the FIFO
+            assert p.poll() is None and time.time() < deadline, "the decoder never opened the FIFO"
+            time.sleep(0.01)
+        os.truncate(raw, 0)
+        with open(fifo, "rb") as f:
+            f.read()
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 2, (p.returncode, err)
+    assert one_line(err) == (f"funtrace-decode: {raw}: the file shrank while it was being read (another program "
+                             "truncated or rewrote it): decode a copy of it once it is complete")
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["json.fifo", "trace.raw"]  # no .tmp of the Perfetto file
