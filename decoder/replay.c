@@ -112,7 +112,8 @@ struct frame {
 
 /* what the replay needs of an address's function, cached (a direct-mapped
  * table: the hot addresses of a thread are few) */
-#define FC_SIZE 1024u
+#define FC_BITS 10
+#define FC_SIZE (1u << FC_BITS)
 struct fcache {
     uint64_t addr;    /* FC_EMPTY: empty */
     uint32_t f, match;
@@ -120,9 +121,16 @@ struct fcache {
     uint8_t ignored, throws;
     uint8_t seen; /* discovery: this replay marked the function seen */
     uint8_t rot;  /* FR_ROT / FR_ROTK of a bit-61 call (rot_flags), ROT_UNSET */
+    uint8_t ok;   /* FC_OK_*: what the fast loops take of it (fc_ok) */
 };
 #define ROT_UNSET 0xFFu
 #define FC_EMPTY UINT64_MAX /* (no event's address: FT_ADDR_MASK) */
+/* fcache.ok: not ignored; a bit-61 call's flags known (rot set); seen (a
+ * discovery replay's); FC_OK_ROT is bit 61 of an event word shifted by 60 */
+#define FC_OK_PLAIN 1u
+#define FC_OK_ROT 2u
+#define FC_OK_SEEN 4u
+_Static_assert(FT_F_CALL_RET_ON_THROW >> 60 == FC_OK_ROT, "FC_OK_ROT is bit 61 >> 60");
 
 struct replay {
     struct dec *d;
@@ -1128,6 +1136,11 @@ static void event_marker(struct replay *r, uint64_t word, uint64_t addr, uint64_
 
 /* ---- events ------------------------------------------------------------ */
 
+static inline void fc_ok(struct fcache *c)
+{
+    c->ok = (uint8_t)(c->ignored ? 0 : FC_OK_PLAIN | (c->rot != ROT_UNSET ? FC_OK_ROT : 0) | (c->seen ? FC_OK_SEEN : 0));
+}
+
 /* the cache entry of addr in the current generation's address space */
 static __attribute__((noinline)) struct fcache *fc_fill(struct replay *r, struct fcache *c, uint64_t addr)
 {
@@ -1144,12 +1157,21 @@ static __attribute__((noinline)) struct fcache *fc_fill(struct replay *r, struct
     c->throws = fn->throws;
     c->seen = 0;
     c->rot = ROT_UNSET;
+    fc_ok(c);
     return c;
+}
+
+/* the cache's slot of addr: Fibonacci hashing (a multiplication; a
+ * function's -pg call and return addresses, or functions 4 KiB apart, do
+ * not meet in one slot any more often than others) */
+static inline size_t fc_hash(uint64_t addr)
+{
+    return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> (64 - FC_BITS));
 }
 
 static inline struct fcache *fc_slot(const struct replay *r, uint64_t addr)
 {
-    return &r->fc[((addr >> 2) ^ (addr >> 13)) & (FC_SIZE - 1)];
+    return &r->fc[fc_hash(addr)];
 }
 
 static inline struct fcache *func_of(struct replay *r, uint64_t addr)
@@ -1258,6 +1280,7 @@ static __attribute__((noinline)) unsigned rot_flags(struct replay *r, struct fca
     else if (fn->unwind_exit ? fn->unwind_exit == 1 : sym_exit_on_unwind(r->d->sym, c->f))
         rot = FR_ROT | FR_ROTK;
     c->rot = (uint8_t)rot;
+    fc_ok(c);
     return rot;
 }
 
@@ -1334,6 +1357,7 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
     if (disc && !c->seen) { /* a catch names any function on the stack, traced or not: not seen */
         sym_func(r->d->sym, f)->seen = 1;
         c->seen = 1;
+        fc_ok(c);
     }
     if (__builtin_expect(r->crun, 0))
         catch_end(r);
@@ -1382,118 +1406,115 @@ static int fast_ok(const struct replay *r)
     return r->started && !r->crun && !r->ctx_mark && !r->th->nlive && !r->measuring && !r->d->o.reference_replay;
 }
 
-/* the state the fast loops keep in locals (the replay's, from fast_begin
- * to fast_end) */
-struct fast {
-    const struct replay *r;
-    struct frame *stk;
-    size_t cap, sn, nrot; /* the stack: r->stk, r->cap, r->n, r->nrot */
-    int64_t gstart, last_ns, prev_ns;
-    uint64_t last_tsc;
+/* What a fast loop needs of the generation's clock, in locals: ft_clock_ns's
+ * common case (a span up to lim in one multiplication); an event outside
+ * it is left to on_event */
+struct fclk {
+    uint64_t ref_tsc, lim, mult;
+    int64_t ref_ns;
 };
 
-static ALWAYS_INLINE struct fast fast_begin(const struct replay *r)
+static ALWAYS_INLINE struct fclk fclk_of(const struct ft_clock *c)
 {
-    return (struct fast){r, r->stk, r->cap, r->n, r->nrot, r->gstart, r->last_ns, r->prev_ns, r->last_tsc};
+    return (struct fclk){c->ref_tsc, c->fast_lim, (uint64_t)c->mult, c->ref_ns};
 }
 
-static ALWAYS_INLINE void fast_end(const struct fast *x, struct replay *r)
+static ALWAYS_INLINE int64_t fclk_ns(const struct fclk *k, uint64_t d)
 {
-    r->last_ns = x->last_ns;
-    r->prev_ns = x->prev_ns;
-    r->last_tsc = x->last_tsc;
-    r->n = x->sn;
-    r->nrot = x->nrot;
+    return k->ref_ns + (int64_t)(uint64_t)(((unsigned __int128)d * k->mult) >> 64);
 }
 
 /* the cache entry of a common event's function, or NULL: another kind of
- * event (catches and bit-62 returns have bit 62), not in the cache, ignored,
- * a return that does not close the top frame, a call without room or whose
- * bit-61 flags are not known yet */
-static ALWAYS_INLINE const struct fcache *fast_func(const struct fast *x, uint64_t word)
+ * event (catches and bit-62 returns have bit 62), not in the cache, not
+ * what need asks (FC_OK_*: ignored, a bit-61 call whose flags are not known
+ * yet, not seen yet), a return that does not close the top frame, a call
+ * without room */
+static ALWAYS_INLINE const struct fcache *fast_func(const struct fcache *fc, uint64_t word, unsigned need,
+                                                    const struct frame *stk, size_t sn, size_t cap)
 {
     uint64_t addr = word & FT_ADDR_MASK;
-    const struct fcache *c = fc_slot(x->r, addr);
-    if (c->addr != addr || c->ignored || (word & FT_F_RET_WITH_CALLER))
+    const struct fcache *c = &fc[fc_hash(addr)];
+    /* (a bit-61 return -- none is written -- asks for FC_OK_ROT too: at worst
+     * it goes to on_event, which does the same) */
+    need |= (unsigned)(word >> 60) & FC_OK_ROT;
+    if (c->addr != addr || (c->ok & need) != need || (word & FT_F_RET_WITH_CALLER))
         return NULL;
     if (word & FT_F_RET)
-        return x->sn && x->stk[x->sn - 1].match == c->match ? c : NULL;
-    if (x->sn == x->cap || ((word & FT_F_CALL_RET_ON_THROW) && c->rot == ROT_UNSET))
-        return NULL;
-    return c;
+        return sn && stk[sn - 1].match == c->match ? c : NULL;
+    return sn == cap ? NULL : c;
 }
 
-/* the event's time (step_time), which becomes the last one; *tm: measured */
-static ALWAYS_INLINE int64_t fast_time(struct fast *x, const struct ft_clock *clk, uint64_t tsc, int64_t *tm)
+/* a call's frame flags (on_event's, without FR_LIVE: no frame is live in the
+ * fast loops) */
+static ALWAYS_INLINE unsigned fast_flags(const struct fcache *c, uint64_t word, int q)
 {
-    const int64_t t = step_time(clk, x->gstart, tsc, x->last_ns, tm);
-    x->last_tsc = tsc;
-    x->prev_ns = x->last_ns;
-    x->last_ns = t;
-    return t;
+    return ((word & FT_F_CALL_RET_ON_THROW) ? c->rot : 0) | (c->throws ? FR_THROW : 0) |
+           (q == EV_EXACT ? FR_EXACT : 0) | (q == EV_LOOSE ? FR_LOOSE : 0);
 }
 
-/* a call: its frame (on_event's flags, without FR_LIVE: no frame is live
- * here), on the stack */
-static ALWAYS_INLINE struct frame *fast_push(struct fast *x, const struct fcache *c, uint64_t word, int q,
-                                             uint64_t idx)
+/* the counts of a fast loop's run of n events, calls and returns only,
+ * that moved the stack from sn0 to sn frames */
+static ALWAYS_INLINE uint64_t fast_calls(size_t n, size_t sn0, size_t sn)
 {
-    unsigned fl = ((word & FT_F_CALL_RET_ON_THROW) ? c->rot : 0) | (c->throws ? FR_THROW : 0) |
-                  (q == EV_EXACT ? FR_EXACT : 0) | (q == EV_LOOSE ? FR_LOOSE : 0);
-    struct frame *fr = &x->stk[x->sn++];
-    fr->func = c->f;
-    fr->match = c->match;
-    fr->flags = fl;
-    fr->addr = word & FT_ADDR_MASK;
-    fr->call_idx = idx;
-    x->nrot += (fl & FR_ROT) != 0;
-    return fr;
-}
-
-/* the top frame's return: the frame, off the stack */
-static ALWAYS_INLINE struct frame *fast_pop(struct fast *x)
-{
-    struct frame *fr = &x->stk[--x->sn];
-    x->nrot -= (fr->flags & FR_ROT) != 0;
-    return fr;
+    return (uint64_t)(n + sn - sn0) / 2;
 }
 
 static void on_events_disc(void *ctx, const struct ev *e, size_t n)
 {
     struct replay *r = ctx;
     struct dthread *th = r->th;
-    const struct ft_clock ck = r->g->clk, *clk = &ck; /* (a copy: in registers) */
+    const struct fclk k = fclk_of(&r->g->clk);
     size_t i = 0;
     while (i < n) {
         if (fast_ok(r)) {
-            struct fast x = fast_begin(r);
-            uint64_t ooo = 0, ncalls = 0;
-            int64_t tm = 0;
-            size_t i0 = i;
+            struct frame *const stk = r->stk;
+            const struct fcache *const fc = r->fc;
+            const size_t cap = r->cap, sn0 = r->n, i0 = i;
+            size_t sn = sn0, nrot = r->nrot;
+            const int64_t gstart = r->gstart;
+            int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
+            uint64_t last_tsc = r->last_tsc, ooo = 0;
             for (; i < n; i++) {
                 const struct ev *v = &e[i];
-                const struct fcache *c = fast_func(&x, v->word);
-                if (!c || !c->seen) /* (discovery marks a function seen at its first event) */
+                const uint64_t word = v->word, tsc = v->tsc, dd = tsc - k.ref_tsc;
+                /* (discovery marks a function seen at its first event: on_event) */
+                const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN | FC_OK_SEEN, stk, sn, cap);
+                if (!c || dd > k.lim)
                     break;
-                const int64_t before_ns = x.last_ns;
-                const uint64_t before_tsc = x.last_tsc;
-                fast_time(&x, clk, v->tsc, &tm);
-                ooo += tm <= before_ns && v->tsc + 1 < before_tsc;
-                if (v->word & FT_F_RET) {
-                    fast_pop(&x);
+                int64_t tm = fclk_ns(&k, dd); /* step_time */
+                if (tm < gstart)
+                    tm = gstart;
+                ooo += tm <= last_ns && tsc + 1 < last_tsc;
+                prev_ns = last_ns;
+                last_ns = tm <= last_ns ? last_ns + 1 : tm;
+                last_tsc = tsc;
+                if (word & FT_F_RET) {
+                    nrot -= (stk[--sn].flags & FR_ROT) != 0;
                 } else {
-                    fast_push(&x, c, v->word, v->q, v->idx);
-                    ncalls++;
+                    const unsigned fl = fast_flags(c, word, v->q);
+                    struct frame *fr = &stk[sn++];
+                    fr->func = c->f;
+                    fr->match = c->match;
+                    fr->flags = fl;
+                    fr->addr = word & FT_ADDR_MASK;
+                    fr->call_idx = v->idx;
+                    nrot += (fl & FR_ROT) != 0;
                 }
             }
             if (i > i0) {
-                fast_end(&x, r);
+                const uint64_t ne = i - i0, calls = fast_calls(ne, sn0, sn);
+                int64_t tm = fclk_ns(&k, last_tsc - k.ref_tsc); /* the last event's, measured */
+                r->n = sn;
+                r->nrot = nrot;
+                r->last_ns = last_ns;
+                r->prev_ns = prev_ns;
+                r->last_tsc = last_tsc;
                 th->out_of_order += ooo;
-                th->ncalls += ncalls;
-                th->nrets += i - i0 - ncalls;
-                th->nevents += i - i0;
-                th->last_ns = x.last_ns;
-                th->last_mns = tm;
+                th->ncalls += calls;
+                th->nrets += ne - calls;
+                th->nevents += ne;
+                th->last_ns = last_ns;
+                th->last_mns = tm < gstart ? gstart : tm;
             }
             if (i == n)
                 break;
@@ -1502,18 +1523,20 @@ static void on_events_disc(void *ctx, const struct ev *e, size_t n)
     }
 }
 
-static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
+/* the VIEW_PIECES fast loop; sampled: the trace's time is sampled (d->sampled,
+ * a constant in each of its two copies) */
+static ALWAYS_INLINE void pieces_k(struct replay *r, const struct ev *e, size_t n, const int sampled)
 {
-    struct replay *r = ctx;
-    const struct ft_clock ck = r->g->clk, *clk = &ck; /* (a copy: in registers) */
-    const int sampled = r->d->sampled;
+    const struct fclk k = fclk_of(&r->g->clk);
     size_t i = 0;
     while (i < n) {
         if (fast_ok(r)) {
-            struct fast x = fast_begin(r);
-            int64_t last_m = r->last_m, prev_m = r->prev_m;
-            int cur_q = r->cur_exact, prev_q = r->prev_q;
-            size_t nsl = r->nsl, i0 = i;
+            struct frame *const stk = r->stk;
+            const struct fcache *const fc = r->fc;
+            const size_t cap = r->cap, i0 = i;
+            size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
+            const int64_t gstart = r->gstart;
+            int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
             struct slice *const sl = r->sl;
             const size_t slcap = r->slcap;
             /* (a switch is never in this loop: the context stays) */
@@ -1521,20 +1544,21 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
             const uint32_t cid = r->ctx_id;
             for (; i < n; i++) {
                 const struct ev *v = &e[i];
-                uint64_t word = v->word;
-                const int q = v->q;
-                const struct fcache *c = fast_func(&x, word);
+                const uint64_t word = v->word, dd = v->tsc - k.ref_tsc;
+                const int q = sampled ? v->q : EV_EXACT;
+                const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN, stk, sn, cap);
                 /* (a loose bracket: on_event's bounds; a call: room for its slice) */
-                if (!c || q == EV_LOOSE || (!(word & FT_F_RET) && nsl == slcap))
+                if (!c || dd > k.lim || (sampled && q == EV_LOOSE) || (!(word & FT_F_RET) && nsl == slcap))
                     break;
-                int64_t tm;
-                const int64_t t = fast_time(&x, clk, v->tsc, &tm);
-                prev_m = last_m;
-                last_m = tm;
-                prev_q = cur_q;
-                cur_q = q;
+                int64_t tm = fclk_ns(&k, dd); /* step_time */
+                if (tm < gstart)
+                    tm = gstart;
+                const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
+                prev_ns = last_ns;
+                last_ns = t;
                 if (word & FT_F_RET) { /* pop_k, close_out_k (the end's bracket is tm's own) */
-                    struct frame *fr = fast_pop(&x);
+                    struct frame *fr = &stk[--sn];
+                    nrot -= (fr->flags & FR_ROT) != 0;
                     if (fr->slice < 0)
                         continue;
                     int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
@@ -1548,14 +1572,21 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
                     sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
                     fr->slice = -1;
                 } else { /* push_k, open_out_k (t >= gstart: not from the previous generation) */
-                    struct frame *fr = fast_push(&x, c, word, q, v->idx);
+                    const unsigned fl = fast_flags(c, word, q);
+                    struct frame *fr = &stk[sn++];
+                    fr->func = c->f;
+                    fr->match = c->match;
+                    fr->flags = fl;
+                    fr->addr = word & FT_ADDR_MASK;
+                    fr->call_idx = v->idx;
+                    nrot += (fl & FR_ROT) != 0;
                     fr->start = t;
                     fr->mstart = tm;
                     fr->mlo = tm;
                     fr->cell = NONE32;
                     struct slice *sp = &sl[nsl];
                     sp->func = c->f;
-                    sp->depth = (uint16_t)(x.sn - 1 > 65535 ? 65535 : x.sn - 1);
+                    sp->depth = (uint16_t)(sn - 1 > 65535 ? 65535 : sn - 1);
                     sp->flags = SL_PENDING;
                     sp->ub = 0;
                     sp->cdur = -1;
@@ -1566,12 +1597,27 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
                 }
             }
             if (i > i0) {
-                fast_end(&x, r);
-                r->last_m = last_m;
-                r->prev_m = prev_m;
-                r->cur_exact = cur_q;
-                r->prev_q = prev_q;
-                r->cur_lo_m = r->cur_hi_m = last_m;
+                /* the last two events' measured times and qualities, as on_event keeps them */
+                const struct ev *l1 = &e[i - 1];
+                int64_t m1 = fclk_ns(&k, l1->tsc - k.ref_tsc);
+                m1 = m1 < gstart ? gstart : m1;
+                if (i - i0 >= 2) {
+                    const struct ev *l2 = &e[i - 2];
+                    int64_t m2 = fclk_ns(&k, l2->tsc - k.ref_tsc);
+                    r->prev_m = m2 < gstart ? gstart : m2;
+                    r->prev_q = sampled ? l2->q : EV_EXACT;
+                } else {
+                    r->prev_m = r->last_m;
+                    r->prev_q = r->cur_exact;
+                }
+                r->last_m = m1;
+                r->cur_exact = sampled ? l1->q : EV_EXACT;
+                r->cur_lo_m = r->cur_hi_m = m1;
+                r->n = sn;
+                r->nrot = nrot;
+                r->last_ns = last_ns;
+                r->prev_ns = prev_ns;
+                r->last_tsc = l1->tsc;
                 r->nsl = nsl;
             }
             if (i == n)
@@ -1579,6 +1625,15 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
         }
         on_event(r, &e[i++], K_PIECES);
     }
+}
+
+static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
+{
+    struct replay *r = ctx;
+    if (r->d->sampled)
+        pieces_k(r, e, n, 1);
+    else
+        pieces_k(r, e, n, 0);
 }
 
 static void on_events_any(void *ctx, const struct ev *e, size_t n)
