@@ -279,6 +279,42 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
     return done;
 }
 
+size_t ev_plain_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev *out)
+{
+    /* flags of a plain item by its tag (3: not plain) */
+    static const uint64_t tagf[4] = {0, FT_F_RET, FT_F_CALL_RET_ON_THROW, 0};
+    static uint32_t scratch[RB];
+    const struct ftr_thread *rt = th->rt;
+    if (resume4.r != th->ring8 || resume4.next != i || !resume4.s.aknown || resume4.s.catch_next || i >= rt->n)
+        return 0;
+    if (n > rt->n - i)
+        n = rt->n - i;
+    const uint64_t ahi_sh = (uint64_t)resume4.s.ahi << 32;
+    uint64_t last_call = resume4.last_call;
+    size_t done = 0;
+    while (done < n) {
+        size_t got;
+        const uint8_t *buf = ftr_entries_view(&d->src, rt, i + done, n - done < RB ? n - done : RB, scratch, &got);
+        size_t k = 0;
+        for (; k < got; k++) {
+            uint32_t w = ld4(buf, k);
+            if ((w & 3u) == FT_S4_SPECIAL || !w)
+                break;
+            uint64_t a = ahi_sh | (w & ~3u);
+            struct ev *e = &out[done + k];
+            e->word = a | tagf[w & 3u];
+            e->idx = i + done + k;
+            last_call = (w & 3u) == 1u ? 0 : a; /* (s4_word's) */
+        }
+        done += k;
+        if (!got || k < got)
+            break;
+    }
+    resume4.next = i + done;
+    resume4.last_call = last_call;
+    return done;
+}
+
 size_t ev_read_sampled(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, uint64_t ref,
                        struct ev_sitem *out)
 {

@@ -96,12 +96,15 @@ static void pend_times(struct ev *e, size_t n, uint64_t o0, int have_a, uint64_t
         rm = (uint64_t)(p % N);
     }
     uint64_t dq = D / N, dr = D % N;
+    if (q == EV_LOOSE)
+        for (size_t i = 0; i < n; i++) {
+            e[i].lo = ta; /* (read for EV_LOOSE only) */
+            e[i].hi = tb;
+        }
     for (size_t i = 0; i < n; i++) {
         uint64_t t = ta + qt;
         e[i].tsc = t;
         e[i].q = q;
-        e[i].lo = ta; /* (read for EV_LOOSE only) */
-        e[i].hi = tb;
         qt += dq;
         rm += dr;
         if (rm >= N) {
@@ -223,7 +226,32 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
     /* FT_FMT_SAMPLED8: a time word right before lo stamps the first event */
     int stamp = sampled8 && lo > 0 && ev_tsc_at(d, th, lo - 1, ref, &st);
     for (uint64_t i = lo; i < hi;) {
-        uint64_t want = hi - i < EVB ? hi - i : EVB;
+        if (!sampled8) {
+            /* the plain items (events without a time) straight into out,
+             * pending: then the item after them through ev_read_sampled */
+            if (cap - n < EVB) {
+                if (p0) { /* hand over what is final, keep the pending */
+                    fn(ctx, out, p0);
+                    memmove(out, out + p0, (n - p0) * sizeof *out);
+                    n -= p0;
+                    p0 = 0;
+                } else { /* a bracket longer than the buffer */
+                    cap *= 2;
+                    out = xrealloc(out, cap * sizeof *out);
+                }
+            }
+            size_t m = ev_plain_sampled4(d, th, i, hi - i < EVB ? hi - i : EVB, out + n);
+            if (m) {
+                if (n == p0)
+                    o0 = c->next_ord;
+                c->next_ord += m;
+                n += m;
+                i += m;
+                continue;
+            }
+        }
+        /* (sampled4: one item, back to the plain ones after it) */
+        uint64_t want = sampled8 ? (hi - i < EVB ? hi - i : EVB) : 1;
         size_t got = ev_read_sampled(d, th, i, want, ref, buf);
         if (!got)
             break;
@@ -271,6 +299,10 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
             c->have = 1;
             c->tsc = t;
             c->ord = ord;
+            if (n >= EVB) { /* nothing is pending right after a stamp: a batch of the usual size */
+                fn(ctx, out, n);
+                n = p0 = 0;
+            }
         }
         i += got;
     }

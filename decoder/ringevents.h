@@ -73,5 +73,13 @@ struct ev_sitem {
 #define EVS_STAMPED 3    /* FT_FMT_SAMPLED4 stamped return: an event with its own time */
 size_t ev_read_sampled(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, uint64_t ref,
                        struct ev_sitem *out);
+/* FT_FMT_SAMPLED4, the common case straight into struct ev: the items from
+ * i on (at most n) that are events with their address, known high half and
+ * no catch before them, up to the first other item (a stamp, an escape, a
+ * zeroed item) -- their word and idx only (no time: unstamped), as
+ * ev_read_sampled would give them; only where the last ev_read_sampled (or
+ * this) of th's ring stopped at i (else 0: read the item with it).  Returns
+ * the number taken. */
+size_t ev_plain_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev *out);
 
 #endif
