@@ -1459,9 +1459,44 @@ static ALWAYS_INLINE uint64_t fast_calls(size_t n, size_t sn0, size_t sn)
     return (uint64_t)(n + sn - sn0) / 2;
 }
 
-static void on_events_disc(void *ctx, const struct ev *e, size_t n)
+/* The fast loops read their events from a batch of struct ev (e), or from a
+ * run of plain FT_FMT_EXACT8 items (r8: e is NULL; a constant in each copy
+ * of a loop): event i's word, time, index and quality */
+struct evf {
+    uint64_t word, tsc, idx;
+    int q;
+};
+static ALWAYS_INLINE struct evf ev_at(const struct ev *e, const struct ev8_run *r8, size_t i)
 {
-    struct replay *r = ctx;
+    if (r8) {
+        uint64_t w = ev8_item(r8, i);
+        return (struct evf){ev8_word(r8, w), ev8_tsc(r8, w), r8->idx0 + i, EV_EXACT};
+    }
+    return (struct evf){e[i].word, e[i].tsc, e[i].idx, e[i].q};
+}
+
+/* event i handed to on_event */
+static ALWAYS_INLINE void slow_event(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t i,
+                                     const int k)
+{
+    if (r8) {
+        struct ev x;
+        ev8_get(r8, i, &x);
+        on_event(r, &x, k);
+    } else {
+        on_event(r, &e[i], k);
+    }
+}
+
+/* a run's items are taken up to the first that is not plain (ev8_plain):
+ * the loops stop there and return how many they took */
+static ALWAYS_INLINE int ev_plain_at(const struct ev8_run *r8, size_t i)
+{
+    return !r8 || ev8_plain(ev8_item(r8, i));
+}
+
+static ALWAYS_INLINE size_t disc_k(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t n)
+{
     struct dthread *th = r->th;
     const struct fclk k = fclk_of(&r->g->clk);
     size_t i = 0;
@@ -1474,9 +1509,9 @@ static void on_events_disc(void *ctx, const struct ev *e, size_t n)
             const int64_t gstart = r->gstart;
             int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
             uint64_t last_tsc = r->last_tsc, ooo = 0;
-            for (; i < n; i++) {
-                const struct ev *v = &e[i];
-                const uint64_t word = v->word, tsc = v->tsc, dd = tsc - k.ref_tsc;
+            for (; i < n && ev_plain_at(r8, i); i++) {
+                const struct evf v = ev_at(e, r8, i);
+                const uint64_t word = v.word, tsc = v.tsc, dd = tsc - k.ref_tsc;
                 /* (discovery marks a function seen at its first event: on_event) */
                 const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN | FC_OK_SEEN, stk, sn, cap);
                 if (!c || dd > k.lim)
@@ -1491,13 +1526,13 @@ static void on_events_disc(void *ctx, const struct ev *e, size_t n)
                 if (word & FT_F_RET) {
                     nrot -= (stk[--sn].flags & FR_ROT) != 0;
                 } else {
-                    const unsigned fl = fast_flags(c, word, v->q);
+                    const unsigned fl = fast_flags(c, word, v.q);
                     struct frame *fr = &stk[sn++];
                     fr->func = c->f;
                     fr->match = c->match;
                     fr->flags = fl;
                     fr->addr = word & FT_ADDR_MASK;
-                    fr->call_idx = v->idx;
+                    fr->call_idx = v.idx;
                     nrot += (fl & FR_ROT) != 0;
                 }
             }
@@ -1519,13 +1554,27 @@ static void on_events_disc(void *ctx, const struct ev *e, size_t n)
             if (i == n)
                 break;
         }
-        on_event(r, &e[i++], K_DISC);
+        if (!ev_plain_at(r8, i))
+            break;
+        slow_event(r, e, r8, i++, K_DISC);
     }
+    return i;
+}
+
+static void on_events_disc(void *ctx, const struct ev *e, size_t n)
+{
+    disc_k(ctx, e, NULL, n);
+}
+
+static size_t on_run8_disc(void *ctx, const struct ev8_run *run)
+{
+    return disc_k(ctx, NULL, run, run->n);
 }
 
 /* the VIEW_PIECES fast loop; sampled: the trace's time is sampled (d->sampled,
  * a constant in each of its two copies) */
-static ALWAYS_INLINE void pieces_k(struct replay *r, const struct ev *e, size_t n, const int sampled)
+static ALWAYS_INLINE size_t pieces_k(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t n,
+                                     const int sampled)
 {
     const struct fclk k = fclk_of(&r->g->clk);
     size_t i = 0;
@@ -1542,10 +1591,10 @@ static ALWAYS_INLINE void pieces_k(struct replay *r, const struct ev *e, size_t 
             /* (a switch is never in this loop: the context stays) */
             uint32_t *const slctx = r->ctx_on ? r->slctx : NULL;
             const uint32_t cid = r->ctx_id;
-            for (; i < n; i++) {
-                const struct ev *v = &e[i];
-                const uint64_t word = v->word, dd = v->tsc - k.ref_tsc;
-                const int q = sampled ? v->q : EV_EXACT;
+            for (; i < n && ev_plain_at(r8, i); i++) {
+                const struct evf v = ev_at(e, r8, i);
+                const uint64_t word = v.word, dd = v.tsc - k.ref_tsc;
+                const int q = sampled ? v.q : EV_EXACT;
                 const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN, stk, sn, cap);
                 /* (a loose bracket: on_event's bounds; a call: room for its slice) */
                 if (!c || dd > k.lim || (sampled && q == EV_LOOSE) || (!(word & FT_F_RET) && nsl == slcap))
@@ -1578,7 +1627,7 @@ static ALWAYS_INLINE void pieces_k(struct replay *r, const struct ev *e, size_t 
                     fr->match = c->match;
                     fr->flags = fl;
                     fr->addr = word & FT_ADDR_MASK;
-                    fr->call_idx = v->idx;
+                    fr->call_idx = v.idx;
                     nrot += (fl & FR_ROT) != 0;
                     fr->start = t;
                     fr->mstart = tm;
@@ -1598,42 +1647,51 @@ static ALWAYS_INLINE void pieces_k(struct replay *r, const struct ev *e, size_t 
             }
             if (i > i0) {
                 /* the last two events' measured times and qualities, as on_event keeps them */
-                const struct ev *l1 = &e[i - 1];
-                int64_t m1 = fclk_ns(&k, l1->tsc - k.ref_tsc);
+                const struct evf l1 = ev_at(e, r8, i - 1);
+                int64_t m1 = fclk_ns(&k, l1.tsc - k.ref_tsc);
                 m1 = m1 < gstart ? gstart : m1;
                 if (i - i0 >= 2) {
-                    const struct ev *l2 = &e[i - 2];
-                    int64_t m2 = fclk_ns(&k, l2->tsc - k.ref_tsc);
+                    const struct evf l2 = ev_at(e, r8, i - 2);
+                    int64_t m2 = fclk_ns(&k, l2.tsc - k.ref_tsc);
                     r->prev_m = m2 < gstart ? gstart : m2;
-                    r->prev_q = sampled ? l2->q : EV_EXACT;
+                    r->prev_q = sampled ? l2.q : EV_EXACT;
                 } else {
                     r->prev_m = r->last_m;
                     r->prev_q = r->cur_exact;
                 }
                 r->last_m = m1;
-                r->cur_exact = sampled ? l1->q : EV_EXACT;
+                r->cur_exact = sampled ? l1.q : EV_EXACT;
                 r->cur_lo_m = r->cur_hi_m = m1;
                 r->n = sn;
                 r->nrot = nrot;
                 r->last_ns = last_ns;
                 r->prev_ns = prev_ns;
-                r->last_tsc = l1->tsc;
+                r->last_tsc = l1.tsc;
                 r->nsl = nsl;
             }
             if (i == n)
                 break;
         }
-        on_event(r, &e[i++], K_PIECES);
+        if (!ev_plain_at(r8, i))
+            break;
+        slow_event(r, e, r8, i++, K_PIECES);
     }
+    return i;
 }
 
 static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
 {
     struct replay *r = ctx;
     if (r->d->sampled)
-        pieces_k(r, e, n, 1);
+        pieces_k(r, e, NULL, n, 1);
     else
-        pieces_k(r, e, n, 0);
+        pieces_k(r, e, NULL, n, 0);
+}
+
+/* (exact time only: replay_gen) */
+static size_t on_run8_pieces(void *ctx, const struct ev8_run *run)
+{
+    return pieces_k(ctx, NULL, run, run->n, 0);
 }
 
 static void on_events_any(void *ctx, const struct ev *e, size_t n)
@@ -1739,11 +1797,12 @@ void replay_gen(struct replay *r, size_t gi)
         faults_instants(d, th, r->out, g->start_ns, gi + 1 < d->ngens ? g->end_ns : INT64_MAX);
     uint64_t lo = th->cut[gi] > th->lo ? th->cut[gi] : th->lo, hi = th->cut[gi + 1] > lo ? th->cut[gi + 1] : lo;
     ev_fn fn = r->discovery ? on_events_disc : r->emitting && !r->calls ? on_events_pieces : on_events_any;
+    ev8_fn fn8 = r->discovery ? on_run8_disc : r->emitting && !r->calls && !d->sampled ? on_run8_pieces : NULL;
     /* in chunks, for the progress line (the sampled-mode carry makes a range
      * in pieces decode as it does whole) */
     for (uint64_t a = lo; a < hi;) {
         uint64_t b = hi - a > PROGRESS_CHUNK ? a + PROGRESS_CHUNK : hi;
-        ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, fn, r);
+        ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, fn, fn8, r);
         progress_add(&d->prog, (b - a) * (th->rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16));
         a = b;
     }

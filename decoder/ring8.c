@@ -791,7 +791,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
     }
     static uint64_t scratch[RB];
     /* flags of an event item by its tag (FT_E8_CALL: a catch after a CATCH escape) */
-    static const uint64_t tagf[4] = {0, FT_F_RET, FT_F_CALL_RET_ON_THROW, 0};
+    const uint64_t *const tagf = ev8_tagf;
     size_t done = 0, ne = 0;
     uint64_t j = from;
     uint64_t ahi_sh = (uint64_t)s.ahi << 32, thi_sh = (uint64_t)s.thi << 32;
@@ -901,6 +901,30 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
     if (nev)
         *nev = ne;
     return done;
+}
+
+const uint64_t ev8_tagf[4] = {0, FT_F_RET, FT_F_CALL_RET_ON_THROW, 0};
+
+size_t ev_plain_exact8(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev8_run *run)
+{
+    static uint64_t scratch[RB];
+    const struct ftr_thread *rt = th->rt;
+    const struct ring8 *r = th->ring8;
+    const struct ck *s = &resume8.s;
+    if (resume8.r != r || r->ckok || resume8.next != i || !s->aknown || !s->tknown || s->catch_next || i >= rt->n)
+        return 0;
+    size_t got;
+    const uint8_t *buf = ftr_entries_view(&d->src, rt, i, n < RB ? n : RB, scratch, &got);
+    *run = (struct ev8_run){buf, got, i, (uint64_t)s->ahi << 32, (uint64_t)s->thi << 32};
+    return got;
+}
+
+void ev_took_exact8(const struct ev8_run *run, size_t k)
+{
+    if (!k)
+        return;
+    resume8.next = run->idx0 + k;
+    resume8.s.last_tsc = ev8_tsc(run, ev8_item(run, k - 1));
 }
 
 size_t ev_read_exact(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ft_entry *out)

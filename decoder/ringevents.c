@@ -114,13 +114,23 @@ static void pend_times(struct ev *e, size_t n, uint64_t o0, int have_a, uint64_t
     }
 }
 
-static void run_exact(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, ev_fn fn, void *ctx)
+static void run_exact(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, ev_fn fn, ev8_fn fn8,
+                      void *ctx)
 {
     static struct ft_entry buf[EVB];
     static struct ev out[EVB];
     if (th->rt->fmt == FT_FMT_EXACT8) {
         for (uint64_t i = lo; i < hi;) {
-            size_t m, got = ev_events_exact8(d, th, i, hi - i < EVB ? hi - i : EVB, out, &m);
+            struct ev8_run run;
+            size_t k = fn8 && ev_plain_exact8(d, th, i, hi - i, &run) ? fn8(ctx, &run) : 0;
+            if (k) {
+                ev_took_exact8(&run, k);
+                i += k;
+                continue;
+            }
+            /* (with fn8: one item, back to the runs after it) */
+            size_t want = fn8 ? 1 : hi - i < EVB ? hi - i : EVB;
+            size_t m, got = ev_events_exact8(d, th, i, want, out, &m);
             if (!got)
                 break;
             if (m)
@@ -322,7 +332,7 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
 }
 
 void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref_tsc,
-            struct ev_carry *carry, ev_fn fn, void *ctx)
+            struct ev_carry *carry, ev_fn fn, ev8_fn fn8, void *ctx)
 {
     if (hi > th->rt->n)
         hi = th->rt->n;
@@ -331,5 +341,5 @@ void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_
     if (!ev_is_exact(th->rt->fmt))
         run_sampled(d, th, lo, hi, ref_tsc, carry, fn, ctx);
     else
-        run_exact(d, th, lo, hi, fn, ctx);
+        run_exact(d, th, lo, hi, fn, fn8, ctx);
 }

@@ -34,8 +34,51 @@ struct ev {
 };
 /* the events in batches, in ring order */
 typedef void (*ev_fn)(void *ctx, const struct ev *e, size_t n);
+/* A run of FT_FMT_EXACT8 items whose high halves are the run's (the common
+ * case of an exact ring), as they lie in the raw: item k < n is ev8_get(run,
+ * k) while ev8_plain(ev8_item(run, k)) -- the consumer takes them up to the
+ * first other item (an escape, a zeroed item) and says how many it took.  A
+ * consumer that takes runs reads them without an array of struct ev in
+ * between. */
+struct ev8_run {
+    const uint8_t *p;    /* the items (8 bytes each, not aligned) */
+    size_t n;
+    uint64_t idx0;       /* the first one's ring item index */
+    uint64_t ahi_sh, thi_sh; /* the address and TSC high halves, << 32 */
+};
+typedef size_t (*ev8_fn)(void *ctx, const struct ev8_run *run);
+static inline int ev8_plain(uint64_t w)
+{
+    return w && (w & FT_E8_TAG_MASK) != FT_E8_ESC;
+}
+/* flags of an FT_FMT_EXACT8 event item by its tag (FT_E8_CALL: no catch in a run) */
+extern const uint64_t ev8_tagf[4];
+static inline uint64_t ev8_item(const struct ev8_run *run, size_t k)
+{
+    uint64_t w;
+    __builtin_memcpy(&w, run->p + 8 * k, 8);
+    return w;
+}
+static inline uint64_t ev8_word(const struct ev8_run *run, uint64_t w)
+{
+    return run->ahi_sh | (w & FT_E8_ADDR_LO_MASK) | ev8_tagf[w & FT_E8_TAG_MASK];
+}
+static inline uint64_t ev8_tsc(const struct ev8_run *run, uint64_t w)
+{
+    return run->thi_sh | (w >> 32);
+}
+static inline void ev8_get(const struct ev8_run *run, size_t k, struct ev *e)
+{
+    uint64_t w = ev8_item(run, k);
+    e->word = ev8_word(run, w);
+    e->tsc = ev8_tsc(run, w);
+    e->idx = run->idx0 + k;
+    e->q = EV_EXACT;
+}
+/* fn8 (NULL: none): FT_FMT_EXACT8 rings hand their runs of such items to
+ * it, everything else to fn */
 void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref_tsc,
-            struct ev_carry *carry, ev_fn fn, void *ctx);
+            struct ev_carry *carry, ev_fn fn, ev8_fn fn8, void *ctx);
 /* timestamp at ring item i (exact mode) / of the time word at i (sampled);
  * returns 0 if there is none */
 int ev_tsc_at(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref_tsc, uint64_t *tsc);
@@ -57,6 +100,14 @@ void ev_prepare_tail(struct dec *d, struct dthread *th);
 /* FT_FMT_EXACT8 items [i, i+n): the events only (struct ev, below), *nev of
  * them; returns the number of items read */
 size_t ev_events_exact8(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev *out, size_t *nev);
+/* FT_FMT_EXACT8: the items from i on (at most n, up to where the raw's
+ * view ends) into *run, its plain ones as ev_events_exact8 would give them;
+ * only where the last reading of th's ring stopped at i (else 0: read the
+ * item with ev_events_exact8).  Returns its length; ev_took_exact8 then
+ * says how many the consumer took (the plain ones before the first other:
+ * the reading goes on after them). */
+size_t ev_plain_exact8(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev8_run *run);
+void ev_took_exact8(const struct ev8_run *run, size_t k);
 static inline int ev_is_exact(uint32_t fmt) { return fmt == FT_FMT_EXACT16 || fmt == FT_FMT_EXACT8; }
 static inline size_t ev_item_size(uint32_t fmt) { return ftr_item_size(fmt); }
 
