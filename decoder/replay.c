@@ -122,6 +122,7 @@ struct fcache {
     uint8_t seen; /* discovery: this replay marked the function seen */
     uint8_t rot;  /* FR_ROT / FR_ROTK of a bit-61 call (rot_flags), ROT_UNSET */
     uint8_t ok;   /* FC_OK_*: what the fast loops take of it (fc_ok) */
+    uint8_t fl0;  /* an exact call's frame flags but its bit-61 ones: FR_EXACT, FR_THROW */
 };
 #define ROT_UNSET 0xFFu
 #define FC_EMPTY UINT64_MAX /* (no event's address: FT_ADDR_MASK) */
@@ -1157,6 +1158,7 @@ static __attribute__((noinline)) struct fcache *fc_fill(struct replay *r, struct
     c->throws = fn->throws;
     c->seen = 0;
     c->rot = ROT_UNSET;
+    c->fl0 = (uint8_t)(FR_EXACT | (c->throws ? FR_THROW : 0));
     fc_ok(c);
     return c;
 }
@@ -1495,6 +1497,24 @@ static ALWAYS_INLINE int ev_plain_at(const struct ev8_run *r8, size_t i)
     return !r8 || ev8_plain(ev8_item(r8, i));
 }
 
+/* room for n more frames (a run loop's events push at most one each: it
+ * tests nothing then) */
+static void reserve_frames(struct replay *r, size_t n)
+{
+    if (r->cap - r->n >= n)
+        return;
+    while (r->cap - r->n < n)
+        r->cap = r->cap ? r->cap * 2 : 256;
+    r->stk = xrealloc(r->stk, r->cap * sizeof *r->stk);
+}
+
+/* ... and for n more slices */
+static void reserve_slices(struct replay *r, size_t n)
+{
+    while (r->slcap - r->nsl < n)
+        grow_slices(r);
+}
+
 static ALWAYS_INLINE size_t disc_k(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t n)
 {
     struct dthread *th = r->th;
@@ -1566,9 +1586,11 @@ static void on_events_disc(void *ctx, const struct ev *e, size_t n)
     disc_k(ctx, e, NULL, n);
 }
 
+static size_t run8_replay_disc(struct replay *r, const struct ev8_run *run);
+
 static size_t on_run8_disc(void *ctx, const struct ev8_run *run)
 {
-    return disc_k(ctx, NULL, run, run->n);
+    return run8_replay_disc(ctx, run);
 }
 
 /* the VIEW_PIECES fast loop; sampled: the trace's time is sampled (d->sampled,
@@ -1689,9 +1711,281 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
 }
 
 /* (exact time only: replay_gen) */
+static size_t run8_replay_pieces(struct replay *r, const struct ev8_run *run);
+
 static size_t on_run8_pieces(void *ctx, const struct ev8_run *run)
 {
-    return pieces_k(ctx, NULL, run, run->n, 0);
+    struct replay *r = ctx;
+    return r->ctx_on ? pieces_k(r, NULL, run, run->n, 0) : run8_replay_pieces(r, run);
+}
+
+/* ---- runs of plain exact items, the common case in its own loops --------
+ * A run (struct ev8_run) whose words' flags come from their tags alone
+ * (address high half below 2^61) is replayed by loops that know it: no
+ * bit-62 word, a bit-61 word is a tagged call, the address needs no mask.
+ * disc_run8 and pieces_run8 do what disc_k and pieces_k do for its events,
+ * and stop where those would go to on_event (the caller hands that event
+ * to them). */
+_Static_assert(FR_ROT == 1, "the run loops count FR_ROT frames by flags & 1");
+
+/* 1 if the run's items may take the run loops (their words' flags are
+ * their tags': the address high half is below 2^61) */
+static ALWAYS_INLINE int run8_ok(const struct replay *r, const struct ev8_run *run, const struct fclk *k)
+{
+    (void)k;
+    return fast_ok(r) && !(run->ahi_sh >> 61);
+}
+
+/* the item's fcache entry if the run loops take it (need: FC_OK_* besides
+ * a bit-61 call's FC_OK_ROT), else NULL */
+static ALWAYS_INLINE const struct fcache *run8_func(const struct fcache *fc, uint64_t addr, uint64_t tag, unsigned need,
+                                                    const struct frame *stk, size_t sn)
+{
+    const struct fcache *c = &fc[fc_hash(addr)];
+    need |= tag == FT_E8_CALL_ROT ? FC_OK_ROT : 0;
+    if (c->addr != addr || (c->ok & need) != need)
+        return NULL;
+    if (tag == FT_E8_RET && (!sn || stk[sn - 1].match != c->match))
+        return NULL;
+    return c;
+}
+
+/* discovery: items [i, n) of the run, up to the first the run loop does not
+ * take; returns how many it took */
+/* A run loop in two passes over its items, each with few values to keep
+ * (the compiler keeps them in registers): the stack, up to the first item
+ * it does not take, then the times of the items taken. */
+
+/* the times of items [i, j) (all in the clock's span: run8_stack stopped
+ * before any that is not), as disc_k and pieces_k step them; pieces (t,
+ * tm: NULL in discovery) gets each one's own and measured ns */
+static ALWAYS_INLINE void run8_times(struct replay *r, const struct ev8_run *run, size_t i, size_t j,
+                                     const struct fclk *k, int64_t *t, int64_t *tmv, uint64_t *ooo_out)
+{
+    const uint8_t *const p = run->p;
+    const uint64_t thi = run->thi_sh, ref_tsc = k->ref_tsc, mult = k->mult;
+    const int64_t ref_ns = k->ref_ns, gstart = r->gstart;
+    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
+    uint64_t last_tsc = r->last_tsc, ooo = 0;
+    for (size_t x = i; x < j; x++) {
+        uint64_t w;
+        __builtin_memcpy(&w, p + 8 * x, 8);
+        const uint64_t tsc = thi | (w >> 32);
+        int64_t tm = ref_ns + (int64_t)(uint64_t)(((unsigned __int128)(tsc - ref_tsc) * mult) >> 64);
+        if (tm < gstart)
+            tm = gstart;
+        if (ooo_out)
+            ooo += tm <= last_ns && tsc + 1 < last_tsc;
+        prev_ns = last_ns;
+        last_ns = tm <= last_ns ? last_ns + 1 : tm;
+        last_tsc = tsc;
+        if (t) {
+            t[x - i] = last_ns;
+            tmv[x - i] = tm;
+        }
+    }
+    r->last_ns = last_ns;
+    r->prev_ns = prev_ns;
+    r->last_tsc = last_tsc;
+    if (ooo_out)
+        *ooo_out = ooo;
+}
+
+/* the first item of [i, n) that the run loops do not take: not plain, its
+ * function not in the cache or not as need asks (FC_OK_*), a return that
+ * does not close the top frame (as the stack is by then: calls push, returns
+ * pop), or a time outside the clock's span.  push: do the pushes and pops
+ * (discovery's frames: no times); else only follow the stack's depth (the
+ * top frame is then the one under the pops: *stack moves, see pieces_run8) */
+static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *run, size_t i, size_t n,
+                                       const struct fclk *k, unsigned need)
+{
+    const uint8_t *const p = run->p;
+    const uint64_t ahi = run->ahi_sh, thi = run->thi_sh, idx0 = run->idx0, ref_tsc = k->ref_tsc, lim = k->lim;
+    struct frame *const stk = r->stk;
+    const struct fcache *const fc = r->fc;
+    size_t sn = r->n, nrot = r->nrot;
+    for (; i < n; i++) {
+        uint64_t w;
+        __builtin_memcpy(&w, p + 8 * i, 8);
+        __builtin_prefetch(p + 8 * i + 2048);
+        const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
+        if (!w || tag == FT_E8_ESC || (thi | (w >> 32)) - ref_tsc > lim)
+            break;
+        const struct fcache *c = run8_func(fc, addr, tag, need, stk, sn);
+        if (!c)
+            break;
+        if (tag == FT_E8_RET) {
+            nrot -= stk[--sn].flags & 1u;
+        } else {
+            const unsigned fl = c->fl0 | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+            struct frame *fr = &stk[sn++];
+            fr->func = c->f;
+            fr->match = c->match;
+            fr->flags = fl;
+            fr->addr = addr;
+            fr->call_idx = idx0 + i;
+            nrot += fl & 1u;
+        }
+    }
+    r->n = sn;
+    r->nrot = nrot;
+    return i;
+}
+
+/* discovery: items [i, n) of the run, up to the first the run loop does not
+ * take; returns how many it took */
+static __attribute__((noinline)) size_t disc_run8(struct replay *r, const struct ev8_run *run, size_t i,
+                                                 const struct fclk *k)
+{
+    struct dthread *th = r->th;
+    reserve_frames(r, run->n - i);
+    const size_t sn0 = r->n;
+    const size_t j = run8_stack(r, run, i, run->n, k, FC_OK_PLAIN | FC_OK_SEEN);
+    if (j > i) {
+        uint64_t ooo;
+        run8_times(r, run, i, j, k, NULL, NULL, &ooo);
+        const uint64_t ne = j - i, calls = fast_calls(ne, sn0, r->n);
+        th->out_of_order += ooo;
+        th->ncalls += calls;
+        th->nrets += ne - calls;
+        th->nevents += ne;
+        th->last_ns = r->last_ns;
+        const int64_t tm = fclk_ns(k, r->last_tsc - k->ref_tsc);
+        th->last_mns = tm < r->gstart ? r->gstart : tm;
+    }
+    return j - i;
+}
+
+/* VIEW_PIECES, exact time, a thread that does not switch contexts: the same */
+static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const struct ev8_run *run, size_t i,
+                                                   const struct fclk *k)
+{
+    reserve_frames(r, run->n - i);
+    reserve_slices(r, run->n - i);
+    const uint8_t *const p = run->p;
+    const uint64_t ahi = run->ahi_sh, thi = run->thi_sh, idx0 = run->idx0, ref_tsc = k->ref_tsc, mult = k->mult,
+                   lim = k->lim;
+    const int64_t ref_ns = k->ref_ns, gstart = r->gstart;
+    struct frame *const stk = r->stk;
+    struct slice *const sl = r->sl;
+    const struct fcache *const fc = r->fc;
+    const size_t n = run->n, i0 = i;
+    size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
+    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
+    for (; i < n; i++) {
+        uint64_t w;
+        __builtin_memcpy(&w, p + 8 * i, 8);
+        __builtin_prefetch(p + 8 * i + 2048);
+        const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
+        if (!w || tag == FT_E8_ESC)
+            break;
+        const struct fcache *c = run8_func(fc, addr, tag, FC_OK_PLAIN, stk, sn);
+        if (!c)
+            break;
+        const uint64_t tsc = thi | (w >> 32), dd = tsc - ref_tsc;
+        if (dd > lim)
+            break;
+        int64_t tm = ref_ns + (int64_t)(uint64_t)(((unsigned __int128)dd * mult) >> 64);
+        if (tm < gstart)
+            tm = gstart;
+        const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
+        prev_ns = last_ns;
+        last_ns = t;
+        if (tag == FT_E8_RET) { /* pieces_k's pop */
+            struct frame *fr = &stk[--sn];
+            nrot -= fr->flags & 1u;
+            if (fr->slice < 0)
+                continue;
+            int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
+            struct slice *sp = &sl[fr->slice];
+            sp->cdur = end - fr->start;
+            sp->end = end < sp->start ? sp->start : end;
+            sp->flags = (uint16_t)(sp->flags & ~SL_PENDING);
+            sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
+            fr->slice = -1;
+        } else { /* pieces_k's push */
+            const unsigned fl = c->fl0 | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+            struct frame *fr = &stk[sn++];
+            fr->func = c->f;
+            fr->match = c->match;
+            fr->flags = fl;
+            fr->addr = addr;
+            fr->call_idx = idx0 + i;
+            nrot += fl & 1u;
+            fr->start = t;
+            fr->mstart = tm;
+            fr->mlo = tm;
+            fr->cell = NONE32;
+            fr->slice = (int64_t)nsl;
+            struct slice *sp = &sl[nsl++];
+            sp->func = c->f;
+            sp->depth = (uint16_t)(sn - 1 > 65535 ? 65535 : sn - 1);
+            sp->flags = SL_PENDING;
+            sp->ub = 0;
+            sp->cdur = -1;
+            sp->start = sp->end = t;
+        }
+    }
+    if (i > i0) { /* (as pieces_k) */
+        uint64_t w1;
+        __builtin_memcpy(&w1, p + 8 * (i - 1), 8);
+        const uint64_t tsc1 = thi | (w1 >> 32);
+        int64_t m1 = fclk_ns(k, tsc1 - ref_tsc);
+        m1 = m1 < gstart ? gstart : m1;
+        if (i - i0 >= 2) {
+            uint64_t w2;
+            __builtin_memcpy(&w2, p + 8 * (i - 2), 8);
+            const int64_t m2 = fclk_ns(k, (thi | (w2 >> 32)) - ref_tsc);
+            r->prev_m = m2 < gstart ? gstart : m2;
+            r->prev_q = EV_EXACT;
+        } else {
+            r->prev_m = r->last_m;
+            r->prev_q = r->cur_exact;
+        }
+        r->last_m = m1;
+        r->cur_exact = EV_EXACT;
+        r->cur_lo_m = r->cur_hi_m = m1;
+        r->n = sn;
+        r->nrot = nrot;
+        r->last_ns = last_ns;
+        r->prev_ns = prev_ns;
+        r->last_tsc = tsc1;
+        r->nsl = nsl;
+    }
+    return i - i0;
+}
+
+/* a run: the run loop where it may, the general fast loop (or on_event)
+ * for the event where it stops, and so on; returns the items taken */
+static ALWAYS_INLINE size_t run8_replay(struct replay *r, const struct ev8_run *run, const int pieces)
+{
+    const struct fclk k = fclk_of(&r->g->clk);
+    size_t i = 0;
+    while (i < run->n) {
+        if (run8_ok(r, run, &k))
+            i += pieces ? pieces_run8(r, run, i, &k) : disc_run8(r, run, i, &k);
+        if (i == run->n)
+            break;
+        struct ev8_run one = *run; /* the next item alone */
+        one.p += 8 * i;
+        one.idx0 += i;
+        one.n = 1;
+        if (!(pieces ? pieces_k(r, NULL, &one, 1, 0) : disc_k(r, NULL, &one, 1)))
+            break; /* not plain: the run ends */
+        i++;
+    }
+    return i;
+}
+
+static size_t run8_replay_disc(struct replay *r, const struct ev8_run *run)
+{
+    return run8_replay(r, run, 0);
+}
+
+static size_t run8_replay_pieces(struct replay *r, const struct ev8_run *run)
+{
+    return run8_replay(r, run, 1);
 }
 
 static void on_events_any(void *ctx, const struct ev *e, size_t n)
