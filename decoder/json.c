@@ -276,29 +276,41 @@ static const struct jpiece *name_tail(struct json_view *J, struct dec *d, uint32
     return &J->tail[f];
 }
 
+/* the most a slice's line takes besides its pieces: two numbers of at most
+ * 21 characters, ",\"dur\":", the bound, the context, and the 64 bytes that
+ * put_piece may copy past a short piece's end */
+#define J_LINE_EXTRA 256
+
 static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)
 {
     struct json_view *J = (struct json_view *)v;
     struct outbuf *o = &J->o;
     (void)gi;
     J->nslices += n;
-    const struct jpiece *pre = &J->prefix[th->index];
+    const struct jpiece pre = J->prefix[th->index];
     const uint32_t *cx = th->slice_ctx; /* a thread that switched stacks: each piece's context */
-    size_t pre_room = room(pre);
+    const int64_t base = J->base;
+    const size_t pre_room = room(&pre) + (cx ? 64 : 0);
+    /* in locals: the stores into the buffer could alias J's fields */
+    struct us3_cache ts_c = J->ts_c, dur_c = J->dur_c;
+    char *p = o->buf + o->len, *lim = o->buf + o->cap;
     for (size_t i = 0; i < n; i++) {
         const struct jpiece *tl = name_tail(J, d, s[i].func);
         unsigned fl = s[i].flags & ~SL_PENDING;
         const struct jpiece *args = fl ? flag_args(J, fl) : NULL;
-        /* two numbers of at most 21 characters, ",\"dur\":", the bound, the context */
-        size_t need = pre_room + 96 + room(tl) + (args ? room(args) + 64 : 0) + (cx ? 64 : 0);
-        char *p = ob_reserve(o, need);
-        if (__builtin_expect(o->cap - o->len < need, 0))
-            xalloc_die(); /* a name longer than the whole buffer */
-        p = put_piece(p, pre);
-        p += fmt_us3_cached(p, s[i].start - J->base, &J->ts_c);
-        memcpy(p, ",\"dur\":", 7);
+        size_t need = pre_room + J_LINE_EXTRA + (tl->len <= 64 ? 0 : room(tl)) + (args ? room(args) : 0);
+        if (__builtin_expect((size_t)(lim - p) < need, 0)) {
+            o->len = (size_t)(p - o->buf);
+            ob_flush(o);
+            if (o->cap < need)
+                xalloc_die(); /* a name longer than the whole buffer */
+            p = o->buf;
+        }
+        p = put_piece(p, &pre);
+        p += fmt_us3_cached(p, s[i].start - base, &ts_c);
+        memcpy(p, ",\"dur\":", 8); /* (the 8th byte is overwritten next) */
         p += 7;
-        p += fmt_us3_cached(p, s[i].end - s[i].start, &J->dur_c);
+        p += fmt_us3_cached(p, s[i].end - s[i].start, &dur_c);
         if (args || cx) {
             if (args) {
                 p = put_piece(p, args);
@@ -321,8 +333,10 @@ static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
             *p++ = '}';
         }
         p = put_piece(p, tl);
-        o->len = (size_t)(p - o->buf);
     }
+    o->len = (size_t)(p - o->buf);
+    J->ts_c = ts_c;
+    J->dur_c = dur_c;
 }
 
 /* viztracer's file_info: sources of the functions in the output */

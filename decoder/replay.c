@@ -123,6 +123,8 @@ struct fcache {
     uint8_t rot;  /* FR_ROT / FR_ROTK of a bit-61 call (rot_flags), ROT_UNSET */
     uint8_t ok;   /* FC_OK_*: what the fast loops take of it (fc_ok) */
     uint8_t fl0;  /* an exact call's frame flags but its bit-61 ones: FR_EXACT, FR_THROW */
+    uint8_t okt;  /* the run loops: bit tag (FT_E8_*) set if they take an item of that tag
+                     (from ok: FC_OKT_PIECES), or bit tag + 4 in discovery (FC_OKT_DISC) */
 };
 #define ROT_UNSET 0xFFu
 #define FC_EMPTY UINT64_MAX /* (no event's address: FT_ADDR_MASK) */
@@ -1137,9 +1139,14 @@ static void event_marker(struct replay *r, uint64_t word, uint64_t addr, uint64_
 
 /* ---- events ------------------------------------------------------------ */
 
+#define FC_OKT_PIECES 0
+#define FC_OKT_DISC 4
 static inline void fc_ok(struct fcache *c)
 {
     c->ok = (uint8_t)(c->ignored ? 0 : FC_OK_PLAIN | (c->rot != ROT_UNSET ? FC_OK_ROT : 0) | (c->seen ? FC_OK_SEEN : 0));
+    /* calls, returns; bit-61 calls once their flags are known */
+    unsigned t = c->ignored ? 0 : 1u << FT_E8_CALL | 1u << FT_E8_RET | (c->rot != ROT_UNSET ? 1u << FT_E8_CALL_ROT : 0);
+    c->okt = (uint8_t)(t << FC_OKT_PIECES | (c->seen ? t << FC_OKT_DISC : 0));
 }
 
 /* the cache entry of addr in the current generation's address space */
@@ -1736,14 +1743,13 @@ static ALWAYS_INLINE int run8_ok(const struct replay *r, const struct ev8_run *r
     return fast_ok(r) && !(run->ahi_sh >> 61);
 }
 
-/* the item's fcache entry if the run loops take it (need: FC_OK_* besides
- * a bit-61 call's FC_OK_ROT), else NULL */
-static ALWAYS_INLINE const struct fcache *run8_func(const struct fcache *fc, uint64_t addr, uint64_t tag, unsigned need,
+/* the item's fcache entry if the run loops take it (okt: FC_OKT_PIECES or
+ * FC_OKT_DISC), else NULL */
+static ALWAYS_INLINE const struct fcache *run8_func(const struct fcache *fc, uint64_t addr, uint64_t tag, unsigned okt,
                                                     const struct frame *stk, size_t sn)
 {
     const struct fcache *c = &fc[fc_hash(addr)];
-    need |= tag == FT_E8_CALL_ROT ? FC_OK_ROT : 0;
-    if (c->addr != addr || (c->ok & need) != need)
+    if (c->addr != addr || !((c->okt >> (tag + okt)) & 1u))
         return NULL;
     if (tag == FT_E8_RET && (!sn || stk[sn - 1].match != c->match))
         return NULL;
@@ -1798,7 +1804,7 @@ static ALWAYS_INLINE void run8_times(struct replay *r, const struct ev8_run *run
  * (discovery's frames: no times); else only follow the stack's depth (the
  * top frame is then the one under the pops: *stack moves, see pieces_run8) */
 static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *run, size_t i, size_t n,
-                                       const struct fclk *k, unsigned need)
+                                       const struct fclk *k, unsigned okt)
 {
     const uint8_t *const p = run->p;
     const uint64_t ahi = run->ahi_sh, thi = run->thi_sh, idx0 = run->idx0, ref_tsc = k->ref_tsc, lim = k->lim;
@@ -1812,7 +1818,7 @@ static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *r
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
         if (!w || tag == FT_E8_ESC || (thi | (w >> 32)) - ref_tsc > lim)
             break;
-        const struct fcache *c = run8_func(fc, addr, tag, need, stk, sn);
+        const struct fcache *c = run8_func(fc, addr, tag, okt, stk, sn);
         if (!c)
             break;
         if (tag == FT_E8_RET) {
@@ -1841,7 +1847,7 @@ static __attribute__((noinline)) size_t disc_run8(struct replay *r, const struct
     struct dthread *th = r->th;
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
-    const size_t j = run8_stack(r, run, i, run->n, k, FC_OK_PLAIN | FC_OK_SEEN);
+    const size_t j = run8_stack(r, run, i, run->n, k, FC_OKT_DISC);
     if (j > i) {
         uint64_t ooo;
         run8_times(r, run, i, j, k, NULL, NULL, &ooo);
@@ -1880,7 +1886,7 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
         if (!w || tag == FT_E8_ESC)
             break;
-        const struct fcache *c = run8_func(fc, addr, tag, FC_OK_PLAIN, stk, sn);
+        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn);
         if (!c)
             break;
         const uint64_t tsc = thi | (w >> 32), dd = tsc - ref_tsc;
