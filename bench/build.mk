@@ -106,22 +106,17 @@ $(BB)/hp-floor-clang: $(HP_DEPS) $(BB)/obj/floor_cyg.o $(BB)/obj/floor_rec.o
 
 # Control for "the exact mode is not slower because the sampled mode exists":
 # the runtime's own hooks with the mode test taken out, linked with
-# the rest of the runtime's objects.  -pg: runtime/hooks_pg.S minus its one
-# `cmpb $$FT_HOT_MODE_SAMPLED, ft_hot...(%rip)` + `jae 3f` pair (the build
-# fails if that pair is not there exactly once); finstr: runtime/hooks_cyg.c compiled with
+# the rest of the runtime's objects.  -pg: runtime/hooks_pg.S assembled with
+# FT_BENCH_NOMODE (the exact path alone, from the hooks' entry: no compare,
+# no branch to it); finstr: runtime/hooks_cyg.c compiled with
 # ft_hook_mode = FT_MODE_EXACT (bench/cyg_nomode.c).
 BENCH_RT_NOPG := $(filter-out $(OBJ)/runtime/hooks_pg.S.o,$(RT_OBJS) $(RD_RAW_OBJS))
 BENCH_RT_NOCYG := $(filter-out $(OBJ)/runtime/hooks_cyg.o,$(RT_OBJS) $(RD_RAW_OBJS))
 BENCH_RT_HDRS := $(wildcard runtime/*.h runtime/include/*.h)
-$(BB)/obj/hooks_pg_nomode.S: runtime/hooks_pg.S
+$(BB)/obj/hooks_pg_nomode.o: runtime/hooks_pg.S $(BENCH_RT_HDRS)
 	@mkdir -p $(@D)
-	sed -e '/^[[:space:]]*cmpb[[:space:]]*\$$FT_HOT_MODE_SAMPLED,[[:space:]]*ft_hot[^(]*(%rip)/{N;/\n[[:space:]]*jae[[:space:]]*3f/d;}' $< >$@.tmp
-	@if [ "$$(grep -c 'cmpb.*ft_hot' $<)" != 1 ] || [ "$$(diff $< $@.tmp | grep -c '^<')" != 2 ]; then \
-	    echo "bench/build.mk: runtime/hooks_pg.S no longer has exactly one 'cmpb \$$FT_HOT_MODE_SAMPLED, ft_hot...(%rip)' + 'jae 3f' mode test to take out" >&2; \
-	    rm -f $@.tmp; exit 1; fi
-	mv $@.tmp $@
-$(BB)/obj/hooks_pg_nomode.o: $(BB)/obj/hooks_pg_nomode.S $(BENCH_RT_HDRS)
-	$(BENCH_GCC) -Iruntime/include -Iruntime -c -o $@ $<
+	@grep -q 'FT_BENCH_NOMODE' $< || { echo "bench/build.mk: runtime/hooks_pg.S has no FT_BENCH_NOMODE build any more" >&2; exit 1; }
+	$(BENCH_GCC) -DFT_BENCH_NOMODE -Iruntime/include -Iruntime -c -o $@ $<
 $(BB)/obj/cyg_nomode.o: bench/cyg_nomode.c runtime/hooks_cyg.c $(BENCH_RT_HDRS)
 	@mkdir -p $(@D)
 	$(BENCH_GCC) $(filter-out -MMD -MP,$(RT_CFLAGS)) -c -o $@ $<

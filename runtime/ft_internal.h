@@ -32,10 +32,11 @@
 extern struct ft_root funtrace_root;
 
 /* per-thread hot-path pointers (TLS; the hooks read them local-exec). The
- * hooks test ft_hook_mode first: FT_MODE_EXACT (one compare, the only test
- * on the exact path) uses ft_self; anything else is dispatched out of line:
- * FT_MODE_OFF set (tracing frozen process-wide) returns at once, touching
- * nothing else (not even TLS); otherwise FT_MODE_SAMPLED uses ft_self_s.
+ * hooks test ft_hook_mode first: FT_MODE_SAMPLED falls through (no taken
+ * branch) and uses ft_self_s; FT_MODE_EXACT is dispatched out of line (one
+ * taken branch: nothing next to its rdtsc) and uses ft_self; FT_MODE_OFF
+ * set (tracing frozen process-wide) returns at once, touching nothing else
+ * (not even TLS).
  * The pointer of the other mode stays at ft_thread_dummy_init.  Before the
  * runtime is initialised the mode is FT_MODE_EXACT: the first event goes
  * through the exact path's cold path, which initialises the runtime. */

@@ -4,9 +4,10 @@
  * cold path and the runtime's own events (catch).
  *
  * The mode is tested first (a predicted branch on a read-mostly byte), so
- * sampled mode never goes through a failed exact attempt; a mode other than
- * exact is dispatched out of line: FT_MODE_OFF (tracing frozen) returns at
- * once without touching TLS or the record, else sampled.  Then the validity
+ * sampled mode never goes through a failed exact attempt; sampled mode falls
+ * through, a mode other than sampled is dispatched out of line: exact (its
+ * rdtsc dwarfs the taken branch), else FT_MODE_OFF (tracing frozen), which
+ * returns at once without touching TLS or the record.  Then the validity
  * check (the record pointer lies in the registry and the record names
  * itself: FORMAT.md 1.4 "Hot path"), then:
  *   exact:   rec = ft_self; slot = rec->pos; if slot & rec->mask is 0 -> nothing;
@@ -245,22 +246,9 @@ static __attribute__((noinline)) void cold(struct ft_thread *t, uint64_t addr, u
         ft_slow_event(event_word(addr, flags));
 }
 
-static inline __attribute__((always_inline)) void event(uint64_t addr, uint64_t flags)
+/* the exact mode's event (event) */
+static inline __attribute__((always_inline)) void exact_event(uint64_t addr, uint64_t flags)
 {
-    if (__builtin_expect(ft_hook_mode != FT_MODE_EXACT, 0)) {
-        if (ft_hook_mode & FT_MODE_OFF)
-            return; /* frozen: touch nothing (TLS may be garbage meanwhile) */
-        struct ft_thread *s = SELF_LOAD(ft_self_s);
-        if (__builtin_expect(!rec_valid(s), 0)) {
-            cold(s, addr, flags);
-            return;
-        }
-        uint64_t mask = s->mask, slot = s->pos;
-        if (__builtin_expect(!(slot & mask), 0))
-            return;
-        write_sampled(s, slot, mask, addr, flags);
-        return;
-    }
     struct ft_thread *t = SELF_LOAD(ft_self);
     if (__builtin_expect(!rec_valid(t), 0)) {
         cold(t, addr, flags);
@@ -270,6 +258,30 @@ static inline __attribute__((always_inline)) void event(uint64_t addr, uint64_t 
     if (__builtin_expect(!(slot & mask), 0))
         return;
     write_exact(t, slot, mask, addr, flags);
+}
+
+static inline __attribute__((always_inline)) void event(uint64_t addr, uint64_t flags)
+{
+    /* sampled mode falls through (no taken branch), exact mode is out of
+     * line (its rdtsc dwarfs a branch), anything else is FT_MODE_OFF set */
+    const uint8_t mode = ft_hook_mode;
+    if (__builtin_expect(mode != FT_MODE_SAMPLED, 0)) {
+        if (mode != FT_MODE_EXACT)
+            return; /* frozen: touch nothing (TLS may be garbage meanwhile) */
+        exact_event(addr, flags);
+        return;
+    }
+    {
+        struct ft_thread *s = SELF_LOAD(ft_self_s);
+        if (__builtin_expect(!rec_valid(s), 0)) {
+            cold(s, addr, flags);
+            return;
+        }
+        uint64_t mask = s->mask, slot = s->pos;
+        if (__builtin_expect(!(slot & mask), 0))
+            return;
+        write_sampled(s, slot, mask, addr, flags);
+    }
 }
 
 /* Under -finstrument-functions the address is the function's start; the

@@ -33,11 +33,14 @@
  * The mode test comes first (a predicted branch on a byte written once, in a
  * cache line of its own), so sampled mode never goes through a failed exact
  * attempt.  It is a single compare against the sampled mode (1): below it is
- * the exact mode (0), falling through; the rest is dispatched out of line
- * (label 3) on the same flags: equal is sampled, above is FT_MODE_OFF set
- * (tracing frozen process-wide, runtime/freeze.c: 0x80 / 0x81), which
- * returns at once without touching TLS, the record or the stack beyond the
- * return address.
+ * the exact mode (0), dispatched out of line (label 40: one taken branch,
+ * which costs nothing measurable next to exact mode's rdtsc), equal is
+ * sampled, falling through (no taken branch: ~0.3 ns per call+return of
+ * sampled mode's ~3, paired runs when this layout was chosen), above is
+ * FT_MODE_OFF set (tracing frozen process-wide, runtime/freeze.c: 0x80 /
+ * 0x81), which returns at once without touching TLS, the record or the
+ * stack beyond the return address.  With FT_BENCH_NOMODE defined (the
+ * bench's control, bench/build.mk) the hooks are the exact path alone.
  *
  * The mask (pause control) is read ONCE per event, to test pos & mask: 0 is
  * paused, else the slot is pos itself (mask = ring | (ring_size - 1) while
@@ -99,77 +102,9 @@
     .p2align 5
 \name:
     .cfi_startproc
+#ifndef FT_BENCH_NOMODE
     cmpb $FT_HOT_MODE_SAMPLED, ft_hot+FT_HOT_OFF_MODE(%rip) /* below: FT_MODE_EXACT (0) */
-    jae 3f                          /* the flags stay for label 3 */
-    /* ---- exact mode: 8-byte entries (FT_FMT_EXACT8) ---- */
-    PUSH %r11
-    PUSH %rax
-    PUSH %rdx
-    PUSH %rcx                       /* CFA = rsp + 40 */
-    movq %fs:ft_self@tpoff, %rcx    /* the thread's record */
-    CHECK %rcx, %rax, 2f, 1f
-    movq POS(%rcx), %r11            /* the slot (pos & mask == pos while recording) */
-    testq %r11, MASK(%rcx)          /* pos & mask == 0 => paused / disabled / exited */
-    jz 1f
-    movl RA_EXACT+4(%rsp), %eax     /* address bits 63..32 */
-    cmpl %eax, AHI(%rcx)
-    jne 4f                          /* changed: an ADDR_HI escape first */
-5:
-    rdtsc                           /* edx:eax; clears both upper halves */
-    cmpl %edx, THI(%rcx)
-    jne 6f                          /* changed: a TSC_HI escape first */
-7:
-    shlq $32, %rax                  /* TSC bits 31..0 -> 63..32 */
-    movl RA_EXACT(%rsp), %edx       /* address bits 31..0 */
-    andl $-4, %edx                  /* tag 0: call */
-  .if \isret
-    incl %edx                       /* tag 1: return */
-  .endif
-    orq %rdx, %rax
-    movq %rax, (%r11)               /* 1: the entry (one store) */
-    addq $8, %r11
-    andq WRAP(%rcx), %r11
-    movq %r11, POS(%rcx)            /* 2: commit pos */
-1:
-    POP %rcx
-    POP %rdx
-    POP %rax
-    POP %r11                        /* CFA = rsp + 8 */
-    ret
-2:  /* not a registry record: no record yet (dummy_init: cold path), or the
-     * dummy_dead record (ignored / exited), or garbage: nothing */
-    .cfi_def_cfa_offset 40
-    leaq ft_thread_dummy_init(%rip), %r11
-    cmpq %r11, %rcx
-    jne 1b
-    movq RA_EXACT(%rsp), %rax
-  .if \isret
-    btsq $63, %rax
-  .endif
-    call ft_asm_slow                /* create the record, write the event */
-    jmp 1b
-4:  /* ADDR_HI escape: eax = the new high half.  The record's value first, so
-     * that a signal handler's events in between stay consistent */
-    movl %eax, AHI(%rcx)
-    shlq $32, %rax
-    orq $ESC_ADDR_HI, %rax
-    movq %rax, (%r11)
-    addq $8, %r11
-    andq WRAP(%rcx), %r11
-    movq %r11, POS(%rcx)            /* the escape is committed on its own */
-    jmp 5b
-6:  /* TSC_HI escape: edx = the new high half; eax (TSC low half) is kept */
-    movl %edx, THI(%rcx)
-    shlq $32, %rdx
-    orq $ESC_TSC_HI, %rdx
-    movq %rdx, (%r11)
-    addq $8, %r11
-    andq WRAP(%rcx), %r11
-    movq %r11, POS(%rcx)
-    jmp 7b
-
-3:  /* ---- not exact: frozen (FT_MODE_OFF set) or sampled ---- */
-    .cfi_def_cfa_offset 8
+    jb 40f                          /* exact: out of line */
     jne 20f                         /* above FT_MODE_SAMPLED: FT_MODE_OFF set */
     /* ---- sampled mode: 4-byte items (FT_FMT_SAMPLED4) ---- */
     PUSH %r11
@@ -277,6 +212,75 @@
     call ft_asm_slow
     POP %rdx
     jmp 18b
+#endif /* FT_BENCH_NOMODE */
+40: /* ---- exact mode: 8-byte entries (FT_FMT_EXACT8) ---- */
+    .cfi_def_cfa_offset 8
+    PUSH %r11
+    PUSH %rax
+    PUSH %rdx
+    PUSH %rcx                       /* CFA = rsp + 40 */
+    movq %fs:ft_self@tpoff, %rcx    /* the thread's record */
+    CHECK %rcx, %rax, 2f, 1f
+    movq POS(%rcx), %r11            /* the slot (pos & mask == pos while recording) */
+    testq %r11, MASK(%rcx)          /* pos & mask == 0 => paused / disabled / exited */
+    jz 1f
+    movl RA_EXACT+4(%rsp), %eax     /* address bits 63..32 */
+    cmpl %eax, AHI(%rcx)
+    jne 4f                          /* changed: an ADDR_HI escape first */
+5:
+    rdtsc                           /* edx:eax; clears both upper halves */
+    cmpl %edx, THI(%rcx)
+    jne 6f                          /* changed: a TSC_HI escape first */
+7:
+    shlq $32, %rax                  /* TSC bits 31..0 -> 63..32 */
+    movl RA_EXACT(%rsp), %edx       /* address bits 31..0 */
+    andl $-4, %edx                  /* tag 0: call */
+  .if \isret
+    incl %edx                       /* tag 1: return */
+  .endif
+    orq %rdx, %rax
+    movq %rax, (%r11)               /* 1: the entry (one store) */
+    addq $8, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)            /* 2: commit pos */
+1:
+    POP %rcx
+    POP %rdx
+    POP %rax
+    POP %r11                        /* CFA = rsp + 8 */
+    ret
+2:  /* not a registry record: no record yet (dummy_init: cold path), or the
+     * dummy_dead record (ignored / exited), or garbage: nothing */
+    .cfi_def_cfa_offset 40
+    leaq ft_thread_dummy_init(%rip), %r11
+    cmpq %r11, %rcx
+    jne 1b
+    movq RA_EXACT(%rsp), %rax
+  .if \isret
+    btsq $63, %rax
+  .endif
+    call ft_asm_slow                /* create the record, write the event */
+    jmp 1b
+4:  /* ADDR_HI escape: eax = the new high half.  The record's value first, so
+     * that a signal handler's events in between stay consistent */
+    movl %eax, AHI(%rcx)
+    shlq $32, %rax
+    orq $ESC_ADDR_HI, %rax
+    movq %rax, (%r11)
+    addq $8, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)            /* the escape is committed on its own */
+    jmp 5b
+6:  /* TSC_HI escape: edx = the new high half; eax (TSC low half) is kept */
+    movl %edx, THI(%rcx)
+    shlq $32, %rdx
+    orq $ESC_TSC_HI, %rdx
+    movq %rdx, (%r11)
+    addq $8, %r11
+    andq WRAP(%rcx), %r11
+    movq %r11, POS(%rcx)
+    jmp 7b
+
 20: /* frozen: record nothing */
     .cfi_def_cfa_offset 8
     ret

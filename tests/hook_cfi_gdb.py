@@ -86,9 +86,11 @@ def func_at(p):
     return None
 
 
-# the records' TLS offsets: the hooks' first %fs: load is exact mode's, the second sampled mode's
-TP = [int(m, 16) for _, t in INS["__fentry__"] for m in re.findall(r"%fs:(0x[0-9a-f]+)", t)]
-TPOFF = (TP[0] if MODE == "exact" else TP[1]) - (1 << 64)
+# the record's TLS slot (exact mode: ft_self, sampled: ft_self_s), from the thread pointer;
+# the hooks load it %fs-relative
+TPOFF = ev(f"(long)&{'ft_self' if MODE == 'exact' else 'ft_self_s'}") - ev("(long)$fs_base")
+TP = [int(m, 16) - (1 << 64) for _, t in INS["__fentry__"] for m in re.findall(r"%fs:(0x[0-9a-f]+)", t)]
+assert TPOFF in TP, (TPOFF, TP)
 
 
 def rec_slot():

@@ -55,8 +55,11 @@ def return_offsets(prog):
                          capture_output=True, text=True, timeout=60).stdout
     ins = re.findall(r"<\+(\d+)>:\s*(.*)", out)
     store = [int(o) for o, t in ins if re.match(r"mov\s+%rax,\(%r11\)", t)][0]
-    rdtsc = [int(o) for o, t in ins if t.strip() == "rdtsc"][1]  # (the first: exact mode's)
-    return store, rdtsc
+    # the stamp path's: right after the leaf-return test (the previous item's tag bit 0)
+    rdtsc = [int(o) for k, (o, t) in enumerate(ins) if t.strip() == "rdtsc" and k >= 2
+             and re.match(r"test\s+\$0x1,%eax", ins[k - 2][1])]
+    assert len(rdtsc) == 1, out
+    return store, rdtsc[0]
 
 
 @pytest.mark.parametrize("mode", ["exact", "sampled"])
