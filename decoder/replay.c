@@ -1522,62 +1522,135 @@ static void reserve_slices(struct replay *r, size_t n)
         grow_slices(r);
 }
 
-static ALWAYS_INLINE size_t disc_k(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t n)
+/* the discovery fast loop over events [i, n) of a batch (e) or a run (r8):
+ * returns where it stopped */
+static ALWAYS_INLINE size_t disc_fast(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t i,
+                                      size_t n)
 {
     struct dthread *th = r->th;
     const struct fclk k = fclk_of(&r->g->clk);
+    struct frame *const stk = r->stk;
+    const struct fcache *const fc = r->fc;
+    const size_t cap = r->cap, sn0 = r->n, i0 = i;
+    size_t sn = sn0, nrot = r->nrot;
+    const int64_t gstart = r->gstart;
+    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
+    uint64_t last_tsc = r->last_tsc, ooo = 0;
+    for (; i < n && ev_plain_at(r8, i); i++) {
+        const struct evf v = ev_at(e, r8, i);
+        const uint64_t word = v.word, tsc = v.tsc, dd = tsc - k.ref_tsc;
+        /* (discovery marks a function seen at its first event: on_event) */
+        const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN | FC_OK_SEEN, stk, sn, cap);
+        if (!c || dd > k.lim)
+            break;
+        int64_t tm = fclk_ns(&k, dd); /* step_time */
+        if (tm < gstart)
+            tm = gstart;
+        ooo += tm <= last_ns && tsc + 1 < last_tsc;
+        prev_ns = last_ns;
+        last_ns = tm <= last_ns ? last_ns + 1 : tm;
+        last_tsc = tsc;
+        if (word & FT_F_RET) {
+            nrot -= (stk[--sn].flags & FR_ROT) != 0;
+        } else {
+            const unsigned fl = fast_flags(c, word, v.q);
+            struct frame *fr = &stk[sn++];
+            fr->func = c->f;
+            fr->match = c->match;
+            fr->flags = fl;
+            fr->addr = word & FT_ADDR_MASK;
+            fr->call_idx = v.idx;
+            nrot += (fl & FR_ROT) != 0;
+        }
+    }
+    if (i > i0) {
+        const uint64_t ne = i - i0, calls = fast_calls(ne, sn0, sn);
+        int64_t tm = fclk_ns(&k, last_tsc - k.ref_tsc); /* the last event's, measured */
+        r->n = sn;
+        r->nrot = nrot;
+        r->last_ns = last_ns;
+        r->prev_ns = prev_ns;
+        r->last_tsc = last_tsc;
+        th->out_of_order += ooo;
+        th->ncalls += calls;
+        th->nrets += ne - calls;
+        th->nevents += ne;
+        th->last_ns = last_ns;
+        th->last_mns = tm < gstart ? gstart : tm;
+    }
+    return i;
+}
+
+/* A batch's, compiled on its own and in two passes over its events, each
+ * with few enough values for the registers (as disc_run8): the stack up to
+ * the first event the loop does not take, then their times. */
+static __attribute__((noinline)) size_t disc_fast_ev(struct replay *r, const struct ev *e, size_t i, size_t n)
+{
+    struct dthread *th = r->th;
+    const struct fclk k = fclk_of(&r->g->clk);
+    reserve_frames(r, n - i);
+    const size_t sn0 = r->n, i0 = i;
+    {
+        struct frame *const stk = r->stk;
+        const struct fcache *const fc = r->fc;
+        size_t sn = sn0, nrot = r->nrot;
+        for (; i < n; i++) {
+            const uint64_t word = e[i].word;
+            /* (discovery marks a function seen at its first event: on_event) */
+            const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN | FC_OK_SEEN, stk, sn, SIZE_MAX);
+            if (!c || e[i].tsc - k.ref_tsc > k.lim)
+                break;
+            if (word & FT_F_RET) {
+                nrot -= (stk[--sn].flags & FR_ROT) != 0;
+            } else {
+                const unsigned fl = fast_flags(c, word, e[i].q);
+                struct frame *fr = &stk[sn++];
+                fr->func = c->f;
+                fr->match = c->match;
+                fr->flags = fl;
+                fr->addr = word & FT_ADDR_MASK;
+                fr->call_idx = e[i].idx;
+                nrot += (fl & FR_ROT) != 0;
+            }
+        }
+        r->n = sn;
+        r->nrot = nrot;
+    }
+    if (i == i0)
+        return i;
+    const int64_t gstart = r->gstart;
+    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
+    uint64_t last_tsc = r->last_tsc, ooo = 0;
+    for (size_t x = i0; x < i; x++) {
+        const uint64_t tsc = e[x].tsc;
+        int64_t tm = fclk_ns(&k, tsc - k.ref_tsc); /* step_time */
+        if (tm < gstart)
+            tm = gstart;
+        ooo += tm <= last_ns && tsc + 1 < last_tsc;
+        prev_ns = last_ns;
+        last_ns = tm <= last_ns ? last_ns + 1 : tm;
+        last_tsc = tsc;
+    }
+    const uint64_t ne = i - i0, calls = fast_calls(ne, sn0, r->n);
+    int64_t tm = fclk_ns(&k, last_tsc - k.ref_tsc); /* the last event's, measured */
+    r->last_ns = last_ns;
+    r->prev_ns = prev_ns;
+    r->last_tsc = last_tsc;
+    th->out_of_order += ooo;
+    th->ncalls += calls;
+    th->nrets += ne - calls;
+    th->nevents += ne;
+    th->last_ns = last_ns;
+    th->last_mns = tm < gstart ? gstart : tm;
+    return i;
+}
+
+static ALWAYS_INLINE size_t disc_k(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t n)
+{
     size_t i = 0;
     while (i < n) {
         if (fast_ok(r)) {
-            struct frame *const stk = r->stk;
-            const struct fcache *const fc = r->fc;
-            const size_t cap = r->cap, sn0 = r->n, i0 = i;
-            size_t sn = sn0, nrot = r->nrot;
-            const int64_t gstart = r->gstart;
-            int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
-            uint64_t last_tsc = r->last_tsc, ooo = 0;
-            for (; i < n && ev_plain_at(r8, i); i++) {
-                const struct evf v = ev_at(e, r8, i);
-                const uint64_t word = v.word, tsc = v.tsc, dd = tsc - k.ref_tsc;
-                /* (discovery marks a function seen at its first event: on_event) */
-                const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN | FC_OK_SEEN, stk, sn, cap);
-                if (!c || dd > k.lim)
-                    break;
-                int64_t tm = fclk_ns(&k, dd); /* step_time */
-                if (tm < gstart)
-                    tm = gstart;
-                ooo += tm <= last_ns && tsc + 1 < last_tsc;
-                prev_ns = last_ns;
-                last_ns = tm <= last_ns ? last_ns + 1 : tm;
-                last_tsc = tsc;
-                if (word & FT_F_RET) {
-                    nrot -= (stk[--sn].flags & FR_ROT) != 0;
-                } else {
-                    const unsigned fl = fast_flags(c, word, v.q);
-                    struct frame *fr = &stk[sn++];
-                    fr->func = c->f;
-                    fr->match = c->match;
-                    fr->flags = fl;
-                    fr->addr = word & FT_ADDR_MASK;
-                    fr->call_idx = v.idx;
-                    nrot += (fl & FR_ROT) != 0;
-                }
-            }
-            if (i > i0) {
-                const uint64_t ne = i - i0, calls = fast_calls(ne, sn0, sn);
-                int64_t tm = fclk_ns(&k, last_tsc - k.ref_tsc); /* the last event's, measured */
-                r->n = sn;
-                r->nrot = nrot;
-                r->last_ns = last_ns;
-                r->prev_ns = prev_ns;
-                r->last_tsc = last_tsc;
-                th->out_of_order += ooo;
-                th->ncalls += calls;
-                th->nrets += ne - calls;
-                th->nevents += ne;
-                th->last_ns = last_ns;
-                th->last_mns = tm < gstart ? gstart : tm;
-            }
+            i = r8 ? disc_fast(r, e, r8, i, n) : disc_fast_ev(r, e, i, n);
             if (i == n)
                 break;
         }
@@ -1600,104 +1673,128 @@ static size_t on_run8_disc(void *ctx, const struct ev8_run *run)
     return run8_replay_disc(ctx, run);
 }
 
+/* the VIEW_PIECES fast loop over events [i, n) of a batch (e) or a run (r8);
+ * sampled: the trace's time is sampled (d->sampled, a constant in each of
+ * its copies); returns where it stopped */
+static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t i,
+                                        size_t n, const int sampled)
+{
+    const struct fclk k = fclk_of(&r->g->clk);
+    struct frame *const stk = r->stk;
+    const struct fcache *const fc = r->fc;
+    const size_t cap = r->cap, i0 = i;
+    size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
+    const int64_t gstart = r->gstart;
+    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
+    struct slice *const sl = r->sl;
+    const size_t slcap = r->slcap;
+    /* (a switch is never in this loop: the context stays) */
+    uint32_t *const slctx = r->ctx_on ? r->slctx : NULL;
+    const uint32_t cid = r->ctx_id;
+    for (; i < n && ev_plain_at(r8, i); i++) {
+        const struct evf v = ev_at(e, r8, i);
+        const uint64_t word = v.word, dd = v.tsc - k.ref_tsc;
+        const int q = sampled ? v.q : EV_EXACT;
+        const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN, stk, sn, cap);
+        /* (a loose bracket: on_event's bounds; a call: room for its slice) */
+        if (!c || dd > k.lim || (sampled && q == EV_LOOSE) || (!(word & FT_F_RET) && nsl == slcap))
+            break;
+        int64_t tm = fclk_ns(&k, dd); /* step_time */
+        if (tm < gstart)
+            tm = gstart;
+        const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
+        prev_ns = last_ns;
+        last_ns = t;
+        if (word & FT_F_RET) { /* pop_k, close_out_k (the end's bracket is tm's own) */
+            struct frame *fr = &stk[--sn];
+            nrot -= (fr->flags & FR_ROT) != 0;
+            if (fr->slice < 0)
+                continue;
+            int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
+            unsigned unm = sampled && (!(fr->flags & FR_EXACT) || q != EV_EXACT) ? SL_UNMEASURED : 0;
+            if (unm && !(fr->flags & FR_PRE) && (fr->flags & FR_LOOSE))
+                unm |= SL_BOUND;
+            struct slice *sp = &sl[fr->slice];
+            sp->cdur = end - fr->start;
+            sp->end = end < sp->start ? sp->start : end;
+            sp->flags = (uint16_t)((sp->flags & ~SL_PENDING) | unm);
+            sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
+            fr->slice = -1;
+        } else { /* push_k, open_out_k (t >= gstart: not from the previous generation) */
+            const unsigned fl = fast_flags(c, word, q);
+            struct frame *fr = &stk[sn++];
+            fr->func = c->f;
+            fr->match = c->match;
+            fr->flags = fl;
+            fr->addr = word & FT_ADDR_MASK;
+            fr->call_idx = v.idx;
+            nrot += (fl & FR_ROT) != 0;
+            fr->start = t;
+            fr->mstart = tm;
+            fr->mlo = tm;
+            fr->cell = NONE32;
+            struct slice *sp = &sl[nsl];
+            sp->func = c->f;
+            sp->depth = (uint16_t)(sn - 1 > 65535 ? 65535 : sn - 1);
+            sp->flags = SL_PENDING;
+            sp->ub = 0;
+            sp->cdur = -1;
+            sp->start = sp->end = t;
+            if (slctx)
+                slctx[nsl] = cid;
+            fr->slice = (int64_t)nsl++;
+        }
+    }
+    if (i > i0) {
+        /* the last two events' measured times and qualities, as on_event keeps them */
+        const struct evf l1 = ev_at(e, r8, i - 1);
+        int64_t m1 = fclk_ns(&k, l1.tsc - k.ref_tsc);
+        m1 = m1 < gstart ? gstart : m1;
+        if (i - i0 >= 2) {
+            const struct evf l2 = ev_at(e, r8, i - 2);
+            int64_t m2 = fclk_ns(&k, l2.tsc - k.ref_tsc);
+            r->prev_m = m2 < gstart ? gstart : m2;
+            r->prev_q = sampled ? l2.q : EV_EXACT;
+        } else {
+            r->prev_m = r->last_m;
+            r->prev_q = r->cur_exact;
+        }
+        r->last_m = m1;
+        r->cur_exact = sampled ? l1.q : EV_EXACT;
+        r->cur_lo_m = r->cur_hi_m = m1;
+        r->n = sn;
+        r->nrot = nrot;
+        r->last_ns = last_ns;
+        r->prev_ns = prev_ns;
+        r->last_tsc = l1.tsc;
+        r->nsl = nsl;
+    }
+    return i;
+}
+
+/* (a batch's: compiled on its own, the registers are all its loop's) */
+static __attribute__((noinline)) size_t pieces_fast_ev(struct replay *r, const struct ev *e, size_t i, size_t n)
+{
+    return pieces_fast(r, e, NULL, i, n, 0);
+}
+
+static __attribute__((noinline)) size_t pieces_fast_ev_sampled(struct replay *r, const struct ev *e, size_t i,
+                                                               size_t n)
+{
+    return pieces_fast(r, e, NULL, i, n, 1);
+}
+
 /* the VIEW_PIECES fast loop; sampled: the trace's time is sampled (d->sampled,
  * a constant in each of its two copies) */
 static ALWAYS_INLINE size_t pieces_k(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t n,
                                      const int sampled)
 {
-    const struct fclk k = fclk_of(&r->g->clk);
     size_t i = 0;
     while (i < n) {
         if (fast_ok(r)) {
-            struct frame *const stk = r->stk;
-            const struct fcache *const fc = r->fc;
-            const size_t cap = r->cap, i0 = i;
-            size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
-            const int64_t gstart = r->gstart;
-            int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
-            struct slice *const sl = r->sl;
-            const size_t slcap = r->slcap;
-            /* (a switch is never in this loop: the context stays) */
-            uint32_t *const slctx = r->ctx_on ? r->slctx : NULL;
-            const uint32_t cid = r->ctx_id;
-            for (; i < n && ev_plain_at(r8, i); i++) {
-                const struct evf v = ev_at(e, r8, i);
-                const uint64_t word = v.word, dd = v.tsc - k.ref_tsc;
-                const int q = sampled ? v.q : EV_EXACT;
-                const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN, stk, sn, cap);
-                /* (a loose bracket: on_event's bounds; a call: room for its slice) */
-                if (!c || dd > k.lim || (sampled && q == EV_LOOSE) || (!(word & FT_F_RET) && nsl == slcap))
-                    break;
-                int64_t tm = fclk_ns(&k, dd); /* step_time */
-                if (tm < gstart)
-                    tm = gstart;
-                const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
-                prev_ns = last_ns;
-                last_ns = t;
-                if (word & FT_F_RET) { /* pop_k, close_out_k (the end's bracket is tm's own) */
-                    struct frame *fr = &stk[--sn];
-                    nrot -= (fr->flags & FR_ROT) != 0;
-                    if (fr->slice < 0)
-                        continue;
-                    int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
-                    unsigned unm = sampled && (!(fr->flags & FR_EXACT) || q != EV_EXACT) ? SL_UNMEASURED : 0;
-                    if (unm && !(fr->flags & FR_PRE) && (fr->flags & FR_LOOSE))
-                        unm |= SL_BOUND;
-                    struct slice *sp = &sl[fr->slice];
-                    sp->cdur = end - fr->start;
-                    sp->end = end < sp->start ? sp->start : end;
-                    sp->flags = (uint16_t)((sp->flags & ~SL_PENDING) | unm);
-                    sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
-                    fr->slice = -1;
-                } else { /* push_k, open_out_k (t >= gstart: not from the previous generation) */
-                    const unsigned fl = fast_flags(c, word, q);
-                    struct frame *fr = &stk[sn++];
-                    fr->func = c->f;
-                    fr->match = c->match;
-                    fr->flags = fl;
-                    fr->addr = word & FT_ADDR_MASK;
-                    fr->call_idx = v.idx;
-                    nrot += (fl & FR_ROT) != 0;
-                    fr->start = t;
-                    fr->mstart = tm;
-                    fr->mlo = tm;
-                    fr->cell = NONE32;
-                    struct slice *sp = &sl[nsl];
-                    sp->func = c->f;
-                    sp->depth = (uint16_t)(sn - 1 > 65535 ? 65535 : sn - 1);
-                    sp->flags = SL_PENDING;
-                    sp->ub = 0;
-                    sp->cdur = -1;
-                    sp->start = sp->end = t;
-                    if (slctx)
-                        slctx[nsl] = cid;
-                    fr->slice = (int64_t)nsl++;
-                }
-            }
-            if (i > i0) {
-                /* the last two events' measured times and qualities, as on_event keeps them */
-                const struct evf l1 = ev_at(e, r8, i - 1);
-                int64_t m1 = fclk_ns(&k, l1.tsc - k.ref_tsc);
-                m1 = m1 < gstart ? gstart : m1;
-                if (i - i0 >= 2) {
-                    const struct evf l2 = ev_at(e, r8, i - 2);
-                    int64_t m2 = fclk_ns(&k, l2.tsc - k.ref_tsc);
-                    r->prev_m = m2 < gstart ? gstart : m2;
-                    r->prev_q = sampled ? l2.q : EV_EXACT;
-                } else {
-                    r->prev_m = r->last_m;
-                    r->prev_q = r->cur_exact;
-                }
-                r->last_m = m1;
-                r->cur_exact = sampled ? l1.q : EV_EXACT;
-                r->cur_lo_m = r->cur_hi_m = m1;
-                r->n = sn;
-                r->nrot = nrot;
-                r->last_ns = last_ns;
-                r->prev_ns = prev_ns;
-                r->last_tsc = l1.tsc;
-                r->nsl = nsl;
-            }
+            i = r8   ? pieces_fast(r, e, r8, i, n, sampled)
+                : sampled ? pieces_fast_ev_sampled(r, e, i, n)
+                          : pieces_fast_ev(r, e, i, n);
             if (i == n)
                 break;
         }
