@@ -138,6 +138,8 @@ def test_bench_quick_writes_every_table(tree, tmp_path):
     # ... and the CPU's speed (a VM's host can slow it without the load showing)
     speed = re.search(r"\| CPU speed per section \(bench/speedprobe[^|]*\| hot ([0-9.]+)→([0-9.]+); mt ", md)
     assert speed and all(float(x) >= 1.0 for x in speed.groups()), md
+    stores = re.search(r"\| store chain per section \(bench/speedprobe[^|]*\| hot ([0-9.]+)→([0-9.]+); mt ", md)
+    assert stores and all(float(x) >= 1.0 for x in stores.groups()), md
 
     # --- hot path: every configuration measured at both depths, with ring bytes
     rows = {}  # label -> its first row (the hot-path table comes before the 2-thread one)
