@@ -449,6 +449,16 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
                 if (b > idx && b < lim)
                     lim = b;
                 size_t kl = lim - i < got ? (size_t)(lim - i) : got, k2 = k + 1;
+                /* four at a time: one branch for four (an event has a tag
+                 * other than 3 and is not 0) */
+                while (k2 + 4 <= kl) {
+                    uint64_t w0 = ld8(buf, k2), w1 = ld8(buf, k2 + 1), w2 = ld8(buf, k2 + 2), w3 = ld8(buf, k2 + 3);
+                    /* tag 3: bits 1 and 0 both set */
+                    uint64_t esc = ((w0 & (w0 >> 1)) | (w1 & (w1 >> 1)) | (w2 & (w2 >> 1)) | (w3 & (w3 >> 1))) & 1;
+                    if (esc | (w0 == 0) | (w1 == 0) | (w2 == 0) | (w3 == 0))
+                        break;
+                    k2 += 4;
+                }
                 while (k2 < kl && is_event(ld8(buf, k2)))
                     k2++;
                 w = ld8(buf, k2 - 1);
