@@ -1504,10 +1504,14 @@ static ALWAYS_INLINE int ev_plain_at(const struct ev8_run *r8, size_t i)
     return !r8 || ev8_plain(ev8_item(r8, i));
 }
 
-/* room for n more frames (a run loop's events push at most one each: it
- * tests nothing then) */
+/* room for n more frames before a fast loop (each event pushes at most one;
+ * the loops stop where the room ends, on_event makes more: at most
+ * FRAMES_AHEAD are made here, the stack stays as deep as the thread's) */
+#define FRAMES_AHEAD 256u
 static void reserve_frames(struct replay *r, size_t n)
 {
+    if (n > FRAMES_AHEAD)
+        n = FRAMES_AHEAD;
     if (r->cap - r->n >= n)
         return;
     while (r->cap - r->n < n)
@@ -1593,11 +1597,12 @@ static __attribute__((noinline)) size_t disc_fast_ev(struct replay *r, const str
     {
         struct frame *const stk = r->stk;
         const struct fcache *const fc = r->fc;
+        const size_t cap = r->cap;
         size_t sn = sn0, nrot = r->nrot;
         for (; i < n; i++) {
             const uint64_t word = e[i].word;
             /* (discovery marks a function seen at its first event: on_event) */
-            const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN | FC_OK_SEEN, stk, sn, SIZE_MAX);
+            const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN | FC_OK_SEEN, stk, sn, cap);
             if (!c || e[i].tsc - k.ref_tsc > k.lim)
                 break;
             if (word & FT_F_RET) {
@@ -1841,14 +1846,14 @@ static ALWAYS_INLINE int run8_ok(const struct replay *r, const struct ev8_run *r
 }
 
 /* the item's fcache entry if the run loops take it (okt: FC_OKT_PIECES or
- * FC_OKT_DISC), else NULL */
+ * FC_OKT_DISC; a call needs room for its frame: cap), else NULL */
 static ALWAYS_INLINE const struct fcache *run8_func(const struct fcache *fc, uint64_t addr, uint64_t tag, unsigned okt,
-                                                    const struct frame *stk, size_t sn)
+                                                    const struct frame *stk, size_t sn, size_t cap)
 {
     const struct fcache *c = &fc[fc_hash(addr)];
     if (c->addr != addr || !((c->okt >> (tag + okt)) & 1u))
         return NULL;
-    if (tag == FT_E8_RET && (!sn || stk[sn - 1].match != c->match))
+    if (tag == FT_E8_RET ? !sn || stk[sn - 1].match != c->match : sn == cap)
         return NULL;
     return c;
 }
@@ -1907,6 +1912,7 @@ static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *r
     const uint64_t ahi = run->ahi_sh, thi = run->thi_sh, idx0 = run->idx0, ref_tsc = k->ref_tsc, lim = k->lim;
     struct frame *const stk = r->stk;
     const struct fcache *const fc = r->fc;
+    const size_t cap = r->cap;
     size_t sn = r->n, nrot = r->nrot;
     for (; i < n; i++) {
         uint64_t w;
@@ -1915,7 +1921,7 @@ static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *r
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
         if (!w || tag == FT_E8_ESC || (thi | (w >> 32)) - ref_tsc > lim)
             break;
-        const struct fcache *c = run8_func(fc, addr, tag, okt, stk, sn);
+        const struct fcache *c = run8_func(fc, addr, tag, okt, stk, sn, cap);
         if (!c)
             break;
         if (tag == FT_E8_RET) {
@@ -1973,7 +1979,7 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
     struct frame *const stk = r->stk;
     struct slice *const sl = r->sl;
     const struct fcache *const fc = r->fc;
-    const size_t n = run->n, i0 = i;
+    const size_t n = run->n, i0 = i, cap = r->cap;
     size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
     int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
     for (; i < n; i++) {
@@ -1983,7 +1989,7 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
         if (!w || tag == FT_E8_ESC)
             break;
-        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn);
+        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, cap);
         if (!c)
             break;
         const uint64_t tsc = thi | (w >> 32), dd = tsc - ref_tsc;
