@@ -1461,6 +1461,24 @@ static ALWAYS_INLINE unsigned fast_flags(const struct fcache *c, uint64_t word, 
            (q == EV_EXACT ? FR_EXACT : 0) | (q == EV_LOOSE ? FR_LOOSE : 0);
 }
 
+/* a pushed call's frame (its stack depth: sn frames) starts slice i, sp, at
+ * t (measured: tm): push_k's and open_out_k's, for a call of this
+ * generation (t >= gstart) */
+static ALWAYS_INLINE void fast_open(struct frame *fr, struct slice *sp, size_t i, size_t sn, int64_t t, int64_t tm)
+{
+    fr->start = t;
+    fr->mstart = tm;
+    fr->mlo = tm;
+    fr->cell = NONE32;
+    fr->slice = (int64_t)i;
+    sp->func = fr->func;
+    sp->depth = (uint16_t)(sn - 1 > 65535 ? 65535 : sn - 1);
+    sp->flags = SL_PENDING;
+    sp->ub = 0;
+    sp->cdur = -1;
+    sp->start = sp->end = t;
+}
+
 /* the counts of a fast loop's run of n events, calls and returns only,
  * that moved the stack from sn0 to sn frames */
 static ALWAYS_INLINE uint64_t fast_calls(size_t n, size_t sn0, size_t sn)
@@ -1468,40 +1486,14 @@ static ALWAYS_INLINE uint64_t fast_calls(size_t n, size_t sn0, size_t sn)
     return (uint64_t)(n + sn - sn0) / 2;
 }
 
-/* The fast loops read their events from a batch of struct ev (e), or from a
- * run of plain FT_FMT_EXACT8 items (r8: e is NULL; a constant in each copy
- * of a loop): event i's word, time, index and quality */
+/* event i of a batch: its word, time, index and quality */
 struct evf {
     uint64_t word, tsc, idx;
     int q;
 };
-static ALWAYS_INLINE struct evf ev_at(const struct ev *e, const struct ev8_run *r8, size_t i)
+static ALWAYS_INLINE struct evf ev_at(const struct ev *e, size_t i)
 {
-    if (r8) {
-        uint64_t w = ev8_item(r8, i);
-        return (struct evf){ev8_word(r8, w), ev8_tsc(r8, w), r8->idx0 + i, EV_EXACT};
-    }
     return (struct evf){e[i].word, e[i].tsc, e[i].idx, e[i].q};
-}
-
-/* event i handed to on_event */
-static ALWAYS_INLINE void slow_event(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t i,
-                                     const int k)
-{
-    if (r8) {
-        struct ev x;
-        ev8_get(r8, i, &x);
-        on_event(r, &x, k);
-    } else {
-        on_event(r, &e[i], k);
-    }
-}
-
-/* a run's items are taken up to the first that is not plain (ev8_plain):
- * the loops stop there and return how many they took */
-static ALWAYS_INLINE int ev_plain_at(const struct ev8_run *r8, size_t i)
-{
-    return !r8 || ev8_plain(ev8_item(r8, i));
 }
 
 /* room for n more frames before a fast loop (each event pushes at most one;
@@ -1524,65 +1516,6 @@ static void reserve_slices(struct replay *r, size_t n)
 {
     while (r->slcap - r->nsl < n)
         grow_slices(r);
-}
-
-/* the discovery fast loop over events [i, n) of a batch (e) or a run (r8):
- * returns where it stopped */
-static ALWAYS_INLINE size_t disc_fast(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t i,
-                                      size_t n)
-{
-    struct dthread *th = r->th;
-    const struct fclk k = fclk_of(&r->g->clk);
-    struct frame *const stk = r->stk;
-    const struct fcache *const fc = r->fc;
-    const size_t cap = r->cap, sn0 = r->n, i0 = i;
-    size_t sn = sn0, nrot = r->nrot;
-    const int64_t gstart = r->gstart;
-    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
-    uint64_t last_tsc = r->last_tsc, ooo = 0;
-    for (; i < n && ev_plain_at(r8, i); i++) {
-        const struct evf v = ev_at(e, r8, i);
-        const uint64_t word = v.word, tsc = v.tsc, dd = tsc - k.ref_tsc;
-        /* (discovery marks a function seen at its first event: on_event) */
-        const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN | FC_OK_SEEN, stk, sn, cap);
-        if (!c || dd > k.lim)
-            break;
-        int64_t tm = fclk_ns(&k, dd); /* step_time */
-        if (tm < gstart)
-            tm = gstart;
-        ooo += tm <= last_ns && tsc + 1 < last_tsc;
-        prev_ns = last_ns;
-        last_ns = tm <= last_ns ? last_ns + 1 : tm;
-        last_tsc = tsc;
-        if (word & FT_F_RET) {
-            nrot -= (stk[--sn].flags & FR_ROT) != 0;
-        } else {
-            const unsigned fl = fast_flags(c, word, v.q);
-            struct frame *fr = &stk[sn++];
-            fr->func = c->f;
-            fr->match = c->match;
-            fr->flags = fl;
-            fr->addr = word & FT_ADDR_MASK;
-            fr->call_idx = v.idx;
-            nrot += (fl & FR_ROT) != 0;
-        }
-    }
-    if (i > i0) {
-        const uint64_t ne = i - i0, calls = fast_calls(ne, sn0, sn);
-        int64_t tm = fclk_ns(&k, last_tsc - k.ref_tsc); /* the last event's, measured */
-        r->n = sn;
-        r->nrot = nrot;
-        r->last_ns = last_ns;
-        r->prev_ns = prev_ns;
-        r->last_tsc = last_tsc;
-        th->out_of_order += ooo;
-        th->ncalls += calls;
-        th->nrets += ne - calls;
-        th->nevents += ne;
-        th->last_ns = last_ns;
-        th->last_mns = tm < gstart ? gstart : tm;
-    }
-    return i;
 }
 
 /* A batch's, compiled on its own and in two passes over its events, each
@@ -1650,25 +1583,18 @@ static __attribute__((noinline)) size_t disc_fast_ev(struct replay *r, const str
     return i;
 }
 
-static ALWAYS_INLINE size_t disc_k(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t n)
+static void on_events_disc(void *ctx, const struct ev *e, size_t n)
 {
+    struct replay *r = ctx;
     size_t i = 0;
     while (i < n) {
         if (fast_ok(r)) {
-            i = r8 ? disc_fast(r, e, r8, i, n) : disc_fast_ev(r, e, i, n);
+            i = disc_fast_ev(r, e, i, n);
             if (i == n)
                 break;
         }
-        if (!ev_plain_at(r8, i))
-            break;
-        slow_event(r, e, r8, i++, K_DISC);
+        on_event(r, &e[i++], K_DISC);
     }
-    return i;
-}
-
-static void on_events_disc(void *ctx, const struct ev *e, size_t n)
-{
-    disc_k(ctx, e, NULL, n);
 }
 
 static size_t run8_replay_disc(struct replay *r, const struct ev8_run *run);
@@ -1678,11 +1604,10 @@ static size_t on_run8_disc(void *ctx, const struct ev8_run *run)
     return run8_replay_disc(ctx, run);
 }
 
-/* the VIEW_PIECES fast loop over events [i, n) of a batch (e) or a run (r8);
- * sampled: the trace's time is sampled (d->sampled, a constant in each of
- * its copies); returns where it stopped */
-static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t i,
-                                        size_t n, const int sampled)
+/* the VIEW_PIECES fast loop over events [i, n) of a batch; sampled: the
+ * trace's time is sampled (d->sampled, a constant in each of its copies);
+ * returns where it stopped */
+static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, size_t i, size_t n, const int sampled)
 {
     const struct fclk k = fclk_of(&r->g->clk);
     struct frame *const stk = r->stk;
@@ -1696,8 +1621,8 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, co
     /* (a switch is never in this loop: the context stays) */
     uint32_t *const slctx = r->ctx_on ? r->slctx : NULL;
     const uint32_t cid = r->ctx_id;
-    for (; i < n && ev_plain_at(r8, i); i++) {
-        const struct evf v = ev_at(e, r8, i);
+    for (; i < n; i++) {
+        const struct evf v = ev_at(e, i);
         const uint64_t word = v.word, dd = v.tsc - k.ref_tsc;
         const int q = sampled ? v.q : EV_EXACT;
         const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN, stk, sn, cap);
@@ -1734,29 +1659,19 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, co
             fr->addr = word & FT_ADDR_MASK;
             fr->call_idx = v.idx;
             nrot += (fl & FR_ROT) != 0;
-            fr->start = t;
-            fr->mstart = tm;
-            fr->mlo = tm;
-            fr->cell = NONE32;
-            struct slice *sp = &sl[nsl];
-            sp->func = c->f;
-            sp->depth = (uint16_t)(sn - 1 > 65535 ? 65535 : sn - 1);
-            sp->flags = SL_PENDING;
-            sp->ub = 0;
-            sp->cdur = -1;
-            sp->start = sp->end = t;
+            fast_open(fr, &sl[nsl], nsl, sn, t, tm);
             if (slctx)
                 slctx[nsl] = cid;
-            fr->slice = (int64_t)nsl++;
+            nsl++;
         }
     }
     if (i > i0) {
         /* the last two events' measured times and qualities, as on_event keeps them */
-        const struct evf l1 = ev_at(e, r8, i - 1);
+        const struct evf l1 = ev_at(e, i - 1);
         int64_t m1 = fclk_ns(&k, l1.tsc - k.ref_tsc);
         m1 = m1 < gstart ? gstart : m1;
         if (i - i0 >= 2) {
-            const struct evf l2 = ev_at(e, r8, i - 2);
+            const struct evf l2 = ev_at(e, i - 2);
             int64_t m2 = fclk_ns(&k, l2.tsc - k.ref_tsc);
             r->prev_m = m2 < gstart ? gstart : m2;
             r->prev_q = sampled ? l2.q : EV_EXACT;
@@ -1780,61 +1695,45 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, co
 /* (a batch's: compiled on its own, the registers are all its loop's) */
 static __attribute__((noinline)) size_t pieces_fast_ev(struct replay *r, const struct ev *e, size_t i, size_t n)
 {
-    return pieces_fast(r, e, NULL, i, n, 0);
+    return pieces_fast(r, e, i, n, 0);
 }
 
 static __attribute__((noinline)) size_t pieces_fast_ev_sampled(struct replay *r, const struct ev *e, size_t i,
                                                                size_t n)
 {
-    return pieces_fast(r, e, NULL, i, n, 1);
-}
-
-/* the VIEW_PIECES fast loop; sampled: the trace's time is sampled (d->sampled,
- * a constant in each of its two copies) */
-static ALWAYS_INLINE size_t pieces_k(struct replay *r, const struct ev *e, const struct ev8_run *r8, size_t n,
-                                     const int sampled)
-{
-    size_t i = 0;
-    while (i < n) {
-        if (fast_ok(r)) {
-            i = r8   ? pieces_fast(r, e, r8, i, n, sampled)
-                : sampled ? pieces_fast_ev_sampled(r, e, i, n)
-                          : pieces_fast_ev(r, e, i, n);
-            if (i == n)
-                break;
-        }
-        if (!ev_plain_at(r8, i))
-            break;
-        slow_event(r, e, r8, i++, K_PIECES);
-    }
-    return i;
+    return pieces_fast(r, e, i, n, 1);
 }
 
 static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
 {
     struct replay *r = ctx;
-    if (r->d->sampled)
-        pieces_k(r, e, NULL, n, 1);
-    else
-        pieces_k(r, e, NULL, n, 0);
+    const int sampled = r->d->sampled;
+    size_t i = 0;
+    while (i < n) {
+        if (fast_ok(r)) {
+            i = sampled ? pieces_fast_ev_sampled(r, e, i, n) : pieces_fast_ev(r, e, i, n);
+            if (i == n)
+                break;
+        }
+        on_event(r, &e[i++], K_PIECES);
+    }
 }
 
-/* (exact time only: replay_gen) */
+/* (exact time, and a thread that does not switch contexts, only: replay_gen) */
 static size_t run8_replay_pieces(struct replay *r, const struct ev8_run *run);
 
 static size_t on_run8_pieces(void *ctx, const struct ev8_run *run)
 {
-    struct replay *r = ctx;
-    return r->ctx_on ? pieces_k(r, NULL, run, run->n, 0) : run8_replay_pieces(r, run);
+    return run8_replay_pieces(ctx, run);
 }
 
 /* ---- runs of plain exact items, the common case in its own loops --------
  * A run (struct ev8_run) whose words' flags come from their tags alone
  * (address high half below 2^61) is replayed by loops that know it: no
  * bit-62 word, a bit-61 word is a tagged call, the address needs no mask.
- * disc_run8 and pieces_run8 do what disc_k and pieces_k do for its events,
- * and stop where those would go to on_event (the caller hands that event
- * to them). */
+ * disc_run8 and pieces_run8 do what the batch loops (disc_fast_ev,
+ * pieces_fast) do for its events, and stop where those would go to
+ * on_event (the caller hands that event to it). */
 _Static_assert(FR_ROT == 1, "the run loops count FR_ROT frames by flags & 1");
 
 /* 1 if the run's items may take the run loops (their words' flags are
@@ -1858,14 +1757,26 @@ static ALWAYS_INLINE const struct fcache *run8_func(const struct fcache *fc, uin
     return c;
 }
 
-/* discovery: items [i, n) of the run, up to the first the run loop does not
- * take; returns how many it took */
+/* a call's frame (what discovery needs of it: pieces_run8 adds the times
+ * and the slice), FR_ROT counted in *nrot */
+static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, uint64_t tag, uint64_t addr, uint64_t idx,
+                                    size_t *nrot)
+{
+    const unsigned fl = c->fl0 | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+    fr->func = c->f;
+    fr->match = c->match;
+    fr->flags = fl;
+    fr->addr = addr;
+    fr->call_idx = idx;
+    *nrot += fl & 1u;
+}
+
 /* A run loop in two passes over its items, each with few values to keep
  * (the compiler keeps them in registers): the stack, up to the first item
  * it does not take, then the times of the items taken. */
 
 /* the times of items [i, j) (all in the clock's span: run8_stack stopped
- * before any that is not), as disc_k and pieces_k step them; pieces (t,
+ * before any that is not), as the batch loops step them; pieces (t,
  * tm: NULL in discovery) gets each one's own and measured ns */
 static ALWAYS_INLINE void run8_times(struct replay *r, const struct ev8_run *run, size_t i, size_t j,
                                      const struct fclk *k, int64_t *t, int64_t *tmv, uint64_t *ooo_out)
@@ -1924,18 +1835,10 @@ static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *r
         const struct fcache *c = run8_func(fc, addr, tag, okt, stk, sn, cap);
         if (!c)
             break;
-        if (tag == FT_E8_RET) {
+        if (tag == FT_E8_RET)
             nrot -= stk[--sn].flags & 1u;
-        } else {
-            const unsigned fl = c->fl0 | (tag == FT_E8_CALL_ROT ? c->rot : 0);
-            struct frame *fr = &stk[sn++];
-            fr->func = c->f;
-            fr->match = c->match;
-            fr->flags = fl;
-            fr->addr = addr;
-            fr->call_idx = idx0 + i;
-            nrot += fl & 1u;
-        }
+        else
+            run8_push(&stk[sn++], c, tag, addr, idx0 + i, &nrot);
     }
     r->n = sn;
     r->nrot = nrot;
@@ -2001,7 +1904,7 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
         const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
         prev_ns = last_ns;
         last_ns = t;
-        if (tag == FT_E8_RET) { /* pieces_k's pop */
+        if (tag == FT_E8_RET) { /* pieces_fast's pop */
             struct frame *fr = &stk[--sn];
             nrot -= fr->flags & 1u;
             if (fr->slice < 0)
@@ -2013,30 +1916,14 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
             sp->flags = (uint16_t)(sp->flags & ~SL_PENDING);
             sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
             fr->slice = -1;
-        } else { /* pieces_k's push */
-            const unsigned fl = c->fl0 | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+        } else { /* pieces_fast's push */
             struct frame *fr = &stk[sn++];
-            fr->func = c->f;
-            fr->match = c->match;
-            fr->flags = fl;
-            fr->addr = addr;
-            fr->call_idx = idx0 + i;
-            nrot += fl & 1u;
-            fr->start = t;
-            fr->mstart = tm;
-            fr->mlo = tm;
-            fr->cell = NONE32;
-            fr->slice = (int64_t)nsl;
-            struct slice *sp = &sl[nsl++];
-            sp->func = c->f;
-            sp->depth = (uint16_t)(sn - 1 > 65535 ? 65535 : sn - 1);
-            sp->flags = SL_PENDING;
-            sp->ub = 0;
-            sp->cdur = -1;
-            sp->start = sp->end = t;
+            run8_push(fr, c, tag, addr, idx0 + i, &nrot);
+            fast_open(fr, &sl[nsl], nsl, sn, t, tm);
+            nsl++;
         }
     }
-    if (i > i0) { /* (as pieces_k) */
+    if (i > i0) { /* (as pieces_fast) */
         uint64_t w1;
         __builtin_memcpy(&w1, p + 8 * (i - 1), 8);
         const uint64_t tsc1 = thi | (w1 >> 32);
@@ -2065,8 +1952,9 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
     return i - i0;
 }
 
-/* a run: the run loop where it may, the general fast loop (or on_event)
- * for the event where it stops, and so on; returns the items taken */
+/* a run: the run loop where it may, on_event for the event where it stops
+ * (the batch loops would hand it there too: the run loop stops where they
+ * would), and so on; returns the items taken */
 static ALWAYS_INLINE size_t run8_replay(struct replay *r, const struct ev8_run *run, const int pieces)
 {
     const struct fclk k = fclk_of(&r->g->clk);
@@ -2076,13 +1964,11 @@ static ALWAYS_INLINE size_t run8_replay(struct replay *r, const struct ev8_run *
             i += pieces ? pieces_run8(r, run, i, &k) : disc_run8(r, run, i, &k);
         if (i == run->n)
             break;
-        struct ev8_run one = *run; /* the next item alone */
-        one.p += 8 * i;
-        one.idx0 += i;
-        one.n = 1;
-        if (!(pieces ? pieces_k(r, NULL, &one, 1, 0) : disc_k(r, NULL, &one, 1)))
-            break; /* not plain: the run ends */
-        i++;
+        if (!ev8_plain(ev8_item(run, i)))
+            break; /* the run ends */
+        struct ev e; /* where the run loop stopped: what a batch loop would hand on_event */
+        ev8_get(run, i++, &e);
+        on_event(r, &e, pieces ? K_PIECES : K_DISC);
     }
     return i;
 }
@@ -2200,7 +2086,9 @@ void replay_gen(struct replay *r, size_t gi)
         faults_instants(d, th, r->out, g->start_ns, gi + 1 < d->ngens ? g->end_ns : INT64_MAX);
     uint64_t lo = th->cut[gi] > th->lo ? th->cut[gi] : th->lo, hi = th->cut[gi + 1] > lo ? th->cut[gi + 1] : lo;
     ev_fn fn = r->discovery ? on_events_disc : r->emitting && !r->calls ? on_events_pieces : on_events_any;
-    ev8_fn fn8 = r->discovery ? on_run8_disc : r->emitting && !r->calls && !d->sampled ? on_run8_pieces : NULL;
+    ev8_fn fn8 = r->discovery                                           ? on_run8_disc
+                 : r->emitting && !r->calls && !d->sampled && !r->ctx_on ? on_run8_pieces
+                                                                          : NULL;
     /* in chunks, for the progress line (the sampled-mode carry makes a range
      * in pieces decode as it does whole) */
     for (uint64_t a = lo; a < hi;) {

@@ -218,6 +218,22 @@ static int look_cb(void *ctx, uint64_t w, uint64_t idx, int stamped, uint64_t ts
     return 0;
 }
 
+/* room in run_sampled's buffer out[cap] holding n events, p0 of them
+ * final: hand those over and keep the pending ones, or (none final: a
+ * bracket longer than the buffer) a buffer twice as big */
+static void out_room(struct ev **out, size_t *cap, size_t *n, size_t *p0, ev_fn fn, void *ctx)
+{
+    if (*p0) {
+        fn(ctx, *out, *p0);
+        memmove(*out, *out + *p0, (*n - *p0) * sizeof **out);
+        *n -= *p0;
+        *p0 = 0;
+    } else {
+        *cap *= 2;
+        *out = xrealloc(*out, *cap * sizeof **out);
+    }
+}
+
 /* Sampled: the unstamped events wait in out[p0..n) for the stamp after
  * them (their ordinals: o0 ...); everything before p0 is final. */
 static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref,
@@ -239,17 +255,8 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
         if (!sampled8) {
             /* the plain items (events without a time) straight into out,
              * pending: then the item after them through ev_read_sampled */
-            if (cap - n < EVB) {
-                if (p0) { /* hand over what is final, keep the pending */
-                    fn(ctx, out, p0);
-                    memmove(out, out + p0, (n - p0) * sizeof *out);
-                    n -= p0;
-                    p0 = 0;
-                } else { /* a bracket longer than the buffer */
-                    cap *= 2;
-                    out = xrealloc(out, cap * sizeof *out);
-                }
-            }
+            if (cap - n < EVB)
+                out_room(&out, &cap, &n, &p0, fn, ctx);
             size_t m = ev_plain_sampled4(d, th, i, hi - i < EVB ? hi - i : EVB, out + n);
             if (m) {
                 if (n == p0)
@@ -280,17 +287,8 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
             int stamped = it->kind == EVS_STAMPED || stamp;
             uint64_t t = it->kind == EVS_STAMPED ? it->tsc : st;
             stamp = 0;
-            if (n == cap) {
-                if (p0) { /* hand over what is final, keep the pending */
-                    fn(ctx, out, p0);
-                    memmove(out, out + p0, (n - p0) * sizeof *out);
-                    n -= p0;
-                    p0 = 0;
-                } else { /* a bracket longer than the buffer */
-                    cap *= 2;
-                    out = xrealloc(out, cap * sizeof *out);
-                }
-            }
+            if (n == cap)
+                out_room(&out, &cap, &n, &p0, fn, ctx);
             uint64_t ord = c->next_ord++;
             struct ev *e = &out[n];
             e->word = it->word;
