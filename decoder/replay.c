@@ -1738,9 +1738,8 @@ _Static_assert(FR_ROT == 1, "the run loops count FR_ROT frames by flags & 1");
 
 /* 1 if the run's items may take the run loops (their words' flags are
  * their tags': the address high half is below 2^61) */
-static ALWAYS_INLINE int run8_ok(const struct replay *r, const struct ev8_run *run, const struct fclk *k)
+static ALWAYS_INLINE int run8_ok(const struct replay *r, const struct ev8_run *run)
 {
-    (void)k;
     return fast_ok(r) && !(run->ahi_sh >> 61);
 }
 
@@ -1771,15 +1770,15 @@ static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, ui
     *nrot += fl & 1u;
 }
 
-/* A run loop in two passes over its items, each with few values to keep
- * (the compiler keeps them in registers): the stack, up to the first item
- * it does not take, then the times of the items taken. */
+/* Discovery's run loop is two passes over the items, each with few values
+ * to keep (the compiler keeps them in registers): the stack, up to the first
+ * item it does not take, then the times of the items taken. */
 
-/* the times of items [i, j) (all in the clock's span: run8_stack stopped
- * before any that is not), as the batch loops step them; pieces (t,
- * tm: NULL in discovery) gets each one's own and measured ns */
+/* discovery's second pass: the times of items [i, j) (all in the clock's
+ * span: run8_stack stopped before any that is not), stepped as the batch
+ * loops step them; *ooo: how many went back in time */
 static ALWAYS_INLINE void run8_times(struct replay *r, const struct ev8_run *run, size_t i, size_t j,
-                                     const struct fclk *k, int64_t *t, int64_t *tmv, uint64_t *ooo_out)
+                                     const struct fclk *k, uint64_t *ooo_out)
 {
     const uint8_t *const p = run->p;
     const uint64_t thi = run->thi_sh, ref_tsc = k->ref_tsc, mult = k->mult;
@@ -1793,29 +1792,22 @@ static ALWAYS_INLINE void run8_times(struct replay *r, const struct ev8_run *run
         int64_t tm = ref_ns + (int64_t)(uint64_t)(((unsigned __int128)(tsc - ref_tsc) * mult) >> 64);
         if (tm < gstart)
             tm = gstart;
-        if (ooo_out)
-            ooo += tm <= last_ns && tsc + 1 < last_tsc;
+        ooo += tm <= last_ns && tsc + 1 < last_tsc;
         prev_ns = last_ns;
         last_ns = tm <= last_ns ? last_ns + 1 : tm;
         last_tsc = tsc;
-        if (t) {
-            t[x - i] = last_ns;
-            tmv[x - i] = tm;
-        }
     }
     r->last_ns = last_ns;
     r->prev_ns = prev_ns;
     r->last_tsc = last_tsc;
-    if (ooo_out)
-        *ooo_out = ooo;
+    *ooo_out = ooo;
 }
 
-/* the first item of [i, n) that the run loops do not take: not plain, its
- * function not in the cache or not as need asks (FC_OK_*), a return that
- * does not close the top frame (as the stack is by then: calls push, returns
- * pop), or a time outside the clock's span.  push: do the pushes and pops
- * (discovery's frames: no times); else only follow the stack's depth (the
- * top frame is then the one under the pops: *stack moves, see pieces_run8) */
+/* discovery's first pass: the pushes and pops of items [i, n) (frames
+ * without times) up to the first item the run loops do not take -- not
+ * plain, its function not in the cache or not as okt asks (FC_OKT_*), a
+ * return that does not close the top frame, a call without room, or a time
+ * outside the clock's span; returns where it stopped */
 static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *run, size_t i, size_t n,
                                        const struct fclk *k, unsigned okt)
 {
@@ -1856,7 +1848,7 @@ static __attribute__((noinline)) size_t disc_run8(struct replay *r, const struct
     const size_t j = run8_stack(r, run, i, run->n, k, FC_OKT_DISC);
     if (j > i) {
         uint64_t ooo;
-        run8_times(r, run, i, j, k, NULL, NULL, &ooo);
+        run8_times(r, run, i, j, k, &ooo);
         const uint64_t ne = j - i, calls = fast_calls(ne, sn0, r->n);
         th->out_of_order += ooo;
         th->ncalls += calls;
@@ -1960,7 +1952,7 @@ static ALWAYS_INLINE size_t run8_replay(struct replay *r, const struct ev8_run *
     const struct fclk k = fclk_of(&r->g->clk);
     size_t i = 0;
     while (i < run->n) {
-        if (run8_ok(r, run, &k))
+        if (run8_ok(r, run))
             i += pieces ? pieces_run8(r, run, i, &k) : disc_run8(r, run, i, &k);
         if (i == run->n)
             break;
