@@ -130,14 +130,15 @@ static inline uint64_t digits8(uint32_t x)
     return (pairs - tens * 10) << 8 | tens;
 }
 
-/* ".123" (f < 1000) */
-static inline int put_frac3(char *p, unsigned f)
-{
-    p[0] = '.';
-    p[1] = (char)('0' + f / 100);
-    memcpy(p + 2, digits2 + f % 100 * 2, 2);
-    return 4;
-}
+
+/* ".ddd" of every f < 1000, as the 4 bytes to store (x86-64: little-endian) */
+#define FR(a, b, c) ((uint32_t)'.' | (uint32_t)('0' + (a)) << 8 | (uint32_t)('0' + (b)) << 16 | (uint32_t)('0' + (c)) << 24)
+#define FR10(a, b) FR(a, b, 0), FR(a, b, 1), FR(a, b, 2), FR(a, b, 3), FR(a, b, 4), FR(a, b, 5), FR(a, b, 6), \
+                   FR(a, b, 7), FR(a, b, 8), FR(a, b, 9)
+#define FR100(a) FR10(a, 0), FR10(a, 1), FR10(a, 2), FR10(a, 3), FR10(a, 4), FR10(a, 5), FR10(a, 6), FR10(a, 7), \
+                 FR10(a, 8), FR10(a, 9)
+const uint32_t ob_frac3[1000] = {FR100(0), FR100(1), FR100(2), FR100(3), FR100(4),
+                                 FR100(5), FR100(6), FR100(7), FR100(8), FR100(9)};
 
 int fmt_us3(char *p, int64_t ns)
 {
@@ -159,17 +160,9 @@ int fmt_us3(char *p, int64_t ns)
     } else {
         n += fmt_u64(p + n, us);
     }
-    return n + put_frac3(p + n, (unsigned)(a % 1000));
+    memcpy(p + n, &ob_frac3[a % 1000], 4);
+    return n + 4;
 }
-
-/* ".ddd" of every f < 1000, as the 4 bytes to store (x86-64: little-endian) */
-#define FR(a, b, c) ((uint32_t)'.' | (uint32_t)('0' + (a)) << 8 | (uint32_t)('0' + (b)) << 16 | (uint32_t)('0' + (c)) << 24)
-#define FR10(a, b) FR(a, b, 0), FR(a, b, 1), FR(a, b, 2), FR(a, b, 3), FR(a, b, 4), FR(a, b, 5), FR(a, b, 6), \
-                   FR(a, b, 7), FR(a, b, 8), FR(a, b, 9)
-#define FR100(a) FR10(a, 0), FR10(a, 1), FR10(a, 2), FR10(a, 3), FR10(a, 4), FR10(a, 5), FR10(a, 6), FR10(a, 7), \
-                 FR10(a, 8), FR10(a, 9)
-const uint32_t ob_frac3[1000] = {FR100(0), FR100(1), FR100(2), FR100(3), FR100(4),
-                                 FR100(5), FR100(6), FR100(7), FR100(8), FR100(9)};
 
 int fmt_us3_cached_slow(char *p, int64_t ns, struct us3_cache *c)
 {

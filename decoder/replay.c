@@ -121,19 +121,20 @@ struct fcache {
     uint8_t ignored, throws;
     uint8_t seen; /* discovery: this replay marked the function seen */
     uint8_t rot;  /* FR_ROT / FR_ROTK of a bit-61 call (rot_flags), ROT_UNSET */
-    uint8_t ok;   /* FC_OK_*: what the fast loops take of it (fc_ok) */
     uint8_t fl0;  /* an exact call's frame flags but its bit-61 ones: FR_EXACT, FR_THROW */
-    uint8_t okt;  /* the run loops: bit tag (FT_E8_*) set if they take an item of that tag
-                     (from ok: FC_OKT_PIECES), or bit tag + 4 in discovery (FC_OKT_DISC) */
+    uint8_t okt;  /* what the fast loops take of it (fc_ok): bit tag (FT_E8_*: a call, a
+                     return, a bit-61 call) set if they take an event of that kind, from
+                     FC_OKT_PIECES on, or in discovery from FC_OKT_DISC on */
 };
 #define ROT_UNSET 0xFFu
 #define FC_EMPTY UINT64_MAX /* (no event's address: FT_ADDR_MASK) */
-/* fcache.ok: not ignored; a bit-61 call's flags known (rot set); seen (a
- * discovery replay's); FC_OK_ROT is bit 61 of an event word shifted by 60 */
-#define FC_OK_PLAIN 1u
-#define FC_OK_ROT 2u
-#define FC_OK_SEEN 4u
-_Static_assert(FT_F_CALL_RET_ON_THROW >> 60 == FC_OK_ROT, "FC_OK_ROT is bit 61 >> 60");
+/* fcache.okt: the kinds of event of a function that is not ignored, a
+ * bit-61 call's once its flags are known (rot set), in discovery once it is
+ * marked seen */
+#define FC_OKT_PIECES 0
+#define FC_OKT_DISC 4
+_Static_assert(FT_F_CALL_RET_ON_THROW >> 60 == FT_E8_CALL_ROT && FT_E8_CALL == 0,
+               "an event word's bit 61 >> 60 is the tag of a bit-61 call");
 
 struct replay {
     struct dec *d;
@@ -1139,12 +1140,8 @@ static void event_marker(struct replay *r, uint64_t word, uint64_t addr, uint64_
 
 /* ---- events ------------------------------------------------------------ */
 
-#define FC_OKT_PIECES 0
-#define FC_OKT_DISC 4
 static inline void fc_ok(struct fcache *c)
 {
-    c->ok = (uint8_t)(c->ignored ? 0 : FC_OK_PLAIN | (c->rot != ROT_UNSET ? FC_OK_ROT : 0) | (c->seen ? FC_OK_SEEN : 0));
-    /* calls, returns; bit-61 calls once their flags are known */
     unsigned t = c->ignored ? 0 : 1u << FT_E8_CALL | 1u << FT_E8_RET | (c->rot != ROT_UNSET ? 1u << FT_E8_CALL_ROT : 0);
     c->okt = (uint8_t)(t << FC_OKT_PIECES | (c->seen ? t << FC_OKT_DISC : 0));
 }
@@ -1434,19 +1431,19 @@ static ALWAYS_INLINE int64_t fclk_ns(const struct fclk *k, uint64_t d)
 }
 
 /* the cache entry of a common event's function, or NULL: another kind of
- * event (catches and bit-62 returns have bit 62), not in the cache, not
- * what need asks (FC_OK_*: ignored, a bit-61 call whose flags are not known
- * yet, not seen yet), a return that does not close the top frame, a call
- * without room */
-static ALWAYS_INLINE const struct fcache *fast_func(const struct fcache *fc, uint64_t word, unsigned need,
+ * event (catches and bit-62 returns have bit 62), not in the cache, not an
+ * event of a kind okt allows (FC_OKT_PIECES, FC_OKT_DISC: ignored, a bit-61
+ * call whose flags are not known yet, not seen yet), a return that does not
+ * close the top frame, a call without room */
+static ALWAYS_INLINE const struct fcache *fast_func(const struct fcache *fc, uint64_t word, unsigned okt,
                                                     const struct frame *stk, size_t sn, size_t cap)
 {
     uint64_t addr = word & FT_ADDR_MASK;
     const struct fcache *c = &fc[fc_hash(addr)];
-    /* (a bit-61 return -- none is written -- asks for FC_OK_ROT too: at worst
-     * it goes to on_event, which does the same) */
-    need |= (unsigned)(word >> 60) & FC_OK_ROT;
-    if (c->addr != addr || (c->ok & need) != need || (word & FT_F_RET_WITH_CALLER))
+    /* its kind (fcache.okt's bit): a return (whatever its bit 61: none is
+     * written with one), else a call, bit 61 telling which */
+    const unsigned tag = (word & FT_F_RET) ? FT_E8_RET : (unsigned)(word >> 60) & FT_E8_CALL_ROT;
+    if (c->addr != addr || !((c->okt >> (tag + okt)) & 1u) || (word & FT_F_RET_WITH_CALLER))
         return NULL;
     if (word & FT_F_RET)
         return sn && stk[sn - 1].match == c->match ? c : NULL;
@@ -1486,14 +1483,70 @@ static ALWAYS_INLINE uint64_t fast_calls(size_t n, size_t sn0, size_t sn)
     return (uint64_t)(n + sn - sn0) / 2;
 }
 
-/* event i of a batch: its word, time, index and quality */
-struct evf {
-    uint64_t word, tsc, idx;
-    int q;
-};
-static ALWAYS_INLINE struct evf ev_at(const struct ev *e, size_t i)
+/* a fast loop's event at tsc (in the clock's span): its measured ns, not
+ * before the generation's start for this thread (step_time's tm) */
+static ALWAYS_INLINE int64_t fast_tm(const struct fclk *k, int64_t gstart, uint64_t tsc)
 {
-    return (struct evf){e[i].word, e[i].tsc, e[i].idx, e[i].q};
+    const int64_t tm = fclk_ns(k, tsc - k->ref_tsc);
+    return tm < gstart ? gstart : tm;
+}
+
+/* discovery's second pass over events [i, j) that its first pass took (all
+ * in the clock's span): their times stepped as on_event steps them, then
+ * the thread's counts.  Their TSCs: a batch's (e), else a run's (run). */
+static ALWAYS_INLINE void disc_times(struct replay *r, const struct fclk *k, const struct ev *e,
+                                     const struct ev8_run *run, size_t i, size_t j, size_t sn0)
+{
+    struct dthread *th = r->th;
+    const struct fclk kk = *k; /* (in registers) */
+    const int64_t gstart = r->gstart;
+    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
+    uint64_t last_tsc = r->last_tsc, ooo = 0;
+    for (size_t x = i; x < j; x++) {
+        const uint64_t tsc = e ? e[x].tsc : run->thi_sh | (ev8_item(run, x) >> 32);
+        const int64_t tm = fast_tm(&kk, gstart, tsc);
+        ooo += tm <= last_ns && tsc + 1 < last_tsc;
+        prev_ns = last_ns;
+        last_ns = tm <= last_ns ? last_ns + 1 : tm;
+        last_tsc = tsc;
+    }
+    const uint64_t ne = j - i, calls = fast_calls(ne, sn0, r->n);
+    r->last_ns = last_ns;
+    r->prev_ns = prev_ns;
+    r->last_tsc = last_tsc;
+    th->out_of_order += ooo;
+    th->ncalls += calls;
+    th->nrets += ne - calls;
+    th->nevents += ne;
+    th->last_ns = last_ns;
+    th->last_mns = fast_tm(&kk, gstart, last_tsc);
+}
+
+/* where a VIEW_PIECES fast loop that took events stops: the replay's state
+ * as on_event leaves it -- the stack, the slices, the last two events' own
+ * and measured ns and qualities (tsc1, q1: the last one's; tsc2, q2: the
+ * one before, if two == 1) */
+static ALWAYS_INLINE void pieces_end(struct replay *r, const struct fclk *k, size_t sn, size_t nrot, size_t nsl,
+                                     int64_t last_ns, int64_t prev_ns, uint64_t tsc1, int q1, int two, uint64_t tsc2,
+                                     int q2)
+{
+    const int64_t m1 = fast_tm(k, r->gstart, tsc1);
+    if (two) {
+        r->prev_m = fast_tm(k, r->gstart, tsc2);
+        r->prev_q = q2;
+    } else {
+        r->prev_m = r->last_m;
+        r->prev_q = r->cur_exact;
+    }
+    r->last_m = m1;
+    r->cur_exact = q1;
+    r->cur_lo_m = r->cur_hi_m = m1;
+    r->n = sn;
+    r->nrot = nrot;
+    r->last_ns = last_ns;
+    r->prev_ns = prev_ns;
+    r->last_tsc = tsc1;
+    r->nsl = nsl;
 }
 
 /* room for n more frames before a fast loop (each event pushes at most one;
@@ -1523,63 +1576,36 @@ static void reserve_slices(struct replay *r, size_t n)
  * the first event the loop does not take, then their times. */
 static __attribute__((noinline)) size_t disc_fast_ev(struct replay *r, const struct ev *e, size_t i, size_t n)
 {
-    struct dthread *th = r->th;
     const struct fclk k = fclk_of(&r->g->clk);
     reserve_frames(r, n - i);
     const size_t sn0 = r->n, i0 = i;
-    {
-        struct frame *const stk = r->stk;
-        const struct fcache *const fc = r->fc;
-        const size_t cap = r->cap;
-        size_t sn = sn0, nrot = r->nrot;
-        for (; i < n; i++) {
-            const uint64_t word = e[i].word;
-            /* (discovery marks a function seen at its first event: on_event) */
-            const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN | FC_OK_SEEN, stk, sn, cap);
-            if (!c || e[i].tsc - k.ref_tsc > k.lim)
-                break;
-            if (word & FT_F_RET) {
-                nrot -= (stk[--sn].flags & FR_ROT) != 0;
-            } else {
-                const unsigned fl = fast_flags(c, word, e[i].q);
-                struct frame *fr = &stk[sn++];
-                fr->func = c->f;
-                fr->match = c->match;
-                fr->flags = fl;
-                fr->addr = word & FT_ADDR_MASK;
-                fr->call_idx = e[i].idx;
-                nrot += (fl & FR_ROT) != 0;
-            }
+    struct frame *const stk = r->stk;
+    const struct fcache *const fc = r->fc;
+    const size_t cap = r->cap;
+    size_t sn = sn0, nrot = r->nrot;
+    for (; i < n; i++) {
+        const uint64_t word = e[i].word;
+        /* (discovery marks a function seen at its first event: on_event) */
+        const struct fcache *c = fast_func(fc, word, FC_OKT_DISC, stk, sn, cap);
+        if (!c || e[i].tsc - k.ref_tsc > k.lim)
+            break;
+        if (word & FT_F_RET) {
+            nrot -= (stk[--sn].flags & FR_ROT) != 0;
+        } else {
+            const unsigned fl = fast_flags(c, word, e[i].q);
+            struct frame *fr = &stk[sn++];
+            fr->func = c->f;
+            fr->match = c->match;
+            fr->flags = fl;
+            fr->addr = word & FT_ADDR_MASK;
+            fr->call_idx = e[i].idx;
+            nrot += (fl & FR_ROT) != 0;
         }
-        r->n = sn;
-        r->nrot = nrot;
     }
-    if (i == i0)
-        return i;
-    const int64_t gstart = r->gstart;
-    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
-    uint64_t last_tsc = r->last_tsc, ooo = 0;
-    for (size_t x = i0; x < i; x++) {
-        const uint64_t tsc = e[x].tsc;
-        int64_t tm = fclk_ns(&k, tsc - k.ref_tsc); /* step_time */
-        if (tm < gstart)
-            tm = gstart;
-        ooo += tm <= last_ns && tsc + 1 < last_tsc;
-        prev_ns = last_ns;
-        last_ns = tm <= last_ns ? last_ns + 1 : tm;
-        last_tsc = tsc;
-    }
-    const uint64_t ne = i - i0, calls = fast_calls(ne, sn0, r->n);
-    int64_t tm = fclk_ns(&k, last_tsc - k.ref_tsc); /* the last event's, measured */
-    r->last_ns = last_ns;
-    r->prev_ns = prev_ns;
-    r->last_tsc = last_tsc;
-    th->out_of_order += ooo;
-    th->ncalls += calls;
-    th->nrets += ne - calls;
-    th->nevents += ne;
-    th->last_ns = last_ns;
-    th->last_mns = tm < gstart ? gstart : tm;
+    r->n = sn;
+    r->nrot = nrot;
+    if (i > i0)
+        disc_times(r, &k, e, NULL, i0, i, sn0);
     return i;
 }
 
@@ -1622,16 +1648,14 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, si
     uint32_t *const slctx = r->ctx_on ? r->slctx : NULL;
     const uint32_t cid = r->ctx_id;
     for (; i < n; i++) {
-        const struct evf v = ev_at(e, i);
-        const uint64_t word = v.word, dd = v.tsc - k.ref_tsc;
-        const int q = sampled ? v.q : EV_EXACT;
-        const struct fcache *c = fast_func(fc, word, FC_OK_PLAIN, stk, sn, cap);
+        const struct ev *v = &e[i];
+        const uint64_t word = v->word, dd = v->tsc - k.ref_tsc;
+        const int q = sampled ? v->q : EV_EXACT;
+        const struct fcache *c = fast_func(fc, word, FC_OKT_PIECES, stk, sn, cap);
         /* (a loose bracket: on_event's bounds; a call: room for its slice) */
         if (!c || dd > k.lim || (sampled && q == EV_LOOSE) || (!(word & FT_F_RET) && nsl == slcap))
             break;
-        int64_t tm = fclk_ns(&k, dd); /* step_time */
-        if (tm < gstart)
-            tm = gstart;
+        const int64_t tm = fast_tm(&k, gstart, v->tsc); /* step_time */
         const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
         prev_ns = last_ns;
         last_ns = t;
@@ -1657,7 +1681,7 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, si
             fr->match = c->match;
             fr->flags = fl;
             fr->addr = word & FT_ADDR_MASK;
-            fr->call_idx = v.idx;
+            fr->call_idx = v->idx;
             nrot += (fl & FR_ROT) != 0;
             fast_open(fr, &sl[nsl], nsl, sn, t, tm);
             if (slctx)
@@ -1666,28 +1690,9 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, si
         }
     }
     if (i > i0) {
-        /* the last two events' measured times and qualities, as on_event keeps them */
-        const struct evf l1 = ev_at(e, i - 1);
-        int64_t m1 = fclk_ns(&k, l1.tsc - k.ref_tsc);
-        m1 = m1 < gstart ? gstart : m1;
-        if (i - i0 >= 2) {
-            const struct evf l2 = ev_at(e, i - 2);
-            int64_t m2 = fclk_ns(&k, l2.tsc - k.ref_tsc);
-            r->prev_m = m2 < gstart ? gstart : m2;
-            r->prev_q = sampled ? l2.q : EV_EXACT;
-        } else {
-            r->prev_m = r->last_m;
-            r->prev_q = r->cur_exact;
-        }
-        r->last_m = m1;
-        r->cur_exact = sampled ? l1.q : EV_EXACT;
-        r->cur_lo_m = r->cur_hi_m = m1;
-        r->n = sn;
-        r->nrot = nrot;
-        r->last_ns = last_ns;
-        r->prev_ns = prev_ns;
-        r->last_tsc = l1.tsc;
-        r->nsl = nsl;
+        const int two = i - i0 >= 2;
+        pieces_end(r, &k, sn, nrot, nsl, last_ns, prev_ns, e[i - 1].tsc, sampled ? e[i - 1].q : EV_EXACT, two,
+                   two ? e[i - 2].tsc : 0, two && sampled ? e[i - 2].q : EV_EXACT);
     }
     return i;
 }
@@ -1771,37 +1776,9 @@ static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, ui
 }
 
 /* Discovery's run loop is two passes over the items, each with few values
- * to keep (the compiler keeps them in registers): the stack, up to the first
- * item it does not take, then the times of the items taken. */
-
-/* discovery's second pass: the times of items [i, j) (all in the clock's
- * span: run8_stack stopped before any that is not), stepped as the batch
- * loops step them; *ooo: how many went back in time */
-static ALWAYS_INLINE void run8_times(struct replay *r, const struct ev8_run *run, size_t i, size_t j,
-                                     const struct fclk *k, uint64_t *ooo_out)
-{
-    const uint8_t *const p = run->p;
-    const uint64_t thi = run->thi_sh, ref_tsc = k->ref_tsc, mult = k->mult;
-    const int64_t ref_ns = k->ref_ns, gstart = r->gstart;
-    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
-    uint64_t last_tsc = r->last_tsc, ooo = 0;
-    for (size_t x = i; x < j; x++) {
-        uint64_t w;
-        __builtin_memcpy(&w, p + 8 * x, 8);
-        const uint64_t tsc = thi | (w >> 32);
-        int64_t tm = ref_ns + (int64_t)(uint64_t)(((unsigned __int128)(tsc - ref_tsc) * mult) >> 64);
-        if (tm < gstart)
-            tm = gstart;
-        ooo += tm <= last_ns && tsc + 1 < last_tsc;
-        prev_ns = last_ns;
-        last_ns = tm <= last_ns ? last_ns + 1 : tm;
-        last_tsc = tsc;
-    }
-    r->last_ns = last_ns;
-    r->prev_ns = prev_ns;
-    r->last_tsc = last_tsc;
-    *ooo_out = ooo;
-}
+ * to keep (the compiler keeps them in registers): the stack (run8_stack), up
+ * to the first item it does not take, then the times of the items taken
+ * (disc_times). */
 
 /* discovery's first pass: the pushes and pops of items [i, n) (frames
  * without times) up to the first item the run loops do not take -- not
@@ -1818,8 +1795,7 @@ static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *r
     const size_t cap = r->cap;
     size_t sn = r->n, nrot = r->nrot;
     for (; i < n; i++) {
-        uint64_t w;
-        __builtin_memcpy(&w, p + 8 * i, 8);
+        const uint64_t w = ev_ld8(p, i);
         __builtin_prefetch(p + 8 * i + 2048);
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
         if (!w || tag == FT_E8_ESC || (thi | (w >> 32)) - ref_tsc > lim)
@@ -1842,22 +1818,11 @@ static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *r
 static __attribute__((noinline)) size_t disc_run8(struct replay *r, const struct ev8_run *run, size_t i,
                                                  const struct fclk *k)
 {
-    struct dthread *th = r->th;
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
     const size_t j = run8_stack(r, run, i, run->n, k, FC_OKT_DISC);
-    if (j > i) {
-        uint64_t ooo;
-        run8_times(r, run, i, j, k, &ooo);
-        const uint64_t ne = j - i, calls = fast_calls(ne, sn0, r->n);
-        th->out_of_order += ooo;
-        th->ncalls += calls;
-        th->nrets += ne - calls;
-        th->nevents += ne;
-        th->last_ns = r->last_ns;
-        const int64_t tm = fclk_ns(k, r->last_tsc - k->ref_tsc);
-        th->last_mns = tm < r->gstart ? r->gstart : tm;
-    }
+    if (j > i)
+        disc_times(r, k, NULL, run, i, j, sn0);
     return j - i;
 }
 
@@ -1868,9 +1833,9 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
     reserve_frames(r, run->n - i);
     reserve_slices(r, run->n - i);
     const uint8_t *const p = run->p;
-    const uint64_t ahi = run->ahi_sh, thi = run->thi_sh, idx0 = run->idx0, ref_tsc = k->ref_tsc, mult = k->mult,
-                   lim = k->lim;
-    const int64_t ref_ns = k->ref_ns, gstart = r->gstart;
+    const uint64_t ahi = run->ahi_sh, thi = run->thi_sh, idx0 = run->idx0;
+    const struct fclk kk = *k; /* (in registers) */
+    const int64_t gstart = r->gstart;
     struct frame *const stk = r->stk;
     struct slice *const sl = r->sl;
     const struct fcache *const fc = r->fc;
@@ -1878,8 +1843,7 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
     size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
     int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
     for (; i < n; i++) {
-        uint64_t w;
-        __builtin_memcpy(&w, p + 8 * i, 8);
+        const uint64_t w = ev_ld8(p, i);
         __builtin_prefetch(p + 8 * i + 2048);
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
         if (!w || tag == FT_E8_ESC)
@@ -1887,12 +1851,10 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
         const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, cap);
         if (!c)
             break;
-        const uint64_t tsc = thi | (w >> 32), dd = tsc - ref_tsc;
-        if (dd > lim)
+        const uint64_t tsc = thi | (w >> 32);
+        if (tsc - kk.ref_tsc > kk.lim)
             break;
-        int64_t tm = ref_ns + (int64_t)(uint64_t)(((unsigned __int128)dd * mult) >> 64);
-        if (tm < gstart)
-            tm = gstart;
+        const int64_t tm = fast_tm(&kk, gstart, tsc);
         const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
         prev_ns = last_ns;
         last_ns = t;
@@ -1915,31 +1877,10 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
             nsl++;
         }
     }
-    if (i > i0) { /* (as pieces_fast) */
-        uint64_t w1;
-        __builtin_memcpy(&w1, p + 8 * (i - 1), 8);
-        const uint64_t tsc1 = thi | (w1 >> 32);
-        int64_t m1 = fclk_ns(k, tsc1 - ref_tsc);
-        m1 = m1 < gstart ? gstart : m1;
-        if (i - i0 >= 2) {
-            uint64_t w2;
-            __builtin_memcpy(&w2, p + 8 * (i - 2), 8);
-            const int64_t m2 = fclk_ns(k, (thi | (w2 >> 32)) - ref_tsc);
-            r->prev_m = m2 < gstart ? gstart : m2;
-            r->prev_q = EV_EXACT;
-        } else {
-            r->prev_m = r->last_m;
-            r->prev_q = r->cur_exact;
-        }
-        r->last_m = m1;
-        r->cur_exact = EV_EXACT;
-        r->cur_lo_m = r->cur_hi_m = m1;
-        r->n = sn;
-        r->nrot = nrot;
-        r->last_ns = last_ns;
-        r->prev_ns = prev_ns;
-        r->last_tsc = tsc1;
-        r->nsl = nsl;
+    if (i > i0) {
+        const int two = i - i0 >= 2;
+        pieces_end(r, k, sn, nrot, nsl, last_ns, prev_ns, thi | (ev_ld8(p, i - 1) >> 32), EV_EXACT, two,
+                   two ? thi | (ev_ld8(p, i - 2) >> 32) : 0, EV_EXACT);
     }
     return i - i0;
 }

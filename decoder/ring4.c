@@ -281,8 +281,6 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
 
 size_t ev_plain_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev *out)
 {
-    /* flags of a plain item by its tag (3: not plain) */
-    static const uint64_t tagf[4] = {0, FT_F_RET, FT_F_CALL_RET_ON_THROW, 0};
     static uint32_t scratch[RB];
     const struct ftr_thread *rt = th->rt;
     if (resume4.r != th->ring8 || resume4.next != i || !resume4.s.aknown || resume4.s.catch_next || i >= rt->n)
@@ -300,11 +298,9 @@ size_t ev_plain_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t
             uint32_t w = ld4(buf, k);
             if ((w & 3u) == FT_S4_SPECIAL || !w)
                 break;
-            uint64_t a = ahi_sh | (w & ~3u);
             struct ev *e = &out[done + k];
-            e->word = a | tagf[w & 3u];
+            e->word = s4_word(ahi_sh, w, 0, &last_call);
             e->idx = i + done + k;
-            last_call = (w & 3u) == 1u ? 0 : a; /* (s4_word's) */
         }
         done += k;
         if (!got || k < got)

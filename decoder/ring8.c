@@ -34,15 +34,7 @@
 #include "ringesc.h"
 
 
-static int is_event(uint64_t w) { return w && (w & FT_E8_TAG_MASK) != FT_E8_ESC; }
 
-/* item k of a view (ftr_entries_view: the input's bytes, aligned or not) */
-static inline uint64_t ld8(const uint8_t *v, size_t k)
-{
-    uint64_t w;
-    memcpy(&w, v + 8 * k, 8);
-    return w;
-}
 
 struct run *rx_run_new(struct ring8 *r, uint64_t start, int tsc)
 {
@@ -183,7 +175,7 @@ int rx_time_after_esc(const struct dec *d, const struct ftr_thread *rt, uint64_t
             uint64_t w2 = item_at(d, rt, m);
             if (!w2)
                 return 0;
-            if (s4 ? FT_S4_IS_STAMP(w2) : is_event(w2)) {
+            if (s4 ? FT_S4_IS_STAMP(w2) : ev8_plain(w2)) {
                 *T = s4 ? (uint64_t)s4_thi((uint32_t)(w >> 5), ref) << 32 | (w2 & ~7ull)
                         : (w & 0xFFFFFFFF00000000ull) | (w2 >> 32);
                 return 1;
@@ -431,7 +423,7 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
         if (!got)
             break;
         for (size_t k = 0; k < got; k++) {
-            uint64_t idx = i + k, w = ld8(buf, k);
+            uint64_t idx = i + k, w = ev_ld8(buf, k);
             if (idx >= b && tr == SIZE_MAX && ar == SIZE_MAX) {
                 stop = idx;
                 goto done;
@@ -441,7 +433,7 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
                 if (r->ckok)
                     r->ckok[idx / CK] = 1;
             }
-            if (s.tknown && s.aknown && is_event(w)) {
+            if (s.tknown && s.aknown && ev8_plain(w)) {
                 /* the common case: events with both high halves known (no
                  * run is open then), up to the next checkpoint or b; only
                  * the last one's time is kept */
@@ -452,16 +444,16 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
                 /* four at a time: one branch for four (an event has a tag
                  * other than 3 and is not 0) */
                 while (k2 + 4 <= kl) {
-                    uint64_t w0 = ld8(buf, k2), w1 = ld8(buf, k2 + 1), w2 = ld8(buf, k2 + 2), w3 = ld8(buf, k2 + 3);
+                    uint64_t w0 = ev_ld8(buf, k2), w1 = ev_ld8(buf, k2 + 1), w2 = ev_ld8(buf, k2 + 2), w3 = ev_ld8(buf, k2 + 3);
                     /* tag 3: bits 1 and 0 both set */
                     uint64_t esc = ((w0 & (w0 >> 1)) | (w1 & (w1 >> 1)) | (w2 & (w2 >> 1)) | (w3 & (w3 >> 1))) & 1;
                     if (esc | (w0 == 0) | (w1 == 0) | (w2 == 0) | (w3 == 0))
                         break;
                     k2 += 4;
                 }
-                while (k2 < kl && is_event(ld8(buf, k2)))
+                while (k2 < kl && ev8_plain(ev_ld8(buf, k2)))
                     k2++;
-                w = ld8(buf, k2 - 1);
+                w = ev_ld8(buf, k2 - 1);
                 have_known = 1;
                 last_known = s.last_tsc = ((uint64_t)s.thi << 32) | (w >> 32);
                 have_prev_ahi = 1;
@@ -534,11 +526,11 @@ static uint64_t scan8(struct dec *d, struct dthread *th, struct ring8 *t, uint64
                      * boundary: the text view reads it to date the ring's
                      * oldest event) */
                     size_t k2 = k + 1;
-                    while (k2 < got && is_event(ld8(buf, k2)) && (i + k2) % CK != 0)
+                    while (k2 < got && ev8_plain(ev_ld8(buf, k2)) && (i + k2) % CK != 0)
                         k2++;
                     if (k2 > k + 1) {
                         u->end = t->runs[tr].end = i + k2;
-                        t->runs[tr].lo_last = (uint32_t)(ld8(buf, k2 - 1) >> 32);
+                        t->runs[tr].lo_last = (uint32_t)(ev_ld8(buf, k2 - 1) >> 32);
                         k = k2 - 1;
                     }
                 }
@@ -815,7 +807,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
         if (j < i) { /* up to i from the checkpoint: the state only */
             size_t m = i - j < got ? (size_t)(i - j) : got;
             for (; k < m && s.aknown && s.tknown && !s.catch_next; k++) {
-                uint64_t w = ld8(buf, k);
+                uint64_t w = ev_ld8(buf, k);
                 if ((w & FT_E8_TAG_MASK) == FT_E8_ESC || !w)
                     break;
                 s.last_tsc = thi_sh | (w >> 32);
@@ -827,7 +819,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
                 uint64_t last = s.last_tsc;
                 if (ents) {
                     for (; k < got; k++) {
-                        uint64_t w = ld8(buf, k), tag = w & FT_E8_TAG_MASK;
+                        uint64_t w = ev_ld8(buf, k), tag = w & FT_E8_TAG_MASK;
                         if (tag == FT_E8_ESC || !w)
                             break;
                         ents[done].word = ahi_sh | (w & FT_E8_ADDR_LO_MASK) | tagf[tag];
@@ -835,7 +827,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
                     }
                 } else {
                     for (; k < got; k++) {
-                        uint64_t w = ld8(buf, k), tag = w & FT_E8_TAG_MASK;
+                        uint64_t w = ev_ld8(buf, k), tag = w & FT_E8_TAG_MASK;
                         if (tag == FT_E8_ESC || !w)
                             break;
                         struct ev *v = &evs[ne++];
@@ -850,7 +842,7 @@ static inline __attribute__((always_inline)) size_t read8(struct dec *d, struct 
                 if (k == got)
                     break;
             }
-            uint64_t idx = j + k, w = ld8(buf, k), tag = w & FT_E8_TAG_MASK;
+            uint64_t idx = j + k, w = ev_ld8(buf, k), tag = w & FT_E8_TAG_MASK;
             struct ft_entry e = {0, s.last_tsc};
             if (!w) {
                 s.aknown = s.tknown = 0;

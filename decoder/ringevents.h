@@ -53,11 +53,17 @@ static inline int ev8_plain(uint64_t w)
 }
 /* flags of an FT_FMT_EXACT8 event item by its tag (FT_E8_CALL: no catch in a run) */
 extern const uint64_t ev8_tagf[4];
-static inline uint64_t ev8_item(const struct ev8_run *run, size_t k)
+/* item k of 8-byte items as they lie in a view of the raw (ftr_entries_view:
+ * not aligned) */
+static inline uint64_t ev_ld8(const uint8_t *p, size_t k)
 {
     uint64_t w;
-    __builtin_memcpy(&w, run->p + 8 * k, 8);
+    __builtin_memcpy(&w, p + 8 * k, 8);
     return w;
+}
+static inline uint64_t ev8_item(const struct ev8_run *run, size_t k)
+{
+    return ev_ld8(run->p, k);
 }
 static inline uint64_t ev8_word(const struct ev8_run *run, uint64_t w)
 {
