@@ -246,18 +246,27 @@ static __attribute__((noinline)) void cold(struct ft_thread *t, uint64_t addr, u
         ft_slow_event(event_word(addr, flags));
 }
 
+/* the record t may take an event now: valid (else the cold path), not
+ * paused (pos & mask); *slot, *mask: as read once */
+static inline __attribute__((always_inline)) int writable(struct ft_thread *t, uint64_t addr, uint64_t flags,
+                                                          uint64_t *slot, uint64_t *mask)
+{
+    if (__builtin_expect(!rec_valid(t), 0)) {
+        cold(t, addr, flags);
+        return 0;
+    }
+    *mask = t->mask;
+    *slot = t->pos;
+    return __builtin_expect((*slot & *mask) != 0, 1);
+}
+
 /* the exact mode's event (event) */
 static inline __attribute__((always_inline)) void exact_event(uint64_t addr, uint64_t flags)
 {
     struct ft_thread *t = SELF_LOAD(ft_self);
-    if (__builtin_expect(!rec_valid(t), 0)) {
-        cold(t, addr, flags);
-        return;
-    }
-    uint64_t mask = t->mask, slot = t->pos;
-    if (__builtin_expect(!(slot & mask), 0))
-        return;
-    write_exact(t, slot, mask, addr, flags);
+    uint64_t slot, mask;
+    if (writable(t, addr, flags, &slot, &mask))
+        write_exact(t, slot, mask, addr, flags);
 }
 
 static inline __attribute__((always_inline)) void event(uint64_t addr, uint64_t flags)
@@ -271,17 +280,10 @@ static inline __attribute__((always_inline)) void event(uint64_t addr, uint64_t 
         exact_event(addr, flags);
         return;
     }
-    {
-        struct ft_thread *s = SELF_LOAD(ft_self_s);
-        if (__builtin_expect(!rec_valid(s), 0)) {
-            cold(s, addr, flags);
-            return;
-        }
-        uint64_t mask = s->mask, slot = s->pos;
-        if (__builtin_expect(!(slot & mask), 0))
-            return;
+    struct ft_thread *s = SELF_LOAD(ft_self_s);
+    uint64_t slot, mask;
+    if (writable(s, addr, flags, &slot, &mask))
         write_sampled(s, slot, mask, addr, flags);
-    }
 }
 
 /* Under -finstrument-functions the address is the function's start; the
