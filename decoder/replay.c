@@ -1476,6 +1476,29 @@ static ALWAYS_INLINE void fast_open(struct frame *fr, struct slice *sp, size_t i
     sp->start = sp->end = t;
 }
 
+/* a return closes the slice sp of frame fr at t (measured: tm), with the
+ * flags unm (SL_UNMEASURED, SL_BOUND): pop_k's and close_out_k's */
+static ALWAYS_INLINE void fast_close(struct frame *fr, struct slice *sp, int64_t t, int64_t tm, unsigned unm)
+{
+    const int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
+    sp->cdur = end - fr->start;
+    sp->end = end < sp->start ? sp->start : end;
+    sp->flags = (uint16_t)((sp->flags & ~SL_PENDING) | unm);
+    sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
+    fr->slice = -1;
+}
+
+/* a sampled-time return's flags: SL_UNMEASURED unless both ends of its
+ * frame fr were stamped (its end's quality q), SL_BOUND if it started in a
+ * loose bracket */
+static ALWAYS_INLINE unsigned fast_unm(const struct frame *fr, int q)
+{
+    unsigned unm = !(fr->flags & FR_EXACT) || q != EV_EXACT ? SL_UNMEASURED : 0;
+    if (unm && !(fr->flags & FR_PRE) && (fr->flags & FR_LOOSE))
+        unm |= SL_BOUND;
+    return unm;
+}
+
 /* the counts of a fast loop's run of n events, calls and returns only,
  * that moved the stack from sn0 to sn frames */
 static ALWAYS_INLINE uint64_t fast_calls(size_t n, size_t sn0, size_t sn)
@@ -1493,17 +1516,28 @@ static ALWAYS_INLINE int64_t fast_tm(const struct fclk *k, int64_t gstart, uint6
 
 /* discovery's second pass over events [i, j) that its first pass took (all
  * in the clock's span): their times stepped as on_event steps them, then
- * the thread's counts.  Their TSCs: a batch's (e), else a run's (run). */
+ * the thread's counts.  Their TSCs: a batch's (e), else an exact run's
+ * (run), else a sampled run's (run4: interpolated). */
 static ALWAYS_INLINE void disc_times(struct replay *r, const struct fclk *k, const struct ev *e,
-                                     const struct ev8_run *run, size_t i, size_t j, size_t sn0)
+                                     const struct ev8_run *run, const struct ev4_run *run4, size_t i, size_t j,
+                                     size_t sn0)
 {
     struct dthread *th = r->th;
     const struct fclk kk = *k; /* (in registers) */
     const int64_t gstart = r->gstart;
     int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
-    uint64_t last_tsc = r->last_tsc, ooo = 0;
+    uint64_t last_tsc = r->last_tsc, ooo = 0, rm = 0, qt = run4 ? ev4_qt(run4, i, &rm) : 0;
+    const uint64_t N = run4 ? run4->N : 1, dq = run4 ? run4->D / N : 0, dr = run4 ? run4->D % N : 0;
     for (size_t x = i; x < j; x++) {
-        const uint64_t tsc = e ? e[x].tsc : run->thi_sh | (ev8_item(run, x) >> 32);
+        uint64_t tsc;
+        if (e) {
+            tsc = e[x].tsc;
+        } else if (run) {
+            tsc = run->thi_sh | (ev8_item(run, x) >> 32);
+        } else {
+            tsc = run4->ta + qt;
+            qt = ev4_step(qt, &rm, dq, dr, N);
+        }
         const int64_t tm = fast_tm(&kk, gstart, tsc);
         ooo += tm <= last_ns && tsc + 1 < last_tsc;
         prev_ns = last_ns;
@@ -1605,7 +1639,7 @@ static __attribute__((noinline)) size_t disc_fast_ev(struct replay *r, const str
     r->n = sn;
     r->nrot = nrot;
     if (i > i0)
-        disc_times(r, &k, e, NULL, i0, i, sn0);
+        disc_times(r, &k, e, NULL, NULL, i0, i, sn0);
     return i;
 }
 
@@ -1662,18 +1696,8 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, si
         if (word & FT_F_RET) { /* pop_k, close_out_k (the end's bracket is tm's own) */
             struct frame *fr = &stk[--sn];
             nrot -= (fr->flags & FR_ROT) != 0;
-            if (fr->slice < 0)
-                continue;
-            int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
-            unsigned unm = sampled && (!(fr->flags & FR_EXACT) || q != EV_EXACT) ? SL_UNMEASURED : 0;
-            if (unm && !(fr->flags & FR_PRE) && (fr->flags & FR_LOOSE))
-                unm |= SL_BOUND;
-            struct slice *sp = &sl[fr->slice];
-            sp->cdur = end - fr->start;
-            sp->end = end < sp->start ? sp->start : end;
-            sp->flags = (uint16_t)((sp->flags & ~SL_PENDING) | unm);
-            sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
-            fr->slice = -1;
+            if (fr->slice >= 0)
+                fast_close(fr, &sl[fr->slice], t, tm, sampled ? fast_unm(fr, q) : 0);
         } else { /* push_k, open_out_k (t >= gstart: not from the previous generation) */
             const unsigned fl = fast_flags(c, word, q);
             struct frame *fr = &stk[sn++];
@@ -1762,11 +1786,12 @@ static ALWAYS_INLINE const struct fcache *run8_func(const struct fcache *fc, uin
 }
 
 /* a call's frame (what discovery needs of it: pieces_run8 adds the times
- * and the slice), FR_ROT counted in *nrot */
+ * and the slice), FR_ROT counted in *nrot; fl0: what it takes of the
+ * entry's exact-call flags (~0u; a sampled run's call: ~FR_EXACT) */
 static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, uint64_t tag, uint64_t addr, uint64_t idx,
-                                    size_t *nrot)
+                                    size_t *nrot, unsigned fl0)
 {
-    const unsigned fl = c->fl0 | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+    const unsigned fl = (c->fl0 & fl0) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
     fr->func = c->f;
     fr->match = c->match;
     fr->flags = fl;
@@ -1776,7 +1801,7 @@ static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, ui
 }
 
 /* Discovery's run loop is two passes over the items, each with few values
- * to keep (the compiler keeps them in registers): the stack (run8_stack), up
+ * to keep (the compiler keeps them in registers): the stack (run_stack), up
  * to the first item it does not take, then the times of the items taken
  * (disc_times). */
 
@@ -1784,21 +1809,23 @@ static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, ui
  * without times) up to the first item the run loops do not take -- not
  * plain, its function not in the cache or not as okt asks (FC_OKT_*), a
  * return that does not close the top frame, a call without room, or a time
- * outside the clock's span; returns where it stopped */
-static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *run, size_t i, size_t n,
-                                       const struct fclk *k, unsigned okt)
+ * outside the clock's span; returns where it stopped.  The items are an
+ * exact run's (sz 8: their TSC high half thi) or a sampled run's (sz 4,
+ * run4: its items, their times all in the clock's span, thi unused). */
+static ALWAYS_INLINE size_t run_stack(struct replay *r, const uint8_t *p, const int sz, const struct ev4_run *run4,
+                                      uint64_t ahi, uint64_t thi, uint64_t idx0, size_t i, size_t n,
+                                      const struct fclk *k, unsigned okt)
 {
-    const uint8_t *const p = run->p;
-    const uint64_t ahi = run->ahi_sh, thi = run->thi_sh, idx0 = run->idx0, ref_tsc = k->ref_tsc, lim = k->lim;
+    const uint64_t ref_tsc = k->ref_tsc, lim = k->lim;
     struct frame *const stk = r->stk;
     const struct fcache *const fc = r->fc;
     const size_t cap = r->cap;
     size_t sn = r->n, nrot = r->nrot;
     for (; i < n; i++) {
-        const uint64_t w = ev_ld8(p, i);
-        __builtin_prefetch(p + 8 * i + 2048);
+        const uint64_t w = sz == 8 ? ev_ld8(p, i) : ev4_item(run4, i);
+        __builtin_prefetch(p + sz * i + 2048);
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
-        if (!w || tag == FT_E8_ESC || (thi | (w >> 32)) - ref_tsc > lim)
+        if (sz == 8 && (!w || tag == FT_E8_ESC || (thi | (w >> 32)) - ref_tsc > lim))
             break;
         const struct fcache *c = run8_func(fc, addr, tag, okt, stk, sn, cap);
         if (!c)
@@ -1806,7 +1833,7 @@ static ALWAYS_INLINE size_t run8_stack(struct replay *r, const struct ev8_run *r
         if (tag == FT_E8_RET)
             nrot -= stk[--sn].flags & 1u;
         else
-            run8_push(&stk[sn++], c, tag, addr, idx0 + i, &nrot);
+            run8_push(&stk[sn++], c, tag, addr, idx0 + i, &nrot, sz == 8 ? ~0u : ~FR_EXACT);
     }
     r->n = sn;
     r->nrot = nrot;
@@ -1820,9 +1847,9 @@ static __attribute__((noinline)) size_t disc_run8(struct replay *r, const struct
 {
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
-    const size_t j = run8_stack(r, run, i, run->n, k, FC_OKT_DISC);
+    const size_t j = run_stack(r, run->p, 8, NULL, run->ahi_sh, run->thi_sh, run->idx0, i, run->n, k, FC_OKT_DISC);
     if (j > i)
-        disc_times(r, k, NULL, run, i, j, sn0);
+        disc_times(r, k, NULL, run, NULL, i, j, sn0);
     return j - i;
 }
 
@@ -1861,18 +1888,11 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
         if (tag == FT_E8_RET) { /* pieces_fast's pop */
             struct frame *fr = &stk[--sn];
             nrot -= fr->flags & 1u;
-            if (fr->slice < 0)
-                continue;
-            int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
-            struct slice *sp = &sl[fr->slice];
-            sp->cdur = end - fr->start;
-            sp->end = end < sp->start ? sp->start : end;
-            sp->flags = (uint16_t)(sp->flags & ~SL_PENDING);
-            sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
-            fr->slice = -1;
+            if (fr->slice >= 0)
+                fast_close(fr, &sl[fr->slice], t, tm, 0);
         } else { /* pieces_fast's push */
             struct frame *fr = &stk[sn++];
-            run8_push(fr, c, tag, addr, idx0 + i, &nrot);
+            run8_push(fr, c, tag, addr, idx0 + i, &nrot, ~0u);
             fast_open(fr, &sl[nsl], nsl, sn, t, tm);
             nsl++;
         }
@@ -1914,6 +1934,113 @@ static size_t run8_replay_disc(struct replay *r, const struct ev8_run *run)
 static size_t run8_replay_pieces(struct replay *r, const struct ev8_run *run)
 {
     return run8_replay(r, run, 1);
+}
+
+/* ---- runs of plain sampled items, the common case in its own loops ------
+ * A sampled run (struct ev4_run: FT_FMT_SAMPLED4 calls and returns of a
+ * dense bracket and the stamped return that closes it, their times
+ * interpolated) is replayed by loops that do what the batch loops do for its
+ * events: each one's time the bracket's, stepped (ev4_step: the stamp's
+ * comes out exact), every slice SL_UNMEASURED (no call is stamped). */
+
+/* a sampled run's items from i on have their times in the clock's span
+ * (they are monotonic: the first one's and the closing stamp's) */
+static ALWAYS_INLINE int run4_in_span(const struct fclk *k, const struct ev4_run *run, uint64_t qt)
+{
+    return run->ta + qt - k->ref_tsc <= k->lim && run->ta + run->D - k->ref_tsc <= k->lim;
+}
+
+static __attribute__((noinline)) size_t disc_run4(struct replay *r, const struct ev4_run *run, size_t i,
+                                                 const struct fclk *k)
+{
+    uint64_t rm;
+    if (!run4_in_span(k, run, ev4_qt(run, i, &rm)))
+        return 0;
+    reserve_frames(r, run->n - i);
+    const size_t sn0 = r->n;
+    const size_t j = run_stack(r, run->p, 4, run, run->ahi_sh, 0, run->idx0, i, run->n, k, FC_OKT_DISC);
+    if (j > i)
+        disc_times(r, k, NULL, NULL, run, i, j, sn0);
+    return j - i;
+}
+
+/* VIEW_PIECES, a thread that does not switch contexts: pieces_fast's loop
+ * for a sampled run */
+static __attribute__((noinline)) size_t pieces_run4(struct replay *r, const struct ev4_run *run, size_t i,
+                                                   const struct fclk *k)
+{
+    uint64_t rm, qt = ev4_qt(run, i, &rm);
+    if (!run4_in_span(k, run, qt))
+        return 0;
+    reserve_frames(r, run->n - i);
+    reserve_slices(r, run->n - i);
+    const uint8_t *const p = run->p;
+    const uint64_t ahi = run->ahi_sh, idx0 = run->idx0, ta = run->ta, N = run->N, dq = run->D / N, dr = run->D % N;
+    const struct fclk kk = *k; /* (in registers) */
+    const int64_t gstart = r->gstart;
+    struct frame *const stk = r->stk;
+    struct slice *const sl = r->sl;
+    const struct fcache *const fc = r->fc;
+    const size_t n = run->n, i0 = i, cap = r->cap;
+    size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
+    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
+    for (; i < n; i++) {
+        const uint32_t w = ev4_item(run, i);
+        __builtin_prefetch(p + 4 * i + 2048);
+        const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
+        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, cap);
+        if (!c)
+            break;
+        const int64_t tm = fast_tm(&kk, gstart, ta + qt);
+        const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
+        qt = ev4_step(qt, &rm, dq, dr, N);
+        prev_ns = last_ns;
+        last_ns = t;
+        if (tag == FT_E8_RET) { /* pieces_fast's pop */
+            struct frame *fr = &stk[--sn];
+            nrot -= fr->flags & 1u;
+            if (fr->slice >= 0)
+                fast_close(fr, &sl[fr->slice], t, tm, fast_unm(fr, EV_DENSE));
+        } else { /* pieces_fast's push */
+            struct frame *fr = &stk[sn++];
+            run8_push(fr, c, tag, addr, idx0 + i, &nrot, ~FR_EXACT);
+            fast_open(fr, &sl[nsl], nsl, sn, t, tm);
+            nsl++;
+        }
+    }
+    if (i > i0) {
+        const int two = i - i0 >= 2;
+        pieces_end(r, k, sn, nrot, nsl, last_ns, prev_ns, ta + ev4_qt(run, i - 1, &rm), i == n ? EV_EXACT : EV_DENSE,
+                   two, two ? ta + ev4_qt(run, i - 2, &rm) : 0, EV_DENSE);
+    }
+    return i - i0;
+}
+
+/* a sampled run as run8_replay does an exact one (on_event for each item
+ * where the run loop stops) */
+static ALWAYS_INLINE void run4_replay(struct replay *r, const struct ev4_run *run, const int pieces)
+{
+    const struct fclk k = fclk_of(&r->g->clk);
+    size_t i = 0;
+    while (i < run->n) {
+        if (fast_ok(r) && !(run->ahi_sh >> 61))
+            i += pieces ? pieces_run4(r, run, i, &k) : disc_run4(r, run, i, &k);
+        if (i == run->n)
+            break;
+        struct ev e;
+        ev4_get(run, i++, &e);
+        on_event(r, &e, pieces ? K_PIECES : K_DISC);
+    }
+}
+
+static void on_run4_disc(void *ctx, const struct ev4_run *run)
+{
+    run4_replay(ctx, run, 0);
+}
+
+static void on_run4_pieces(void *ctx, const struct ev4_run *run)
+{
+    run4_replay(ctx, run, 1);
 }
 
 static void on_events_any(void *ctx, const struct ev *e, size_t n)
@@ -2022,11 +2149,12 @@ void replay_gen(struct replay *r, size_t gi)
     ev8_fn fn8 = r->discovery                                           ? on_run8_disc
                  : r->emitting && !r->calls && !d->sampled && !r->ctx_on ? on_run8_pieces
                                                                           : NULL;
+    ev4_fn fn4 = r->discovery ? on_run4_disc : r->emitting && !r->calls && !r->ctx_on ? on_run4_pieces : NULL;
     /* in chunks, for the progress line (the sampled-mode carry makes a range
      * in pieces decode as it does whole) */
     for (uint64_t a = lo; a < hi;) {
         uint64_t b = hi - a > PROGRESS_CHUNK ? a + PROGRESS_CHUNK : hi;
-        ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, fn, fn8, r);
+        ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, fn, fn8, fn4, r);
         progress_add(&d->prog, (b - a) * (th->rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16));
         a = b;
     }

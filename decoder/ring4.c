@@ -23,13 +23,6 @@
 #include "xalloc.h"
 #include "ringesc.h"
 
-/* item k of a view (ftr_entries_view: the input's bytes, aligned or not) */
-static inline uint32_t ld4(const uint8_t *v, size_t k)
-{
-    uint32_t w;
-    memcpy(&w, v + 4 * k, 4);
-    return w;
-}
 
 void rx_prepare4(struct dec *d, struct dthread *th)
 {
@@ -53,7 +46,7 @@ void rx_prepare4(struct dec *d, struct dthread *th)
             break;
         for (size_t k = 0; k < got; k++) {
             uint64_t idx = i + k;
-            uint32_t w = ld4(buf, k);
+            uint32_t w = ev_ld4(buf, k);
             if (idx % CK == 0)
                 r->ck[idx / CK] = s;
             if (!w) {
@@ -221,7 +214,7 @@ static size_t read4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, s
             break;
         for (size_t k = 0; k < got; k++) {
             uint64_t idx = j + k;
-            uint32_t w = ld4(buf, k);
+            uint32_t w = ev_ld4(buf, k);
             struct ev_sitem e = {0, 0, EVS_NONE};
             if (__builtin_expect((w & 3u) != FT_S4_SPECIAL && w && s.aknown && !s.catch_next, 1)) {
                 /* the common case: a call or a return with its address */
@@ -295,7 +288,7 @@ size_t ev_plain_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t
         const uint8_t *buf = ftr_entries_view(&d->src, rt, i + done, n - done < RB ? n - done : RB, scratch, &got);
         size_t k = 0;
         for (; k < got; k++) {
-            uint32_t w = ld4(buf, k);
+            uint32_t w = ev_ld4(buf, k);
             if ((w & 3u) == FT_S4_SPECIAL || !w)
                 break;
             struct ev *e = &out[done + k];
@@ -309,6 +302,50 @@ size_t ev_plain_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t
     resume4.next = i + done;
     resume4.last_call = last_call;
     return done;
+}
+
+size_t ev_run_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev4_run *run, uint64_t *tb)
+{
+    static uint32_t scratch[RB];
+    const struct ftr_thread *rt = th->rt;
+    const struct ck *s = &resume4.s;
+    if (resume4.r != th->ring8 || resume4.next != i || !s->aknown || !s->tknown || s->catch_next || i >= rt->n)
+        return 0;
+    if (n > rt->n - i)
+        n = rt->n - i;
+    size_t got;
+    const uint8_t *buf = ftr_entries_view(&d->src, rt, i, n < RB ? n : RB, scratch, &got);
+    size_t k = 0;
+    /* eight at a time, two in each 8-byte word: one branch for eight (a
+     * plain item has a tag other than 3 and is not 0: no 32-bit lane is
+     * zero, as the has-a-zero-byte test does it) */
+    const uint64_t lo1 = 0x0000000100000001ull, hi1 = 0x8000000080000000ull;
+    while (k + 8 <= got) {
+        const uint64_t x0 = ev_ld8(buf + 4 * k, 0), x1 = ev_ld8(buf + 4 * k, 1), x2 = ev_ld8(buf + 4 * k, 2),
+                       x3 = ev_ld8(buf + 4 * k, 3);
+        const uint64_t special = (x0 & (x0 >> 1)) | (x1 & (x1 >> 1)) | (x2 & (x2 >> 1)) | (x3 & (x3 >> 1));
+        const uint64_t zero = ((x0 - lo1) & ~x0) | ((x1 - lo1) & ~x1) | ((x2 - lo1) & ~x2) | ((x3 - lo1) & ~x3);
+        if ((special & lo1) | (zero & hi1))
+            break;
+        k += 8;
+    }
+    for (; k < got; k++) {
+        const uint32_t w = ev_ld4(buf, k);
+        if ((w & 3u) == FT_S4_SPECIAL || !w)
+            break;
+    }
+    /* the stamp: in the view, after a call (a leaf return: read4's EVS_STAMPED) */
+    if (!k || k == got || !FT_S4_IS_STAMP(ev_ld4(buf, k)) || (ev_ld4(buf, k - 1) & 3u) == FT_E8_RET)
+        return 0;
+    *tb = ((uint64_t)s->thi << 32) | (ev_ld4(buf, k) & ~7u);
+    *run = (struct ev4_run){buf, k + 1, i, (uint64_t)s->ahi << 32, 0, 0, 1, 0};
+    return k + 1;
+}
+
+void ev_took_sampled4(const struct ev4_run *run)
+{
+    resume4.next = run->idx0 + run->n;
+    resume4.last_call = 0; /* (read4's, after a stamp) */
 }
 
 size_t ev_read_sampled(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, uint64_t ref,

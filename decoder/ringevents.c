@@ -102,15 +102,9 @@ static void pend_times(struct ev *e, size_t n, uint64_t o0, int have_a, uint64_t
             e[i].hi = tb;
         }
     for (size_t i = 0; i < n; i++) {
-        uint64_t t = ta + qt;
-        e[i].tsc = t;
+        e[i].tsc = ta + qt;
         e[i].q = q;
-        qt += dq;
-        rm += dr;
-        if (rm >= N) {
-            rm -= N;
-            qt++;
-        }
+        qt = ev4_step(qt, &rm, dq, dr, N);
     }
 }
 
@@ -237,7 +231,7 @@ static void out_room(struct ev **out, size_t *cap, size_t *n, size_t *p0, ev_fn 
 /* Sampled: the unstamped events wait in out[p0..n) for the stamp after
  * them (their ordinals: o0 ...); everything before p0 is final. */
 static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref,
-                        struct ev_carry *c, ev_fn fn, void *ctx)
+                        struct ev_carry *c, ev_fn fn, ev4_fn fn4, void *ctx)
 {
     static struct ev_sitem buf[EVB];
     static struct ev *out;
@@ -252,6 +246,32 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
     /* FT_FMT_SAMPLED8: a time word right before lo stamps the first event */
     int stamp = sampled8 && lo > 0 && ev_tsc_at(d, th, lo - 1, ref, &st);
     for (uint64_t i = lo; i < hi;) {
+        if (!sampled8 && fn4 && n == p0 && c->have) {
+            /* nothing pending: the plain items up to a stamp that closes
+             * their bracket densely go to fn4 as a run with that stamp
+             * (ob: its ordinal), with their times */
+            struct ev4_run run;
+            uint64_t tb;
+            const size_t m = ev_run_sampled4(d, th, i, hi - i, &run, &tb);
+            const uint64_t oa = c->ord, ob = c->next_ord + m - 1;
+            if (m && tb >= c->tsc && !loose(tb - c->tsc, ob - oa, hz)) {
+                if (n) {
+                    fn(ctx, out, n);
+                    n = p0 = 0;
+                }
+                run.ta = c->tsc;
+                run.D = tb - c->tsc;
+                run.N = ob - oa;
+                run.k0 = c->next_ord - oa;
+                fn4(ctx, &run);
+                ev_took_sampled4(&run);
+                c->next_ord += m;
+                c->tsc = tb;
+                c->ord = ob;
+                i += m;
+                continue;
+            }
+        }
         if (!sampled8) {
             /* the plain items (events without a time) straight into out,
              * pending: then the item after them through ev_read_sampled */
@@ -330,14 +350,14 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
 }
 
 void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref_tsc,
-            struct ev_carry *carry, ev_fn fn, ev8_fn fn8, void *ctx)
+            struct ev_carry *carry, ev_fn fn, ev8_fn fn8, ev4_fn fn4, void *ctx)
 {
     if (hi > th->rt->n)
         hi = th->rt->n;
     if (lo >= hi)
         return;
     if (!ev_is_exact(th->rt->fmt))
-        run_sampled(d, th, lo, hi, ref_tsc, carry, fn, ctx);
+        run_sampled(d, th, lo, hi, ref_tsc, carry, fn, fn4, ctx);
     else
         run_exact(d, th, lo, hi, fn, fn8, ctx);
 }

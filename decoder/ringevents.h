@@ -81,10 +81,77 @@ static inline void ev8_get(const struct ev8_run *run, size_t k, struct ev *e)
     e->idx = run->idx0 + k;
     e->q = EV_EXACT;
 }
+/* A run of FT_FMT_SAMPLED4 plain items (calls and returns with their
+ * address, no catch before them) and the stamped return right after them
+ * that closes their bracket densely (item n - 1, after a call): item k < n,
+ * as it lies in the raw, is the event ev4_get(run, k), its time interpolated
+ * as ringevents.c's pend_times would (EV_DENSE): ta + D * (k0 + k) / N, k0 +
+ * k the event's ordinal after the bracket's first stamp (ta), N the closing
+ * stamp's (whose time is then ta + D, EV_EXACT).  The consumer takes them
+ * all. */
+struct ev4_run {
+    const uint8_t *p;    /* the items (4 bytes each, not aligned) */
+    size_t n;
+    uint64_t idx0;       /* the first one's ring item index */
+    uint64_t ahi_sh;     /* the address high half, << 32 */
+    uint64_t ta, D, N, k0;
+};
+typedef void (*ev4_fn)(void *ctx, const struct ev4_run *run);
+static inline uint32_t ev_ld4(const uint8_t *p, size_t k)
+{
+    uint32_t w;
+    __builtin_memcpy(&w, p + 4 * k, 4);
+    return w;
+}
+/* the word of a plain FT_FMT_SAMPLED4 item w (its tag is FT_E8_*'s) */
+static inline uint64_t ev4_word(uint64_t ahi_sh, uint32_t w)
+{
+    return ahi_sh | (w & FT_E8_ADDR_LO_MASK) | ev8_tagf[w & FT_E8_TAG_MASK];
+}
+/* item k of a run as a plain item: the stamped return as a return of its
+ * call's address (the item before it) */
+static inline uint32_t ev4_item(const struct ev4_run *run, size_t k)
+{
+    const uint32_t w = ev_ld4(run->p, k);
+    return (w & FT_S4_TAG_MASK) != FT_S4_SPECIAL ? w : (ev_ld4(run->p, k - 1) & ~FT_S4_TAG_MASK) | (uint32_t)FT_E8_RET;
+}
+/* item k's interpolated TSC as a quotient ta + qt and its remainder rm
+ * (mod N): the loops step them by D / N, D % N per item */
+static inline uint64_t ev4_qt(const struct ev4_run *run, size_t k, uint64_t *rm)
+{
+    const uint64_t ord = run->k0 + k;
+    if (run->D <= UINT32_MAX && ord <= UINT32_MAX) {
+        *rm = run->D * ord % run->N;
+        return run->D * ord / run->N;
+    }
+    const unsigned __int128 p = (unsigned __int128)run->D * ord;
+    *rm = (uint64_t)(p % run->N);
+    return (uint64_t)(p / run->N);
+}
+/* the next item's quotient after qt (remainder *rm) */
+static inline uint64_t ev4_step(uint64_t qt, uint64_t *rm, uint64_t dq, uint64_t dr, uint64_t N)
+{
+    qt += dq;
+    *rm += dr;
+    if (*rm >= N) {
+        *rm -= N;
+        qt++;
+    }
+    return qt;
+}
+static inline void ev4_get(const struct ev4_run *run, size_t k, struct ev *e)
+{
+    uint64_t rm;
+    e->word = ev4_word(run->ahi_sh, ev4_item(run, k));
+    e->tsc = run->ta + ev4_qt(run, k, &rm);
+    e->idx = run->idx0 + k;
+    e->q = k + 1 == run->n ? EV_EXACT : EV_DENSE;
+}
 /* fn8 (NULL: none): FT_FMT_EXACT8 rings hand their runs of such items to
- * it, everything else to fn */
+ * it; fn4 (NULL: none): FT_FMT_SAMPLED4 rings theirs; everything else goes
+ * to fn */
 void ev_run(struct dec *d, struct dthread *th, uint64_t lo, uint64_t hi, uint64_t ref_tsc,
-            struct ev_carry *carry, ev_fn fn, ev8_fn fn8, void *ctx);
+            struct ev_carry *carry, ev_fn fn, ev8_fn fn8, ev4_fn fn4, void *ctx);
 /* timestamp at ring item i (exact mode) / of the time word at i (sampled);
  * returns 0 if there is none */
 int ev_tsc_at(struct dec *d, struct dthread *th, uint64_t i, uint64_t ref_tsc, uint64_t *tsc);
@@ -138,5 +205,12 @@ size_t ev_read_sampled(struct dec *d, struct dthread *th, uint64_t i, uint64_t n
  * this) of th's ring stopped at i (else 0: read the item with it).  Returns
  * the number taken. */
 size_t ev_plain_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev *out);
+/* FT_FMT_SAMPLED4, the same as a run (struct ev4_run, its times not set):
+ * the plain items from i on (at most n) and the stamped return after them,
+ * if it is within those n, read where ev_plain_sampled4 would; *tb: the
+ * stamp's TSC.  Returns the run's length (0: none); ev_took_sampled4 then
+ * says that the consumer took the run (the reading goes on after it). */
+size_t ev_run_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev4_run *run, uint64_t *tb);
+void ev_took_sampled4(const struct ev4_run *run);
 
 #endif
