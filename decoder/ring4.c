@@ -15,6 +15,7 @@
  * first escape of a run, as ring8.c does (oldest items of a wrapped ring;
  * after zeroed items).
  */
+#include <emmintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,28 @@
 #include "xalloc.h"
 #include "ringesc.h"
 
+
+/* the first item in [k, lim) of a view that is not plain (a call or a
+ * return with its address: a tag other than 3, not 0), else lim */
+static size_t plain_end(const uint8_t *buf, size_t k, size_t lim)
+{
+    /* four at a time (SSE2, x86-64's baseline): the lanes whose tag is 3
+     * or that are 0, the first of them by its movemask bits */
+    const __m128i three = _mm_set1_epi32(3), zero = _mm_setzero_si128();
+    for (; k + 4 <= lim; k += 4) {
+        const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(buf + 4 * k));
+        const __m128i bad = _mm_or_si128(_mm_cmpeq_epi32(_mm_and_si128(x, three), three), _mm_cmpeq_epi32(x, zero));
+        const unsigned m = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(bad));
+        if (m)
+            return k + (size_t)__builtin_ctz(m);
+    }
+    for (; k < lim; k++) {
+        const uint32_t w = ev_ld4(buf, k);
+        if ((w & 3u) == FT_S4_SPECIAL || !w)
+            break;
+    }
+    return k;
+}
 
 void rx_prepare4(struct dec *d, struct dthread *th)
 {
@@ -49,6 +72,17 @@ void rx_prepare4(struct dec *d, struct dthread *th)
             uint32_t w = ev_ld4(buf, k);
             if (idx % CK == 0)
                 r->ck[idx / CK] = s;
+            if (__builtin_expect(s.aknown && w && (w & 3u) != FT_S4_SPECIAL, 1)) {
+                /* the common case: calls and returns with their high half
+                 * known, up to the next checkpoint (the last one's effect
+                 * is theirs: below) */
+                const size_t kl = got - k < CK - idx % CK ? got : k + (CK - idx % CK);
+                k = plain_end(buf, k + 1, kl) - 1;
+                have_prev_ahi = 1;
+                prev_ahi = s.ahi;
+                s.catch_next = 0;
+                continue;
+            }
             if (!w) {
                 rx_note_invalid(th, idx);
                 if (s.aknown) { have_prev_ahi = 1; prev_ahi = s.ahi; }
@@ -315,25 +349,7 @@ size_t ev_run_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n
         n = rt->n - i;
     size_t got;
     const uint8_t *buf = ftr_entries_view(&d->src, rt, i, n < RB ? n : RB, scratch, &got);
-    size_t k = 0;
-    /* eight at a time, two in each 8-byte word: one branch for eight (a
-     * plain item has a tag other than 3 and is not 0: no 32-bit lane is
-     * zero, as the has-a-zero-byte test does it) */
-    const uint64_t lo1 = 0x0000000100000001ull, hi1 = 0x8000000080000000ull;
-    while (k + 8 <= got) {
-        const uint64_t x0 = ev_ld8(buf + 4 * k, 0), x1 = ev_ld8(buf + 4 * k, 1), x2 = ev_ld8(buf + 4 * k, 2),
-                       x3 = ev_ld8(buf + 4 * k, 3);
-        const uint64_t special = (x0 & (x0 >> 1)) | (x1 & (x1 >> 1)) | (x2 & (x2 >> 1)) | (x3 & (x3 >> 1));
-        const uint64_t zero = ((x0 - lo1) & ~x0) | ((x1 - lo1) & ~x1) | ((x2 - lo1) & ~x2) | ((x3 - lo1) & ~x3);
-        if ((special & lo1) | (zero & hi1))
-            break;
-        k += 8;
-    }
-    for (; k < got; k++) {
-        const uint32_t w = ev_ld4(buf, k);
-        if ((w & 3u) == FT_S4_SPECIAL || !w)
-            break;
-    }
+    const size_t k = plain_end(buf, 0, got);
     /* the stamp: in the view, after a call (a leaf return: read4's EVS_STAMPED) */
     if (!k || k == got || !FT_S4_IS_STAMP(ev_ld4(buf, k)) || (ev_ld4(buf, k - 1) & 3u) == FT_E8_RET)
         return 0;
