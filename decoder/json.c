@@ -51,7 +51,8 @@ struct json_view {
     struct outbuf o;
     int64_t base;
     struct jpiece *prefix; /* per thread: {"ph":"X","pid":P,"tid":T,"ts": */
-    struct jpiece *tail;   /* per function id: ,"name":NAME},\n (s NULL: not made yet) */
+    struct jpiece *tail;   /* per function id f: [2f] ,"name":NAME},\n, [2f + 1] the same after
+                              UNM_ARGS (s NULL: not made yet) */
     size_t ntail;
     struct jpiece *args;   /* per SL_* flags (less SL_PENDING, SL_BOUND): ,"args":{... */
     uint64_t nslices;
@@ -260,20 +261,26 @@ static inline const struct jpiece *flag_args(struct json_view *J, unsigned f)
     return make_flag_args(J, f);
 }
 
-/* ,"name":NAME},\n of function f */
-static const struct jpiece *name_tail(struct json_view *J, struct dec *d, uint32_t f)
+/* the args of a slice whose only flag is SL_UNMEASURED (nearly every slice
+ * of a sampled trace), as make_flag_args and j_slices write them */
+#define UNM_ARGS ",\"args\":{\"measured\":false}"
+
+/* ,"name":NAME},\n of function f, after UNM_ARGS if unm */
+static const struct jpiece *name_tail(struct json_view *J, struct dec *d, uint32_t f, int unm)
 {
-    if (__builtin_expect(f < J->ntail && J->tail[f].s != NULL, 1))
-        return &J->tail[f];
-    if (f >= J->ntail) {
+    const size_t k = 2 * (size_t)f + (unm != 0);
+    if (__builtin_expect(k < J->ntail && J->tail[k].s != NULL, 1))
+        return &J->tail[k];
+    if (k >= J->ntail) {
         size_t n = J->ntail;
-        J->tail = xgrow(J->tail, &J->ntail, (size_t)f + 1, sizeof *J->tail);
+        J->tail = xgrow(J->tail, &J->ntail, k + 2, sizeof *J->tail);
         memset(J->tail + n, 0, (J->ntail - n) * sizeof *J->tail);
     }
     struct func *fn = sym_func(d->sym, f);
     fn->used = 1;
-    J->tail[f] = piece(",\"name\":", 8, fn->jname, strlen(fn->jname), "},\n", 3);
-    return &J->tail[f];
+    J->tail[k] = unm ? piece(UNM_ARGS ",\"name\":", sizeof UNM_ARGS - 1 + 8, fn->jname, strlen(fn->jname), "},\n", 3)
+                     : piece(",\"name\":", 8, fn->jname, strlen(fn->jname), "},\n", 3);
+    return &J->tail[k];
 }
 
 /* the most a slice's line takes besides its pieces: two numbers of at most
@@ -295,9 +302,10 @@ static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     struct us3_cache ts_c = J->ts_c, dur_c = J->dur_c;
     char *p = o->buf + o->len, *lim = o->buf + o->cap;
     for (size_t i = 0; i < n; i++) {
-        const struct jpiece *tl = name_tail(J, d, s[i].func);
         unsigned fl = s[i].flags & ~SL_PENDING;
-        const struct jpiece *args = fl ? flag_args(J, fl) : NULL;
+        const int unm = fl == SL_UNMEASURED && !cx; /* its args are in its name's piece */
+        const struct jpiece *tl = name_tail(J, d, s[i].func, unm);
+        const struct jpiece *args = fl && !unm ? flag_args(J, fl) : NULL;
         size_t need = pre_room + J_LINE_EXTRA + (tl->len <= 64 ? 0 : room(tl)) + (args ? room(args) : 0);
         if (__builtin_expect((size_t)(lim - p) < need, 0)) {
             o->len = (size_t)(p - o->buf);
