@@ -257,7 +257,7 @@ static int run(struct dec *d, struct outputs *out)
     /* progress (on a terminal, past a second): every replay of the rings */
     uint64_t items = 0; /* ring bytes */
     for (size_t i = 0; i < d->nth; i++)
-        items += d->th[i].shown ? d->th[i].rt->n * (d->th[i].rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16) : 0;
+        items += d->th[i].shown ? d->th[i].rt->n * ftr_item_size(d->th[i].rt->fmt) : 0;
     int whole = outputs_whole_rings(out);
     progress_begin(&d->prog, o->input, whole ? items * (uint64_t)(1 + outputs_replays(out)) : 0);
     d->tail_only = !whole;

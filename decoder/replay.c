@@ -2155,7 +2155,7 @@ void replay_gen(struct replay *r, size_t gi)
     for (uint64_t a = lo; a < hi;) {
         uint64_t b = hi - a > PROGRESS_CHUNK ? a + PROGRESS_CHUNK : hi;
         ev_run(d, th, a, b, g->clk.ref_tsc, &r->carry, fn, fn8, fn4, r);
-        progress_add(&d->prog, (b - a) * (th->rt->fmt == FT_FMT_SAMPLED8 ? 8 : 16));
+        progress_add(&d->prog, (b - a) * ftr_item_size(th->rt->fmt));
         a = b;
     }
     if (r->discovery) {
