@@ -1810,11 +1810,10 @@ static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, ui
  * plain, its function not in the cache or not as okt asks (FC_OKT_*), a
  * return that does not close the top frame, a call without room, or a time
  * outside the clock's span; returns where it stopped.  The items are an
- * exact run's (sz 8: their TSC high half thi) or a sampled run's (sz 4,
- * run4: its items, their times all in the clock's span, thi unused). */
-static ALWAYS_INLINE size_t run_stack(struct replay *r, const uint8_t *p, const int sz, const struct ev4_run *run4,
-                                      uint64_t ahi, uint64_t thi, uint64_t idx0, size_t i, size_t n,
-                                      const struct fclk *k, unsigned okt)
+ * exact run's (sz 8: their TSC high half thi) or a sampled run's (sz 4:
+ * its copy, their times all in the clock's span, thi unused). */
+static ALWAYS_INLINE size_t run_stack(struct replay *r, const void *p, const int sz, uint64_t ahi, uint64_t thi,
+                                      uint64_t idx0, size_t i, size_t n, const struct fclk *k, unsigned okt)
 {
     const uint64_t ref_tsc = k->ref_tsc, lim = k->lim;
     struct frame *const stk = r->stk;
@@ -1822,8 +1821,9 @@ static ALWAYS_INLINE size_t run_stack(struct replay *r, const uint8_t *p, const 
     const size_t cap = r->cap;
     size_t sn = r->n, nrot = r->nrot;
     for (; i < n; i++) {
-        const uint64_t w = sz == 8 ? ev_ld8(p, i) : ev4_item(run4, i);
-        __builtin_prefetch(p + sz * i + 2048);
+        const uint64_t w = sz == 8 ? ev_ld8(p, i) : ((const uint32_t *)p)[i];
+        if (sz == 8)
+            __builtin_prefetch((const uint8_t *)p + 8 * i + 2048);
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
         if (sz == 8 && (!w || tag == FT_E8_ESC || (thi | (w >> 32)) - ref_tsc > lim))
             break;
@@ -1847,7 +1847,7 @@ static __attribute__((noinline)) size_t disc_run8(struct replay *r, const struct
 {
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
-    const size_t j = run_stack(r, run->p, 8, NULL, run->ahi_sh, run->thi_sh, run->idx0, i, run->n, k, FC_OKT_DISC);
+    const size_t j = run_stack(r, run->p, 8, run->ahi_sh, run->thi_sh, run->idx0, i, run->n, k, FC_OKT_DISC);
     if (j > i)
         disc_times(r, k, NULL, run, NULL, i, j, sn0);
     return j - i;
@@ -1958,7 +1958,7 @@ static __attribute__((noinline)) size_t disc_run4(struct replay *r, const struct
         return 0;
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
-    const size_t j = run_stack(r, run->p, 4, run, run->ahi_sh, 0, run->idx0, i, run->n, k, FC_OKT_DISC);
+    const size_t j = run_stack(r, run->p, 4, run->ahi_sh, 0, run->idx0, i, run->n, k, FC_OKT_DISC);
     if (j > i)
         disc_times(r, k, NULL, NULL, run, i, j, sn0);
     return j - i;
@@ -1974,24 +1974,27 @@ static __attribute__((noinline)) size_t pieces_run4(struct replay *r, const stru
         return 0;
     reserve_frames(r, run->n - i);
     reserve_slices(r, run->n - i);
-    const uint8_t *const p = run->p;
+    const uint32_t *const p = run->p;
     const uint64_t ahi = run->ahi_sh, idx0 = run->idx0, ta = run->ta, N = run->N, dq = run->D / N, dr = run->D % N;
-    const struct fclk kk = *k; /* (in registers) */
+    /* (in registers: the clock's multiplier and base, the run's first TSC
+     * from the clock's reference) */
+    const struct fclk kk = {0, 0, k->mult, k->ref_ns};
+    const uint64_t d0 = ta - k->ref_tsc;
     const int64_t gstart = r->gstart;
     struct frame *const stk = r->stk;
     struct slice *const sl = r->sl;
     const struct fcache *const fc = r->fc;
-    const size_t n = run->n, i0 = i, cap = r->cap;
+    /* (each item pushes at most one frame: up to n, room for them all) */
+    const size_t i0 = i, n = i + (run->n - i < r->cap - r->n ? run->n - i : r->cap - r->n);
     size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
     int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
     for (; i < n; i++) {
-        const uint32_t w = ev4_item(run, i);
-        __builtin_prefetch(p + 4 * i + 2048);
+        const uint32_t w = p[i];
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
-        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, cap);
+        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, SIZE_MAX);
         if (!c)
             break;
-        const int64_t tm = fast_tm(&kk, gstart, ta + qt);
+        const int64_t tm = fast_tm(&kk, gstart, d0 + qt); /* (kk's ref_tsc: 0) */
         const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
         qt = ev4_step(qt, &rm, dq, dr, N);
         prev_ns = last_ns;
@@ -2010,8 +2013,8 @@ static __attribute__((noinline)) size_t pieces_run4(struct replay *r, const stru
     }
     if (i > i0) {
         const int two = i - i0 >= 2;
-        pieces_end(r, k, sn, nrot, nsl, last_ns, prev_ns, ta + ev4_qt(run, i - 1, &rm), i == n ? EV_EXACT : EV_DENSE,
-                   two, two ? ta + ev4_qt(run, i - 2, &rm) : 0, EV_DENSE);
+        pieces_end(r, k, sn, nrot, nsl, last_ns, prev_ns, ta + ev4_qt(run, i - 1, &rm),
+                   i == run->n ? EV_EXACT : EV_DENSE, two, two ? ta + ev4_qt(run, i - 2, &rm) : 0, EV_DENSE);
     }
     return i - i0;
 }

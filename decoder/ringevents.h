@@ -83,14 +83,15 @@ static inline void ev8_get(const struct ev8_run *run, size_t k, struct ev *e)
 }
 /* A run of FT_FMT_SAMPLED4 plain items (calls and returns with their
  * address, no catch before them) and the stamped return right after them
- * that closes their bracket densely (item n - 1, after a call): item k < n,
- * as it lies in the raw, is the event ev4_get(run, k), its time interpolated
+ * that closes their bracket densely (item n - 1, after a call; in the run
+ * as a plain return of that call's address): item k < n is the event
+ * ev4_get(run, k), its time interpolated
  * as ringevents.c's pend_times would (EV_DENSE): ta + D * (k0 + k) / N, k0 +
  * k the event's ordinal after the bracket's first stamp (ta), N the closing
  * stamp's (whose time is then ta + D, EV_EXACT).  The consumer takes them
  * all. */
 struct ev4_run {
-    const uint8_t *p;    /* the items (4 bytes each, not aligned) */
+    const uint32_t *p;   /* the items (a copy of the raw's: the stamp's changed) */
     size_t n;
     uint64_t idx0;       /* the first one's ring item index */
     uint64_t ahi_sh;     /* the address high half, << 32 */
@@ -107,13 +108,6 @@ static inline uint32_t ev_ld4(const uint8_t *p, size_t k)
 static inline uint64_t ev4_word(uint64_t ahi_sh, uint32_t w)
 {
     return ahi_sh | (w & FT_E8_ADDR_LO_MASK) | ev8_tagf[w & FT_E8_TAG_MASK];
-}
-/* item k of a run as a plain item: the stamped return as a return of its
- * call's address (the item before it) */
-static inline uint32_t ev4_item(const struct ev4_run *run, size_t k)
-{
-    const uint32_t w = ev_ld4(run->p, k);
-    return (w & FT_S4_TAG_MASK) != FT_S4_SPECIAL ? w : (ev_ld4(run->p, k - 1) & ~FT_S4_TAG_MASK) | (uint32_t)FT_E8_RET;
 }
 /* item k's interpolated TSC as a quotient ta + qt and its remainder rm
  * (mod N): the loops step them by D / N, D % N per item */
@@ -142,7 +136,7 @@ static inline uint64_t ev4_step(uint64_t qt, uint64_t *rm, uint64_t dq, uint64_t
 static inline void ev4_get(const struct ev4_run *run, size_t k, struct ev *e)
 {
     uint64_t rm;
-    e->word = ev4_word(run->ahi_sh, ev4_item(run, k));
+    e->word = ev4_word(run->ahi_sh, run->p[k]);
     e->tsc = run->ta + ev4_qt(run, k, &rm);
     e->idx = run->idx0 + k;
     e->q = k + 1 == run->n ? EV_EXACT : EV_DENSE;
