@@ -265,12 +265,11 @@ static inline const struct jpiece *flag_args(struct json_view *J, unsigned f)
  * of a sampled trace), as make_flag_args and j_slices write them */
 #define UNM_ARGS ",\"args\":{\"measured\":false}"
 
-/* ,"name":NAME},\n of function f, after UNM_ARGS if unm */
-static const struct jpiece *name_tail(struct json_view *J, struct dec *d, uint32_t f, int unm)
+/* ,"name":NAME},\n of function f, after UNM_ARGS if unm: made */
+static __attribute__((noinline)) const struct jpiece *make_tail(struct json_view *J, struct dec *d, uint32_t f,
+                                                                int unm)
 {
     const size_t k = 2 * (size_t)f + (unm != 0);
-    if (__builtin_expect(k < J->ntail && J->tail[k].s != NULL, 1))
-        return &J->tail[k];
     if (k >= J->ntail) {
         size_t n = J->ntail;
         J->tail = xgrow(J->tail, &J->ntail, k + 2, sizeof *J->tail);
@@ -283,17 +282,27 @@ static const struct jpiece *name_tail(struct json_view *J, struct dec *d, uint32
     return &J->tail[k];
 }
 
+/* ... made once */
+static inline __attribute__((always_inline)) const struct jpiece *name_tail(struct json_view *J, struct dec *d,
+                                                                            uint32_t f, int unm)
+{
+    const size_t k = 2 * (size_t)f + (unm != 0);
+    if (__builtin_expect(k < J->ntail && J->tail[k].s != NULL, 1))
+        return &J->tail[k];
+    return make_tail(J, d, f, unm);
+}
+
 /* the most a slice's line takes besides its pieces: two numbers of at most
  * 21 characters, ",\"dur\":", the bound, the context, and the 64 bytes that
  * put_piece may copy past a short piece's end */
 #define J_LINE_EXTRA 256
 
-static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)
+/* the slices' lines; unm_tail: a slice whose only flag is SL_UNMEASURED
+ * takes its args from its name's piece (a sampled trace's, no contexts) */
+static inline __attribute__((always_inline)) void slices(struct json_view *J, struct dec *d, struct dthread *th,
+                                                         const struct slice *s, size_t n, const int unm_tail)
 {
-    struct json_view *J = (struct json_view *)v;
     struct outbuf *o = &J->o;
-    (void)gi;
-    J->nslices += n;
     const struct jpiece pre = J->prefix[th->index];
     const uint32_t *cx = th->slice_ctx; /* a thread that switched stacks: each piece's context */
     const int64_t base = J->base;
@@ -303,7 +312,7 @@ static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     char *p = o->buf + o->len, *lim = o->buf + o->cap;
     for (size_t i = 0; i < n; i++) {
         unsigned fl = s[i].flags & ~SL_PENDING;
-        const int unm = fl == SL_UNMEASURED && !cx; /* its args are in its name's piece */
+        const int unm = unm_tail && fl == SL_UNMEASURED;
         const struct jpiece *tl = name_tail(J, d, s[i].func, unm);
         const struct jpiece *args = fl && !unm ? flag_args(J, fl) : NULL;
         size_t need = pre_room + J_LINE_EXTRA + (tl->len <= 64 ? 0 : room(tl)) + (args ? room(args) : 0);
@@ -345,6 +354,17 @@ static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     o->len = (size_t)(p - o->buf);
     J->ts_c = ts_c;
     J->dur_c = dur_c;
+}
+
+static void j_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)
+{
+    struct json_view *J = (struct json_view *)v;
+    (void)gi;
+    J->nslices += n;
+    if (d->sampled && !th->slice_ctx)
+        slices(J, d, th, s, n, 1);
+    else
+        slices(J, d, th, s, n, 0);
 }
 
 /* viztracer's file_info: sources of the functions in the output */

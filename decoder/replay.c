@@ -1800,6 +1800,27 @@ static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, ui
     *nrot += fl & 1u;
 }
 
+/* the run loops' item at t (measured: tm), a call of c's function (tag) at
+ * addr or the return of the top frame: pieces_fast's push or pop, with the
+ * stack's state (*sn frames, *nrot FR_ROT ones) and the slices' (*nsl) in
+ * the loop's locals; sampled: an interpolated time (EV_DENSE) */
+static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot, struct slice *sl, size_t *nsl,
+                                    const struct fcache *c, uint64_t tag, uint64_t addr, uint64_t idx, int64_t t,
+                                    int64_t tm, const int sampled)
+{
+    if (tag == FT_E8_RET) {
+        struct frame *fr = &stk[--*sn];
+        *nrot -= fr->flags & 1u;
+        if (fr->slice >= 0)
+            fast_close(fr, &sl[fr->slice], t, tm, sampled ? fast_unm(fr, EV_DENSE) : 0);
+    } else {
+        struct frame *fr = &stk[(*sn)++];
+        run8_push(fr, c, tag, addr, idx, nrot, sampled ? ~FR_EXACT : ~0u);
+        fast_open(fr, &sl[*nsl], *nsl, *sn, t, tm);
+        ++*nsl;
+    }
+}
+
 /* Discovery's run loop is two passes over the items, each with few values
  * to keep (the compiler keeps them in registers): the stack (run_stack), up
  * to the first item it does not take, then the times of the items taken
@@ -1885,17 +1906,7 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
         const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
         prev_ns = last_ns;
         last_ns = t;
-        if (tag == FT_E8_RET) { /* pieces_fast's pop */
-            struct frame *fr = &stk[--sn];
-            nrot -= fr->flags & 1u;
-            if (fr->slice >= 0)
-                fast_close(fr, &sl[fr->slice], t, tm, 0);
-        } else { /* pieces_fast's push */
-            struct frame *fr = &stk[sn++];
-            run8_push(fr, c, tag, addr, idx0 + i, &nrot, ~0u);
-            fast_open(fr, &sl[nsl], nsl, sn, t, tm);
-            nsl++;
-        }
+        run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, t, tm, 0);
     }
     if (i > i0) {
         const int two = i - i0 >= 2;
@@ -1999,17 +2010,7 @@ static __attribute__((noinline)) size_t pieces_run4(struct replay *r, const stru
         qt = ev4_step(qt, &rm, dq, dr, N);
         prev_ns = last_ns;
         last_ns = t;
-        if (tag == FT_E8_RET) { /* pieces_fast's pop */
-            struct frame *fr = &stk[--sn];
-            nrot -= fr->flags & 1u;
-            if (fr->slice >= 0)
-                fast_close(fr, &sl[fr->slice], t, tm, fast_unm(fr, EV_DENSE));
-        } else { /* pieces_fast's push */
-            struct frame *fr = &stk[sn++];
-            run8_push(fr, c, tag, addr, idx0 + i, &nrot, ~FR_EXACT);
-            fast_open(fr, &sl[nsl], nsl, sn, t, tm);
-            nsl++;
-        }
+        run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, t, tm, 1);
     }
     if (i > i0) {
         const int two = i - i0 >= 2;
