@@ -1986,17 +1986,24 @@ static __attribute__((noinline)) size_t pieces_run4(struct replay *r, const stru
     reserve_frames(r, run->n - i);
     reserve_slices(r, run->n - i);
     const uint32_t *const p = run->p;
-    const uint64_t ahi = run->ahi_sh, idx0 = run->idx0, ta = run->ta, N = run->N, dq = run->D / N, dr = run->D % N;
-    /* (in registers: the clock's multiplier and base, the run's first TSC
-     * from the clock's reference) */
-    const struct fclk kk = {0, 0, k->mult, k->ref_ns};
-    const uint64_t d0 = ta - k->ref_tsc;
+    const uint64_t ahi = run->ahi_sh, idx0 = run->idx0, ta = run->ta;
     const int64_t gstart = r->gstart;
+    /* (each item pushes at most one frame: up to n, room for them all) */
+    const size_t i0 = i, n = i + (run->n - i < r->cap - r->n ? run->n - i : r->cap - r->n);
+    /* the items' measured times first, in a loop of their own (the loop
+     * below then keeps few enough values for the registers) */
+    static int64_t tms[EV4_RUN_MAX];
+    {
+        const uint64_t N = run->N, dq = run->D / N, dr = run->D % N, d0 = ta - k->ref_tsc;
+        const struct fclk kk = {0, 0, k->mult, k->ref_ns}; /* (d0: from the clock's reference) */
+        for (size_t x = i; x < n; x++) {
+            tms[x] = fast_tm(&kk, gstart, d0 + qt);
+            qt = ev4_step(qt, &rm, dq, dr, N);
+        }
+    }
     struct frame *const stk = r->stk;
     struct slice *const sl = r->sl;
     const struct fcache *const fc = r->fc;
-    /* (each item pushes at most one frame: up to n, room for them all) */
-    const size_t i0 = i, n = i + (run->n - i < r->cap - r->n ? run->n - i : r->cap - r->n);
     size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
     int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
     for (; i < n; i++) {
@@ -2005,9 +2012,8 @@ static __attribute__((noinline)) size_t pieces_run4(struct replay *r, const stru
         const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, SIZE_MAX);
         if (!c)
             break;
-        const int64_t tm = fast_tm(&kk, gstart, d0 + qt); /* (kk's ref_tsc: 0) */
+        const int64_t tm = tms[i];
         const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
-        qt = ev4_step(qt, &rm, dq, dr, N);
         prev_ns = last_ns;
         last_ns = t;
         run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, t, tm, 1);

@@ -356,7 +356,8 @@ size_t ev_run_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n
     *tb = ((uint64_t)s->thi << 32) | (ev_ld4(buf, k) & ~7u);
     /* a copy, aligned, the stamp a return of its call's address: the run
      * loops read plain items only */
-    static uint32_t items[RB];
+    static uint32_t items[EV4_RUN_MAX];
+    _Static_assert(RB <= EV4_RUN_MAX, "a run is at most a view");
     memcpy(items, buf, 4 * k);
     items[k] = (items[k - 1] & ~FT_S4_TAG_MASK) | (uint32_t)FT_E8_RET;
     *run = (struct ev4_run){items, k + 1, i, (uint64_t)s->ahi << 32, 0, 0, 1, 0};

@@ -98,6 +98,7 @@ struct ev4_run {
     uint64_t ta, D, N, k0;
 };
 typedef void (*ev4_fn)(void *ctx, const struct ev4_run *run);
+#define EV4_RUN_MAX 8192u /* the most items a run has */
 static inline uint32_t ev_ld4(const uint8_t *p, size_t k)
 {
     uint32_t w;
