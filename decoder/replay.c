@@ -1430,13 +1430,23 @@ static ALWAYS_INLINE int64_t fclk_ns(const struct fclk *k, uint64_t d)
     return k->ref_ns + (int64_t)(uint64_t)(((unsigned __int128)d * k->mult) >> 64);
 }
 
+/* a return of function match closes the top frame of stk[sn] as on_event
+ * pops it: its function's, or without symbols (pair: r->pair_nesting, a -pg
+ * return closes the innermost -pg frame) any frame but a bit-61 or
+ * ring-start one while no bit-61 frame is open (nrot 0) */
+static ALWAYS_INLINE int fast_closes(const struct frame *stk, size_t sn, uint32_t match, int pair, size_t nrot)
+{
+    return sn && (stk[sn - 1].match == match || (pair && !nrot && !(stk[sn - 1].flags & (FR_ROT | FR_PRE))));
+}
+
 /* the cache entry of a common event's function, or NULL: another kind of
  * event (catches and bit-62 returns have bit 62), not in the cache, not an
  * event of a kind okt allows (FC_OKT_PIECES, FC_OKT_DISC: ignored, a bit-61
  * call whose flags are not known yet, not seen yet), a return that does not
- * close the top frame, a call without room */
+ * close the top frame (fast_closes), a call without room */
 static ALWAYS_INLINE const struct fcache *fast_func(const struct fcache *fc, uint64_t word, unsigned okt,
-                                                    const struct frame *stk, size_t sn, size_t cap)
+                                                    const struct frame *stk, size_t sn, size_t cap, int pair,
+                                                    size_t nrot)
 {
     uint64_t addr = word & FT_ADDR_MASK;
     const struct fcache *c = &fc[fc_hash(addr)];
@@ -1446,7 +1456,7 @@ static ALWAYS_INLINE const struct fcache *fast_func(const struct fcache *fc, uin
     if (c->addr != addr || !((c->okt >> (tag + okt)) & 1u) || (word & FT_F_RET_WITH_CALLER))
         return NULL;
     if (word & FT_F_RET)
-        return sn && stk[sn - 1].match == c->match ? c : NULL;
+        return fast_closes(stk, sn, c->match, pair, nrot) ? c : NULL;
     return sn == cap ? NULL : c;
 }
 
@@ -1615,12 +1625,13 @@ static __attribute__((noinline)) size_t disc_fast_ev(struct replay *r, const str
     const size_t sn0 = r->n, i0 = i;
     struct frame *const stk = r->stk;
     const struct fcache *const fc = r->fc;
+    const int pair = r->pair_nesting;
     const size_t cap = r->cap;
     size_t sn = sn0, nrot = r->nrot;
     for (; i < n; i++) {
         const uint64_t word = e[i].word;
         /* (discovery marks a function seen at its first event: on_event) */
-        const struct fcache *c = fast_func(fc, word, FC_OKT_DISC, stk, sn, cap);
+        const struct fcache *c = fast_func(fc, word, FC_OKT_DISC, stk, sn, cap, pair, nrot);
         if (!c || e[i].tsc - k.ref_tsc > k.lim)
             break;
         if (word & FT_F_RET) {
@@ -1672,6 +1683,7 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, si
     const struct fclk k = fclk_of(&r->g->clk);
     struct frame *const stk = r->stk;
     const struct fcache *const fc = r->fc;
+    const int pair = r->pair_nesting;
     const size_t cap = r->cap, i0 = i;
     size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
     const int64_t gstart = r->gstart;
@@ -1685,7 +1697,7 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, si
         const struct ev *v = &e[i];
         const uint64_t word = v->word, dd = v->tsc - k.ref_tsc;
         const int q = sampled ? v->q : EV_EXACT;
-        const struct fcache *c = fast_func(fc, word, FC_OKT_PIECES, stk, sn, cap);
+        const struct fcache *c = fast_func(fc, word, FC_OKT_PIECES, stk, sn, cap, pair, nrot);
         /* (a loose bracket: on_event's bounds; a call: room for its slice) */
         if (!c || dd > k.lim || (sampled && q == EV_LOOSE) || (!(word & FT_F_RET) && nsl == slcap))
             break;
@@ -1773,14 +1785,16 @@ static ALWAYS_INLINE int run8_ok(const struct replay *r, const struct ev8_run *r
 }
 
 /* the item's fcache entry if the run loops take it (okt: FC_OKT_PIECES or
- * FC_OKT_DISC; a call needs room for its frame: cap), else NULL */
+ * FC_OKT_DISC; a call needs room for its frame: cap; a return must close
+ * the top frame: fast_closes, pair and nrot), else NULL */
 static ALWAYS_INLINE const struct fcache *run8_func(const struct fcache *fc, uint64_t addr, uint64_t tag, unsigned okt,
-                                                    const struct frame *stk, size_t sn, size_t cap)
+                                                    const struct frame *stk, size_t sn, size_t cap, int pair,
+                                                    size_t nrot)
 {
     const struct fcache *c = &fc[fc_hash(addr)];
     if (c->addr != addr || !((c->okt >> (tag + okt)) & 1u))
         return NULL;
-    if (tag == FT_E8_RET ? !sn || stk[sn - 1].match != c->match : sn == cap)
+    if (tag == FT_E8_RET ? !fast_closes(stk, sn, c->match, pair, nrot) : sn == cap)
         return NULL;
     return c;
 }
@@ -1834,7 +1848,8 @@ static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot,
  * exact run's (sz 8: their TSC high half thi) or a sampled run's (sz 4:
  * its copy, their times all in the clock's span, thi unused). */
 static ALWAYS_INLINE size_t run_stack(struct replay *r, const void *p, const int sz, uint64_t ahi, uint64_t thi,
-                                      uint64_t idx0, size_t i, size_t n, const struct fclk *k, unsigned okt)
+                                      uint64_t idx0, size_t i, size_t n, const struct fclk *k, unsigned okt,
+                                      const int pair)
 {
     const uint64_t ref_tsc = k->ref_tsc, lim = k->lim;
     struct frame *const stk = r->stk;
@@ -1848,7 +1863,7 @@ static ALWAYS_INLINE size_t run_stack(struct replay *r, const void *p, const int
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
         if (sz == 8 && (!w || tag == FT_E8_ESC || (thi | (w >> 32)) - ref_tsc > lim))
             break;
-        const struct fcache *c = run8_func(fc, addr, tag, okt, stk, sn, cap);
+        const struct fcache *c = run8_func(fc, addr, tag, okt, stk, sn, cap, pair, nrot);
         if (!c)
             break;
         if (tag == FT_E8_RET)
@@ -1863,20 +1878,20 @@ static ALWAYS_INLINE size_t run_stack(struct replay *r, const void *p, const int
 
 /* discovery: items [i, n) of the run, up to the first the run loop does not
  * take; returns how many it took */
-static __attribute__((noinline)) size_t disc_run8(struct replay *r, const struct ev8_run *run, size_t i,
-                                                 const struct fclk *k)
+static ALWAYS_INLINE size_t disc_run8(struct replay *r, const struct ev8_run *run, size_t i, const struct fclk *k,
+                                      const int pair)
 {
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
-    const size_t j = run_stack(r, run->p, 8, run->ahi_sh, run->thi_sh, run->idx0, i, run->n, k, FC_OKT_DISC);
+    const size_t j = run_stack(r, run->p, 8, run->ahi_sh, run->thi_sh, run->idx0, i, run->n, k, FC_OKT_DISC, pair);
     if (j > i)
         disc_times(r, k, NULL, run, NULL, i, j, sn0);
     return j - i;
 }
 
 /* VIEW_PIECES, exact time, a thread that does not switch contexts: the same */
-static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const struct ev8_run *run, size_t i,
-                                                   const struct fclk *k)
+static ALWAYS_INLINE size_t pieces_run8(struct replay *r, const struct ev8_run *run, size_t i, const struct fclk *k,
+                                        const int pair)
 {
     reserve_frames(r, run->n - i);
     reserve_slices(r, run->n - i);
@@ -1896,7 +1911,7 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
         if (!w || tag == FT_E8_ESC)
             break;
-        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, cap);
+        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, cap, pair, nrot);
         if (!c)
             break;
         const uint64_t tsc = thi | (w >> 32);
@@ -1916,6 +1931,24 @@ static __attribute__((noinline)) size_t pieces_run8(struct replay *r, const stru
     return i - i0;
 }
 
+/* each run loop compiled twice, noinline (its registers are all its loop's):
+ * with symbols (a return closes its function's frame) and without
+ * (r->pair_nesting: the innermost -pg frame), which a constant makes cost
+ * the loops with symbols nothing */
+#define RUN_LOOPS(name, run_t)                                                                                \
+    static __attribute__((noinline)) size_t name##_sym(struct replay *r, const run_t *run, size_t i,        \
+                                                       const struct fclk *k)                                \
+    {                                                                                                        \
+        return name(r, run, i, k, 0);                                                                        \
+    }                                                                                                        \
+    static __attribute__((noinline)) size_t name##_pair(struct replay *r, const run_t *run, size_t i,       \
+                                                        const struct fclk *k)                               \
+    {                                                                                                        \
+        return name(r, run, i, k, 1);                                                                        \
+    }
+RUN_LOOPS(disc_run8, struct ev8_run)
+RUN_LOOPS(pieces_run8, struct ev8_run)
+
 /* a run: the run loop where it may, on_event for the event where it stops
  * (the batch loops would hand it there too: the run loop stops where they
  * would), and so on; returns the items taken */
@@ -1925,7 +1958,8 @@ static ALWAYS_INLINE size_t run8_replay(struct replay *r, const struct ev8_run *
     size_t i = 0;
     while (i < run->n) {
         if (run8_ok(r, run))
-            i += pieces ? pieces_run8(r, run, i, &k) : disc_run8(r, run, i, &k);
+            i += pieces ? (r->pair_nesting ? pieces_run8_pair : pieces_run8_sym)(r, run, i, &k)
+                        : (r->pair_nesting ? disc_run8_pair : disc_run8_sym)(r, run, i, &k);
         if (i == run->n)
             break;
         if (!ev8_plain(ev8_item(run, i)))
@@ -1961,15 +1995,15 @@ static ALWAYS_INLINE int run4_in_span(const struct fclk *k, const struct ev4_run
     return run->ta + qt - k->ref_tsc <= k->lim && run->ta + run->D - k->ref_tsc <= k->lim;
 }
 
-static __attribute__((noinline)) size_t disc_run4(struct replay *r, const struct ev4_run *run, size_t i,
-                                                 const struct fclk *k)
+static ALWAYS_INLINE size_t disc_run4(struct replay *r, const struct ev4_run *run, size_t i, const struct fclk *k,
+                                      const int pair)
 {
     uint64_t rm;
     if (!run4_in_span(k, run, ev4_qt(run, i, &rm)))
         return 0;
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
-    const size_t j = run_stack(r, run->p, 4, run->ahi_sh, 0, run->idx0, i, run->n, k, FC_OKT_DISC);
+    const size_t j = run_stack(r, run->p, 4, run->ahi_sh, 0, run->idx0, i, run->n, k, FC_OKT_DISC, pair);
     if (j > i)
         disc_times(r, k, NULL, NULL, run, i, j, sn0);
     return j - i;
@@ -1977,8 +2011,8 @@ static __attribute__((noinline)) size_t disc_run4(struct replay *r, const struct
 
 /* VIEW_PIECES, a thread that does not switch contexts: pieces_fast's loop
  * for a sampled run */
-static __attribute__((noinline)) size_t pieces_run4(struct replay *r, const struct ev4_run *run, size_t i,
-                                                   const struct fclk *k)
+static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *run, size_t i, const struct fclk *k,
+                                        const int pair)
 {
     uint64_t rm, qt = ev4_qt(run, i, &rm);
     if (!run4_in_span(k, run, qt))
@@ -2009,7 +2043,7 @@ static __attribute__((noinline)) size_t pieces_run4(struct replay *r, const stru
     for (; i < n; i++) {
         const uint32_t w = p[i];
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
-        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, SIZE_MAX);
+        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, SIZE_MAX, pair, nrot);
         if (!c)
             break;
         const int64_t tm = tms[i];
@@ -2026,6 +2060,9 @@ static __attribute__((noinline)) size_t pieces_run4(struct replay *r, const stru
     return i - i0;
 }
 
+RUN_LOOPS(disc_run4, struct ev4_run)
+RUN_LOOPS(pieces_run4, struct ev4_run)
+
 /* a sampled run as run8_replay does an exact one (on_event for each item
  * where the run loop stops) */
 static ALWAYS_INLINE void run4_replay(struct replay *r, const struct ev4_run *run, const int pieces)
@@ -2034,7 +2071,8 @@ static ALWAYS_INLINE void run4_replay(struct replay *r, const struct ev4_run *ru
     size_t i = 0;
     while (i < run->n) {
         if (fast_ok(r) && !(run->ahi_sh >> 61))
-            i += pieces ? pieces_run4(r, run, i, &k) : disc_run4(r, run, i, &k);
+            i += pieces ? (r->pair_nesting ? pieces_run4_pair : pieces_run4_sym)(r, run, i, &k)
+                        : (r->pair_nesting ? disc_run4_pair : disc_run4_sym)(r, run, i, &k);
         if (i == run->n)
             break;
         struct ev e;

@@ -11,7 +11,7 @@ byte for byte the same either way.
 """
 import pytest
 
-from conftest import CLANG_MODES, INSTR_MODES
+from conftest import CLANG_MODES, INSTR_MODES, run_program
 from dec_util import crash_raw, decode
 
 # each "-" is a file of its own; views that print (--report, --summary) share
@@ -58,6 +58,21 @@ def test_exceptions_longjmp_tail_calls(tree, compiled, run_crash, mode, tmp_path
         exe = compiled(src, mode, extra=extra)
         raw = crash_raw(tree, run_crash, exe, name=src)
         same_either_way(tree, raw, tmp_path)
+
+
+@pytest.mark.parametrize("mode", modes())
+def test_exception_cases(tree, compiled, mode, tmp_path):
+    """tests/progs/exc_cases.cc's sequences (bit-61 calls, catches, rethrows, cleanups, a
+    function that catches its own throw), also with only the catcher logged
+    (FUNTRACE_CATCH_CALLERS=0): --no-symbols among the views, where a return closes the
+    innermost frame but for a bit-61 one, and only while no bit-61 frame is open"""
+    exe = compiled("exc_cases.cc", mode)
+    for case in ("caught", "untraced", "nested", "rethrow", "self", "cleanups"):
+        for env in (None, {"FUNTRACE_CATCH_CALLERS": "0"}):
+            r = run_program([exe, case], tmp_path / f"run-{case}-{'callers0' if env else 'default'}", env=env,
+                            want_core=False)
+            assert r.returncode == 0, r.stderr
+            same_either_way(tree, r.dir / "funtrace.raw", tmp_path)
 
 
 @pytest.mark.parametrize("stacks", [True, False], ids=["finstack", "no-finstack"])
