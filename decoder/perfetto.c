@@ -60,6 +60,7 @@ static const struct {
 #define ANNOT_CTX (NFLAGS + 1) /* context: a thread that switched stacks */
 #define NANNOT (NFLAGS + 2)
 
+#define EVDC 256u /* q->dc's entries */
 struct pseq {
     uint32_t id;
     int started;
@@ -74,7 +75,18 @@ struct pseq {
     struct hmap evc;
     uint8_t *arena;
     size_t alen, acap;
+    /* in front of evc, by function: the entry last found or made (at1: its
+     * offset + 1; 0: none) */
+    struct evdc {
+        uint64_t key;
+        uint32_t func, at1;
+    } dc[EVDC];
 };
+
+static inline void dc_put(struct pseq *q, uint64_t key, uint32_t func, uint32_t at)
+{
+    q->dc[func & (EVDC - 1)] = (struct evdc){key, func, at + 1};
+}
 
 struct pview {
     struct view v;
@@ -87,6 +99,7 @@ struct pview {
     uint8_t *buf;
     size_t bufcap;
     int fast;          /* pfw_init: the common packets are assembled (pfwire.h) */
+    unsigned amask;    /* annot_mask() */
     uint8_t end_ev[PFW_EVENT_SLACK]; /* the packed TrackEvent of every slice end */
     size_t end_len;
     /* the interned data going into the packet being built */
@@ -97,6 +110,7 @@ struct pview {
 };
 
 static uint64_t ts(const struct pview *P, int64_t ns);
+static unsigned annot_mask(void);
 
 /* one packet: field 1 of Trace, length-delimited */
 static void put_packet(struct pview *P, struct pseq *q, Packet *pkt)
@@ -134,7 +148,8 @@ static void put_packet(struct pview *P, struct pseq *q, Packet *pkt)
 /* the same for a packet of a started thread sequence whose track event
  * (on the sequence's track) is packed already: the bytes protobuf-c would
  * write (pfwire.h) */
-static void put_event_packet(struct pview *P, struct pseq *q, int64_t ns, const uint8_t *ev, size_t n)
+static inline __attribute__((always_inline)) void put_event_packet(struct pview *P, struct pseq *q, int64_t ns,
+                                                                  const uint8_t *ev, size_t n)
 {
     uint8_t *p = (uint8_t *)ob_reserve(&P->o, PFW_ROOM + n);
     P->o.len += pfw_packet(p, ts(P, ns), q->id,
@@ -205,6 +220,7 @@ static int p_begin(struct view *v, struct dec *d)
         P->th[i].track = UUID_THREAD0 + i;
     }
     P->fast = pfw_init();
+    P->amask = annot_mask();
     if (P->fast) { /* a slice end on its sequence's track: the same bytes every time */
         Event end = PERFETTO__PROTOS__TRACK_EVENT__INIT;
         end.has_type = 1;
@@ -343,12 +359,8 @@ static uint64_t intern_annot(struct pview *P, struct pseq *q, size_t k)
     return iid;
 }
 
-static void slice_end(struct pview *P, struct pseq *q, uint64_t track)
+static __attribute__((noinline)) void slice_end_slow(struct pview *P, struct pseq *q, uint64_t track)
 {
-    if (P->fast && q->started && q->track == track) {
-        put_event_packet(P, q, q->ends[--q->nends], P->end_ev, P->end_len);
-        return;
-    }
     Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
     ev.has_type = 1;
     ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
@@ -361,29 +373,64 @@ static void slice_end(struct pview *P, struct pseq *q, uint64_t track)
     put_packet(P, q, &pkt);
 }
 
+static inline void slice_end(struct pview *P, struct pseq *q, uint64_t track)
+{
+    if (__builtin_expect(P->fast && q->started && q->track == track, 1))
+        put_event_packet(P, q, q->ends[--q->nends], P->end_ev, P->end_len);
+    else
+        slice_end_slow(P, q, track);
+}
+
 /* the flags that make a begin event's annotations (SL_BOUND's value varies) */
-static unsigned annot_flags(unsigned f)
+static unsigned annot_mask(void)
 {
     unsigned m = 0;
     for (size_t k = 0; k < NFLAGS; k++)
         m |= flag_names[k].bit;
-    return f & m;
+    return m;
 }
 
-/* ctx: the context the slice's call was made in (a thread that switched
- * stacks), else NULL */
-static void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t track, const struct slice *s,
-                        const uint32_t *ctx)
+/* the key of a begin event in its sequence's caches (q->evc, q->dc) */
+static inline uint64_t ev_key(const struct pview *P, const struct slice *s, const uint32_t *ctx)
 {
-    int cacheable = P->fast && q->started && q->track == track && !(s->flags & SL_BOUND);
-    uint64_t ckey = annot_flags(s->flags) | (ctx ? (uint64_t)*ctx + 1 : 0) << 32;
+    return (s->flags & P->amask) | (ctx ? (uint64_t)*ctx + 1 : 0) << 32;
+}
+
+/* the open slice's end, for its end event */
+static inline void push_end(struct pseq *q, int64_t end)
+{
+    if (__builtin_expect(q->nends == q->cap, 0))
+        q->ends = xgrow(q->ends, &q->cap, q->nends + 1, sizeof *q->ends);
+    q->ends[q->nends++] = end;
+}
+
+/* (ctx: the context the slice's call was made in, a thread that switched
+ * stacks, else NULL) */
+static inline int begin_cacheable(const struct pview *P, const struct pseq *q, uint64_t track, const struct slice *s)
+{
+    return P->fast && q->started && q->track == track && !(s->flags & SL_BOUND);
+}
+
+/* the begin event packed at q->arena + at: its packet */
+static inline void begin_packed(struct pview *P, struct pseq *q, const struct slice *s, uint32_t at)
+{
+    const size_t n = (size_t)q->arena[at] | (size_t)q->arena[at + 1] << 8;
+    put_event_packet(P, q, s->start, q->arena + at + 2, n);
+    push_end(q, s->end);
+}
+
+/* a begin event not in q->dc: from q->evc, else made (and packed when its
+ * names are interned) */
+static __attribute__((noinline)) void slice_begin_slow(struct pview *P, struct pseq *q, struct dec *d, uint64_t track,
+                                                       const struct slice *s, const uint32_t *ctx)
+{
+    int cacheable = begin_cacheable(P, q, track, s);
+    uint64_t ckey = ev_key(P, s, ctx);
     if (cacheable) {
         uint32_t at = hm_get(&q->evc, ckey, s->func);
         if (at != HMAP_NONE) {
-            size_t n = (size_t)q->arena[at] | (size_t)q->arena[at + 1] << 8;
-            put_event_packet(P, q, s->start, q->arena + at + 2, n);
-            q->ends = xgrow(q->ends, &q->cap, q->nends + 1, sizeof *q->ends);
-            q->ends[q->nends++] = s->end;
+            dc_put(q, ckey, s->func, at);
+            begin_packed(P, q, s, at);
             return;
         }
     }
@@ -449,9 +496,8 @@ static void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t
             q->alen += n + 2;
             if (hm_put(&q->evc, ckey, s->func, at))
                 xalloc_die();
-            put_event_packet(P, q, s->start, q->arena + at + 2, n);
-            q->ends = xgrow(q->ends, &q->cap, q->nends + 1, sizeof *q->ends);
-            q->ends[q->nends++] = s->end;
+            dc_put(q, ckey, s->func, at);
+            begin_packed(P, q, s, at);
             return;
         }
         ev.has_track_uuid = 1;
@@ -466,8 +512,21 @@ static void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t
         pkt.interned_data = &P->interned;
     }
     put_packet(P, q, &pkt);
-    q->ends = xgrow(q->ends, &q->cap, q->nends + 1, sizeof *q->ends);
-    q->ends[q->nends++] = s->end;
+    push_end(q, s->end);
+}
+
+/* ctx: as slice_begin_slow's; the common case, a begin event in q->dc */
+static inline void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t track, const struct slice *s,
+                               const uint32_t *ctx)
+{
+    if (__builtin_expect(begin_cacheable(P, q, track, s), 1)) {
+        const struct evdc *e = &q->dc[s->func & (EVDC - 1)];
+        if (__builtin_expect(e->at1 && e->func == s->func && e->key == ev_key(P, s, ctx), 1)) {
+            begin_packed(P, q, s, e->at1 - 1);
+            return;
+        }
+    }
+    slice_begin_slow(P, q, d, track, s, ctx);
 }
 
 static void p_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)

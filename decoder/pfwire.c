@@ -40,15 +40,7 @@ static inline size_t varint_len(uint64_t v)
     return 1 + (size_t)(63 - __builtin_clzll(v | 1)) / 7;
 }
 
-static inline uint8_t *vput(uint8_t *p, uint64_t v)
-{
-    while (v > 0x7f) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
+struct pfw_keys pfw_keys;
 
 /* the key of an optional field of desc named name, of type type; 0 if none
  * such (or its key does not fit 2 bytes) */
@@ -109,31 +101,22 @@ int pfw_init(void)
     W.simple = W.packet_tag_len == 1;
     for (int i = 0; i < NF; i++)
         W.simple &= W.tag_len[i] == 1 && W.which[i] == (int[]){F_TS, F_SEQ, F_EVENT, F_FLAGS}[i];
+    if (W.simple)
+        pfw_keys = (struct pfw_keys){1, W.packet_tag[0], W.tag[0][0], W.tag[1][0], W.tag[2][0], W.tag[3][0]};
     W.ok = 1;
     return 1;
 }
 
-size_t pfw_packet(uint8_t *p, uint64_t ts, uint32_t seq, uint32_t flags, const uint8_t *ev, size_t n)
+size_t pfw_relen(uint8_t *p, size_t body)
 {
-    if (W.simple) {
-        uint8_t *q = p;
-        *q++ = W.packet_tag[0];
-        q = vput(q, 4 + varint_len(ts) + varint_len(seq) + varint_len(n) + n + varint_len(flags));
-        *q++ = W.tag[0][0];
-        q = vput(q, ts);
-        *q++ = W.tag[1][0];
-        q = vput(q, seq);
-        *q++ = W.tag[2][0];
-        q = vput(q, n);
-        if (n <= PFW_EVENT_SLACK) /* one fixed-size copy (the bytes past ev's end are overwritten below) */
-            memcpy(q, ev, PFW_EVENT_SLACK);
-        else
-            memcpy(q, ev, n);
-        q += n;
-        *q++ = W.tag[3][0];
-        q = vput(q, flags);
-        return (size_t)(q - p);
-    }
+    const size_t ll = varint_len(body);
+    memmove(p + 1 + ll, p + 2, body);
+    pfw_varint(p + 1, body);
+    return 1 + ll + body;
+}
+
+size_t pfw_packet_any(uint8_t *p, uint64_t ts, uint32_t seq, uint32_t flags, const uint8_t *ev, size_t n)
+{
     uint64_t val[NF];
     val[F_TS] = ts;
     val[F_SEQ] = seq;
