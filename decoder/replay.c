@@ -1777,13 +1777,6 @@ static size_t on_run8_pieces(void *ctx, const struct ev8_run *run)
  * on_event (the caller hands that event to it). */
 _Static_assert(FR_ROT == 1, "the run loops count FR_ROT frames by flags & 1");
 
-/* 1 if the run's items may take the run loops (their words' flags are
- * their tags': the address high half is below 2^61) */
-static ALWAYS_INLINE int run8_ok(const struct replay *r, const struct ev8_run *run)
-{
-    return fast_ok(r) && !(run->ahi_sh >> 61);
-}
-
 /* the item's fcache entry if the run loops take it (okt: FC_OKT_PIECES or
  * FC_OKT_DISC; a call needs room for its frame: cap; a return must close
  * the top frame: fast_closes, pair and nrot), else NULL */
@@ -1814,14 +1807,18 @@ static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, ui
     *nrot += fl & 1u;
 }
 
-/* the run loops' item at t (measured: tm), a call of c's function (tag) at
- * addr or the return of the top frame: pieces_fast's push or pop, with the
- * stack's state (*sn frames, *nrot FR_ROT ones) and the slices' (*nsl) in
- * the loop's locals; sampled: an interpolated time (EV_DENSE) */
+/* the run loops' item measured at tm, a call of c's function (tag) at addr
+ * or the return of the top frame: its time stepped (step_time: *last_ns,
+ * *prev_ns), then pieces_fast's push or pop, with the stack's state (*sn
+ * frames, *nrot FR_ROT ones) and the slices' (*nsl) in the loop's locals;
+ * sampled: an interpolated time (EV_DENSE) */
 static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot, struct slice *sl, size_t *nsl,
-                                    const struct fcache *c, uint64_t tag, uint64_t addr, uint64_t idx, int64_t t,
-                                    int64_t tm, const int sampled)
+                                    const struct fcache *c, uint64_t tag, uint64_t addr, uint64_t idx, int64_t tm,
+                                    int64_t *last_ns, int64_t *prev_ns, const int sampled)
 {
+    const int64_t t = tm <= *last_ns ? *last_ns + 1 : tm;
+    *prev_ns = *last_ns;
+    *last_ns = t;
     if (tag == FT_E8_RET) {
         struct frame *fr = &stk[--*sn];
         *nrot -= fr->flags & 1u;
@@ -1917,11 +1914,7 @@ static ALWAYS_INLINE size_t pieces_run8(struct replay *r, const struct ev8_run *
         const uint64_t tsc = thi | (w >> 32);
         if (tsc - kk.ref_tsc > kk.lim)
             break;
-        const int64_t tm = fast_tm(&kk, gstart, tsc);
-        const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
-        prev_ns = last_ns;
-        last_ns = t;
-        run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, t, tm, 0);
+        run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, fast_tm(&kk, gstart, tsc), &last_ns, &prev_ns, 0);
     }
     if (i > i0) {
         const int two = i - i0 >= 2;
@@ -1948,38 +1941,6 @@ static ALWAYS_INLINE size_t pieces_run8(struct replay *r, const struct ev8_run *
     }
 RUN_LOOPS(disc_run8, struct ev8_run)
 RUN_LOOPS(pieces_run8, struct ev8_run)
-
-/* a run: the run loop where it may, on_event for the event where it stops
- * (the batch loops would hand it there too: the run loop stops where they
- * would), and so on; returns the items taken */
-static ALWAYS_INLINE size_t run8_replay(struct replay *r, const struct ev8_run *run, const int pieces)
-{
-    const struct fclk k = fclk_of(&r->g->clk);
-    size_t i = 0;
-    while (i < run->n) {
-        if (run8_ok(r, run))
-            i += pieces ? (r->pair_nesting ? pieces_run8_pair : pieces_run8_sym)(r, run, i, &k)
-                        : (r->pair_nesting ? disc_run8_pair : disc_run8_sym)(r, run, i, &k);
-        if (i == run->n)
-            break;
-        if (!ev8_plain(ev8_item(run, i)))
-            break; /* the run ends */
-        struct ev e; /* where the run loop stopped: what a batch loop would hand on_event */
-        ev8_get(run, i++, &e);
-        on_event(r, &e, pieces ? K_PIECES : K_DISC);
-    }
-    return i;
-}
-
-static size_t run8_replay_disc(struct replay *r, const struct ev8_run *run)
-{
-    return run8_replay(r, run, 0);
-}
-
-static size_t run8_replay_pieces(struct replay *r, const struct ev8_run *run)
-{
-    return run8_replay(r, run, 1);
-}
 
 /* ---- runs of plain sampled items, the common case in its own loops ------
  * A sampled run (struct ev4_run: FT_FMT_SAMPLED4 calls and returns of a
@@ -2046,11 +2007,7 @@ static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *
         const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, SIZE_MAX, pair, nrot);
         if (!c)
             break;
-        const int64_t tm = tms[i];
-        const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
-        prev_ns = last_ns;
-        last_ns = t;
-        run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, t, tm, 1);
+        run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, tms[i], &last_ns, &prev_ns, 1);
     }
     if (i > i0) {
         const int two = i - i0 >= 2;
@@ -2063,32 +2020,61 @@ static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *
 RUN_LOOPS(disc_run4, struct ev4_run)
 RUN_LOOPS(pieces_run4, struct ev4_run)
 
-/* a sampled run as run8_replay does an exact one (on_event for each item
- * where the run loop stops) */
-static ALWAYS_INLINE void run4_replay(struct replay *r, const struct ev4_run *run, const int pieces)
+/* a run, exact (r8) or sampled (r4): the run loop where it may, on_event for
+ * the event where it stops (the batch loops would hand it there too: the run
+ * loop stops where they would), and so on; returns the items taken (a
+ * sampled run's: all) */
+static ALWAYS_INLINE size_t run_replay(struct replay *r, const struct ev8_run *r8, const struct ev4_run *r4,
+                                       const int pieces)
 {
     const struct fclk k = fclk_of(&r->g->clk);
+    const size_t n = r8 ? r8->n : r4->n;
+    /* (the words' flags are their tags' where the address high half is
+     * below 2^61) */
+    const int plain_flags = !((r8 ? r8->ahi_sh : r4->ahi_sh) >> 61);
+    const int pair = r->pair_nesting;
     size_t i = 0;
-    while (i < run->n) {
-        if (fast_ok(r) && !(run->ahi_sh >> 61))
-            i += pieces ? (r->pair_nesting ? pieces_run4_pair : pieces_run4_sym)(r, run, i, &k)
-                        : (r->pair_nesting ? disc_run4_pair : disc_run4_sym)(r, run, i, &k);
-        if (i == run->n)
+    while (i < n) {
+        if (fast_ok(r) && plain_flags) {
+            if (r8)
+                i += pieces ? (pair ? pieces_run8_pair : pieces_run8_sym)(r, r8, i, &k)
+                            : (pair ? disc_run8_pair : disc_run8_sym)(r, r8, i, &k);
+            else
+                i += pieces ? (pair ? pieces_run4_pair : pieces_run4_sym)(r, r4, i, &k)
+                            : (pair ? disc_run4_pair : disc_run4_sym)(r, r4, i, &k);
+        }
+        if (i == n)
             break;
-        struct ev e;
-        ev4_get(run, i++, &e);
+        if (r8 && !ev8_plain(ev8_item(r8, i)))
+            break; /* the run ends */
+        struct ev e; /* where the run loop stopped: what a batch loop would hand on_event */
+        if (r8)
+            ev8_get(r8, i++, &e);
+        else
+            ev4_get(r4, i++, &e);
         on_event(r, &e, pieces ? K_PIECES : K_DISC);
     }
+    return i;
+}
+
+static size_t run8_replay_disc(struct replay *r, const struct ev8_run *run)
+{
+    return run_replay(r, run, NULL, 0);
+}
+
+static size_t run8_replay_pieces(struct replay *r, const struct ev8_run *run)
+{
+    return run_replay(r, run, NULL, 1);
 }
 
 static void on_run4_disc(void *ctx, const struct ev4_run *run)
 {
-    run4_replay(ctx, run, 0);
+    run_replay(ctx, NULL, run, 0);
 }
 
 static void on_run4_pieces(void *ctx, const struct ev4_run *run)
 {
-    run4_replay(ctx, run, 1);
+    run_replay(ctx, NULL, run, 1);
 }
 
 static void on_events_any(void *ctx, const struct ev *e, size_t n)
