@@ -263,8 +263,10 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
                 run.D = tb - c->tsc;
                 run.N = ob - oa;
                 run.k0 = c->next_ord - oa;
-                fn4(ctx, &run);
+                /* (the reading goes on after the run before fn4 reads any
+                 * other item) */
                 ev_took_sampled4(&run);
+                fn4(ctx, &run);
                 c->next_ord += m;
                 c->tsc = tb;
                 c->ord = ob;

@@ -204,7 +204,8 @@ size_t ev_plain_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t
  * the plain items from i on (at most n) and the stamped return after them,
  * if it is within those n, read where ev_plain_sampled4 would; *tb: the
  * stamp's TSC.  Returns the run's length (0: none); ev_took_sampled4 then
- * says that the consumer took the run (the reading goes on after it). */
+ * says that the consumer takes the run (the reading goes on after it), before
+ * the consumer reads the ring (the run's items stay until the next call). */
 size_t ev_run_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev4_run *run, uint64_t *tb);
 void ev_took_sampled4(const struct ev4_run *run);
 
