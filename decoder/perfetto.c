@@ -404,8 +404,8 @@ static inline void push_end(struct pseq *q, int64_t end)
     q->ends[q->nends++] = end;
 }
 
-/* (ctx: the context the slice's call was made in, a thread that switched
- * stacks, else NULL) */
+/* a begin event may come from the sequence's caches (packed without its
+ * track, the sequence's default; SL_BOUND's value varies) */
 static inline int begin_cacheable(const struct pview *P, const struct pseq *q, uint64_t track, const struct slice *s)
 {
     return P->fast && q->started && q->track == track && !(s->flags & SL_BOUND);
@@ -420,7 +420,8 @@ static inline void begin_packed(struct pview *P, struct pseq *q, const struct sl
 }
 
 /* a begin event not in q->dc: from q->evc, else made (and packed when its
- * names are interned) */
+ * names are interned); ctx: the context the slice's call was made in (a
+ * thread that switched stacks), else NULL */
 static __attribute__((noinline)) void slice_begin_slow(struct pview *P, struct pseq *q, struct dec *d, uint64_t track,
                                                        const struct slice *s, const uint32_t *ctx)
 {
@@ -515,7 +516,8 @@ static __attribute__((noinline)) void slice_begin_slow(struct pview *P, struct p
     push_end(q, s->end);
 }
 
-/* ctx: as slice_begin_slow's; the common case, a begin event in q->dc */
+/* a slice's begin event (ctx: as slice_begin_slow's); the common case, an
+ * event in q->dc */
 static inline void slice_begin(struct pview *P, struct pseq *q, struct dec *d, uint64_t track, const struct slice *s,
                                const uint32_t *ctx)
 {
