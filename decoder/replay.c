@@ -164,6 +164,9 @@ struct replay {
     int emitting;
     int cur_exact, prev_q;   /* EV_EXACT / EV_DENSE / EV_LOOSE */
     int64_t cur_lo_m, cur_hi_m; /* the current event's bracket (measured) */
+    /* a context marker's bracket (measured; discovery too): where a switch
+     * in a loose bracket may have happened (ctx_store, ctx_resume) */
+    int64_t mark_lo_m, mark_hi_m;
     struct ev_carry carry;
     struct fcache *fc; /* [FC_SIZE]: address -> function in address space fc_space */
     int fc_space;      /* -1: none yet */
@@ -235,6 +238,7 @@ struct rctx {
     uint32_t pre; /* its ctx_pre */
     int used;
     int64_t t, tm;     /* when */
+    int64_t tlo;       /* the earliest it can have been (a loose bracket's start) */
     uint64_t seq, idx; /* its SAVE: the how-manieth, and its key item */
     uint32_t id;       /* its ctx_id */
 };
@@ -752,7 +756,7 @@ static void suspend_out(struct replay *r, struct frame *fr, int64_t t)
 
 /* the running context is suspended under key: its stack is kept, and the
  * running one is empty */
-static void ctx_store(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
+static void ctx_store(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm, int64_t tlo)
 {
     if (r->discovery)
         r->th->has_ctx = 1;
@@ -789,6 +793,7 @@ static void ctx_store(struct replay *r, uint64_t key, uint64_t idx, int64_t t, i
     c->pre = r->ctx_pre;
     c->t = t;
     c->tm = tm;
+    c->tlo = tlo < t ? tlo : t;
     c->seq = ++r->nsaves;
     c->idx = idx;
     c->id = r->ctx_id;
@@ -880,7 +885,7 @@ static void ctx_save(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
         return; /* the thread's events end in this switch, which did not happen (ctx_at_end) */
     if (r->discovery)
         note_save(r, key, t);
-    ctx_store(r, key, idx, t, tm);
+    ctx_store(r, key, idx, t, tm, r->mark_lo_m); /* (the SAVE marker's bracket) */
     r->ctx_id = ++r->nids;
     r->save_nevents = r->th->nevents;
     r->ctx_pre = CTX_FRESH;
@@ -934,7 +939,7 @@ static void note_resume(struct dec *d, uint64_t key, int64_t t, int th)
 static int ctx_moved(const struct replay *r, const struct rctx *c)
 {
     uint32_t v = hm_get(&r->d->ctx_resumed, c->key, 0);
-    return v != HMAP_NONE && r->d->ctx_res[v].th != r->th->index && r->d->ctx_res[v].t >= c->t;
+    return v != HMAP_NONE && r->d->ctx_res[v].th != r->th->index && r->d->ctx_res[v].t >= c->tlo;
 }
 
 /* the suspended context c runs again from t (the running stack is empty) */
@@ -961,7 +966,8 @@ static void ctx_close_open(struct replay *r, struct rctx *c, unsigned moved)
                     th->end_ns, K_ANY);
 }
 
-static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm)
+/* thi: the latest the resume can be (a marker's bracket: r->mark_hi_m) */
+static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, int64_t tm, int64_t thi)
 {
     struct dthread *th = r->th;
     if (r->discovery) {
@@ -972,12 +978,17 @@ static void ctx_resume(struct replay *r, uint64_t key, uint64_t idx, int64_t t, 
     while (r->n)
         pop(r, r->prev_ns, r->prev_m, SL_ABANDONED, EV_DENSE, r->prev_m);
     struct rctx *c = ctx_find(r, key);
-    if (c && saved_elsewhere(r->d, key, th->index, c->t, t)) {
+    if (c && saved_elsewhere(r->d, key, th->index, c->tlo, thi > t ? thi : t)) {
         /* saved here, then resumed and saved again on another thread (a fiber
          * a scheduler moved away and back): the stack kept here is stale, its
          * frames went on there.  They stay open here as a context that
          * another thread resumed, and what comes back is taken up as a
-         * context whose suspension the ring does not hold */
+         * context whose suspension the ring does not hold.  (Sampled time:
+         * from the earliest the save here can have been to the latest the
+         * resume can be, the brackets' bounds -- a thread blocked between
+         * the two, as one that waits for the fiber's other thread, has them
+         * in a loose bracket, whose interpolated times may put the other
+         * thread's save before this one's) */
         ctx_close_open(r, c, SL_MOVED);
         ctx_release(r, c);
         c = NULL;
@@ -1057,7 +1068,7 @@ static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
         const struct rctx *c = ctx_by_id(r, j.ctx);
         if (!c || !jset_open(&j, c->stk, c->n))
             return;
-        ctx_store(r, JMP_CTX_KEY | r->ctx_id, idx, t, tm);
+        ctx_store(r, JMP_CTX_KEY | r->ctx_id, idx, t, tm, t);
         ctx_resumed(r, ctx_by_id(r, j.ctx), t); /* (ctx_store may have moved it) */
     } else if (!jset_open(&j, r->stk, r->n)) {
         /* a jump into a frame that returned: the code after its setjmp goes
@@ -1066,7 +1077,7 @@ static void jmp_long(struct replay *r, uint64_t key, uint64_t idx, int64_t t, in
          * and returns: QEMU's and GNU Pth's coroutines).  That frame's
          * function runs again there: the new stack's first frame, from the
          * jump (SL_RESUMED) */
-        ctx_store(r, JMP_CTX_KEY | r->ctx_id, idx, t, tm);
+        ctx_store(r, JMP_CTX_KEY | r->ctx_id, idx, t, tm, t);
         r->ctx_id = ++r->nids;
         r->ctx_pre = CTX_FRESH;
         if (j.depth) {
@@ -1121,7 +1132,7 @@ static void event_marker(struct replay *r, uint64_t word, uint64_t addr, uint64_
         if (m == CTX_SAVE)
             ctx_save(r, r->ctx_key, idx, t, tm);
         else if (m == CTX_RESUME)
-            ctx_resume(r, r->ctx_key, idx, t, tm);
+            ctx_resume(r, r->ctx_key, idx, t, tm, r->mark_hi_m);
         else if (m == CTX_JMP_SET)
             jmp_set(r, r->ctx_key);
         else { /* (applied when the next event comes: jmp_happened) */
@@ -1346,6 +1357,12 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
         th->last_mns = tm;
     }
     if (__builtin_expect(addr < FT_MARKER_PAGE, 0) && addr != FT_LANDING_PAD_ADDR) {
+        r->mark_lo_m = r->mark_hi_m = tm;
+        if (exact == EV_LOOSE) {
+            const int64_t l = ft_clock_ns(&g->clk, e->lo), h = ft_clock_ns(&g->clk, e->hi);
+            r->mark_lo_m = l < tm ? l : tm;
+            r->mark_hi_m = h > tm ? h : tm;
+        }
         event_marker(r, word, addr, e->idx, t, tm);
         return;
     }
@@ -2102,7 +2119,7 @@ static void finish(struct replay *r)
     struct dthread *th = r->th;
     r->finished = 1;
     if (th->has_ctx_end && !r->n && r->ctx_pre == CTX_FRESH) /* (ctx_at_end) */
-        ctx_resume(r, th->ctx_end_key, NONE, th->last_ns, th->last_mns);
+        ctx_resume(r, th->ctx_end_key, NONE, th->last_ns, th->last_mns, th->last_ns);
     /* the contexts still suspended: their calls are open (VIEW_CALLS; the
      * pieces ended at the suspension) */
     for (size_t k = 0; k < r->nctx; k++) {

@@ -3,8 +3,14 @@
  * which yields in step; thread T resumes F, whose step returns, and F
  * yields again in step2 (back to T, which exits); main resumes F again, and
  * F crashes in step2 after its yield.  On main's thread F's stack at that
- * resume is step2's (T's events), not the one main saw F leave with (step). */
+ * resume is step2's (T's events), not the one main saw F leave with (step).
+ * Main sleeps 20 ms before it resumes F: in sampled mode main's events from
+ * its switch to F's resume lie in one loose bracket, whose interpolated times
+ * put main's first switch away from F milliseconds late, after T's switch
+ * away from F (T's events take microseconds): the decoder must go by the
+ * bracket's bounds, not by those times. */
 #include <pthread.h>
+#include <time.h>
 #include <ucontext.h>
 
 #define STACK (64 * 1024)
@@ -61,6 +67,7 @@ int main(void)
     pthread_t t;
     pthread_create(&t, NULL, thread_main, NULL);
     pthread_join(t, NULL);
+    nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
     back_to = &main_ctx;
     take_back();
     return 0;
