@@ -773,6 +773,25 @@ def test_trace_decodes(request, prog):
     assert_core(res)
 
 
+@pytest.mark.parametrize("prog", DECODES)
+def test_fast_replay_is_the_reference(request, tree, prog, tmp_path):
+    """funtrace-decode's fast replay loops (the run loops of exact and sampled rings, with
+    symbols and without) change nothing on a real program's raw: the JSON and the Perfetto
+    trace, and the JSON without symbols, are byte for byte what --reference-replay (every
+    event through the general code) writes."""
+    res, _ = request.getfixturevalue(f"{prog}_crash")
+    assert_core(res)
+    for view in (("--json", "J", "--perfetto", "P"), ("--no-symbols", "--json", "J")):
+        out = {}
+        for kind, extra in (("fast", ()), ("ref", ("--reference-replay",))):
+            files = {a: tmp_path / f"{kind}.{a}" for a in view if a in ("J", "P")}
+            r = run_tool([tree.tool("funtrace-decode"), res["raw"], *(files.get(a, a) for a in view), *extra],
+                         timeout=300)
+            assert r.returncode in (0, 3), r.stderr
+            out[kind] = (r.returncode, [files[a].read_bytes() for a in sorted(files)])
+        assert out["fast"] == out["ref"], f"{prog} {' '.join(view)}: the fast replay's output differs"
+
+
 @pytest.mark.parametrize("prog", STACKS)
 def test_final_stack_is_gdbs(request, prog):
     """The crashing thread's final stack equals gdb's bt of the same core,
