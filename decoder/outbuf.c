@@ -130,7 +130,6 @@ static inline uint64_t digits8(uint32_t x)
     return (pairs - tens * 10) << 8 | tens;
 }
 
-
 /* ".ddd" of every f < 1000, as the 4 bytes to store (x86-64: little-endian) */
 #define FR(a, b, c) ((uint32_t)'.' | (uint32_t)('0' + (a)) << 8 | (uint32_t)('0' + (b)) << 16 | (uint32_t)('0' + (c)) << 24)
 #define FR10(a, b) FR(a, b, 0), FR(a, b, 1), FR(a, b, 2), FR(a, b, 3), FR(a, b, 4), FR(a, b, 5), FR(a, b, 6), \

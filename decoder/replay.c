@@ -1321,6 +1321,19 @@ static ALWAYS_INLINE int64_t step_time(const struct ft_clock *clk, int64_t gstar
     return t <= last_ns ? last_ns + 1 : t;
 }
 
+/* the measured ns an event measured at tm can have been at: [*lo, *hi] (a
+ * loose bracket's, tm included; else tm) */
+static ALWAYS_INLINE void ev_bracket(const struct ft_clock *clk, const struct ev *e, int64_t tm, int64_t *lo,
+                                     int64_t *hi)
+{
+    *lo = *hi = tm;
+    if (__builtin_expect(e->q == EV_LOOSE, 0)) {
+        const int64_t l = ft_clock_ns(clk, e->lo), h = ft_clock_ns(clk, e->hi);
+        *lo = l < tm ? l : tm;
+        *hi = h > tm ? h : tm;
+    }
+}
+
 static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const int k)
 {
     const int disc = IS_DISC(r, k);
@@ -1341,13 +1354,7 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
         r->last_m = tm;
         r->prev_q = r->cur_exact;
         r->cur_exact = exact;
-        r->cur_lo_m = tm;
-        r->cur_hi_m = tm;
-    }
-    if (!disc && __builtin_expect(exact == EV_LOOSE, 0)) {
-        int64_t l = ft_clock_ns(&g->clk, e->lo), h = ft_clock_ns(&g->clk, e->hi);
-        r->cur_lo_m = l < tm ? l : tm;
-        r->cur_hi_m = h > tm ? h : tm;
+        ev_bracket(&g->clk, e, tm, &r->cur_lo_m, &r->cur_hi_m);
     }
     if (__builtin_expect(!r->started, 0))
         first_event(r, t, tm);
@@ -1357,12 +1364,7 @@ static ALWAYS_INLINE void on_event(struct replay *r, const struct ev *e, const i
         th->last_mns = tm;
     }
     if (__builtin_expect(addr < FT_MARKER_PAGE, 0) && addr != FT_LANDING_PAD_ADDR) {
-        r->mark_lo_m = r->mark_hi_m = tm;
-        if (exact == EV_LOOSE) {
-            const int64_t l = ft_clock_ns(&g->clk, e->lo), h = ft_clock_ns(&g->clk, e->hi);
-            r->mark_lo_m = l < tm ? l : tm;
-            r->mark_hi_m = h > tm ? h : tm;
-        }
+        ev_bracket(&g->clk, e, tm, &r->mark_lo_m, &r->mark_hi_m);
         event_marker(r, word, addr, e->idx, t, tm);
         return;
     }
@@ -1685,13 +1687,6 @@ static void on_events_disc(void *ctx, const struct ev *e, size_t n)
     }
 }
 
-static size_t run8_replay_disc(struct replay *r, const struct ev8_run *run);
-
-static size_t on_run8_disc(void *ctx, const struct ev8_run *run)
-{
-    return run8_replay_disc(ctx, run);
-}
-
 /* the VIEW_PIECES fast loop over events [i, n) of a batch; sampled: the
  * trace's time is sampled (d->sampled, a constant in each of its copies);
  * returns where it stopped */
@@ -1775,14 +1770,6 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
         }
         on_event(r, &e[i++], K_PIECES);
     }
-}
-
-/* (exact time, and a thread that does not switch contexts, only: replay_gen) */
-static size_t run8_replay_pieces(struct replay *r, const struct ev8_run *run);
-
-static size_t on_run8_pieces(void *ctx, const struct ev8_run *run)
-{
-    return run8_replay_pieces(ctx, run);
 }
 
 /* ---- runs of plain exact items, the common case in its own loops --------
@@ -2074,14 +2061,16 @@ static ALWAYS_INLINE size_t run_replay(struct replay *r, const struct ev8_run *r
     return i;
 }
 
-static size_t run8_replay_disc(struct replay *r, const struct ev8_run *run)
+/* the runs' consumers (ev_run's fn8 and fn4; the pieces ones: exact time,
+ * resp. sampled time, and a thread that does not switch contexts: replay_gen) */
+static size_t on_run8_disc(void *ctx, const struct ev8_run *run)
 {
-    return run_replay(r, run, NULL, 0);
+    return run_replay(ctx, run, NULL, 0);
 }
 
-static size_t run8_replay_pieces(struct replay *r, const struct ev8_run *run)
+static size_t on_run8_pieces(void *ctx, const struct ev8_run *run)
 {
-    return run_replay(r, run, NULL, 1);
+    return run_replay(ctx, run, NULL, 1);
 }
 
 static void on_run4_disc(void *ctx, const struct ev4_run *run)

@@ -24,7 +24,6 @@
 #include "xalloc.h"
 #include "ringesc.h"
 
-
 /* the first item in [k, lim) of a view that is not plain (a call or a
  * return with its address: a tag other than 3, not 0), else lim */
 static size_t plain_end(const uint8_t *buf, size_t k, size_t lim)

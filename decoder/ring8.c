@@ -33,9 +33,6 @@
 #include "xalloc.h"
 #include "ringesc.h"
 
-
-
-
 struct run *rx_run_new(struct ring8 *r, uint64_t start, int tsc)
 {
     r->runs = xgrow(r->runs, &r->runcap, r->nruns + 1, sizeof *r->runs);
