@@ -86,15 +86,7 @@ static void pend_times(struct ev *e, size_t n, uint64_t o0, int have_a, uint64_t
         return;
     }
     int q = loose(tb - ta, ob - oa, hz) ? EV_LOOSE : EV_DENSE;
-    uint64_t D = tb - ta, N = ob - oa, k0 = o0 - oa, qt, rm;
-    if (D <= UINT32_MAX && k0 <= UINT32_MAX) {
-        qt = D * k0 / N;
-        rm = D * k0 % N;
-    } else {
-        unsigned __int128 p = (unsigned __int128)D * k0;
-        qt = (uint64_t)(p / N);
-        rm = (uint64_t)(p % N);
-    }
+    uint64_t D = tb - ta, N = ob - oa, rm, qt = ev_interp(D, o0 - oa, N, &rm);
     uint64_t dq = D / N, dr = D % N;
     if (q == EV_LOOSE)
         for (size_t i = 0; i < n; i++) {

@@ -110,18 +110,23 @@ static inline uint64_t ev4_word(uint64_t ahi_sh, uint32_t w)
 {
     return ahi_sh | (w & FT_E8_ADDR_LO_MASK) | ev8_tagf[w & FT_E8_TAG_MASK];
 }
+/* the interpolation of the event ord events after a bracket's first stamp,
+ * D ticks and N events to its closing one: D * ord / N, its remainder *rm */
+static inline uint64_t ev_interp(uint64_t D, uint64_t ord, uint64_t N, uint64_t *rm)
+{
+    if (D <= UINT32_MAX && ord <= UINT32_MAX) {
+        *rm = D * ord % N;
+        return D * ord / N;
+    }
+    const unsigned __int128 p = (unsigned __int128)D * ord;
+    *rm = (uint64_t)(p % N);
+    return (uint64_t)(p / N);
+}
 /* item k's interpolated TSC as a quotient ta + qt and its remainder rm
  * (mod N): the loops step them by D / N, D % N per item */
 static inline uint64_t ev4_qt(const struct ev4_run *run, size_t k, uint64_t *rm)
 {
-    const uint64_t ord = run->k0 + k;
-    if (run->D <= UINT32_MAX && ord <= UINT32_MAX) {
-        *rm = run->D * ord % run->N;
-        return run->D * ord / run->N;
-    }
-    const unsigned __int128 p = (unsigned __int128)run->D * ord;
-    *rm = (uint64_t)(p % run->N);
-    return (uint64_t)(p / run->N);
+    return ev_interp(run->D, run->k0 + k, run->N, rm);
 }
 /* the next item's quotient after qt (remainder *rm) */
 static inline uint64_t ev4_step(uint64_t qt, uint64_t *rm, uint64_t dq, uint64_t dr, uint64_t N)
