@@ -1557,7 +1557,30 @@ static ALWAYS_INLINE void disc_times(struct replay *r, const struct fclk *k, con
     int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
     uint64_t last_tsc = r->last_tsc, ooo = 0, rm = 0, qt = run4 ? ev4_qt(run4, i, &rm) : 0;
     const uint64_t N = run4 ? run4->N : 1, dq = run4 ? run4->D / N : 0, dr = run4 ? run4->D % N : 0;
-    for (size_t x = i; x < j; x++) {
+    size_t x = i;
+    if (run4 && j - i >= 3 && fclk_ns(&kk, dq) - kk.ref_ns >= 1) {
+        /* a sampled run whose items lie at least 1 ns apart (each step of
+         * its interpolation dq ticks or more): once the items from i + 1 on
+         * are past gstart, their stepped times have a closed form.  Item i
+         * as below (the only one that can be out of order: the times after
+         * it do not decrease), then s(x) = max(s(i) + x - i, tm(x)) for
+         * x > i (by induction: tm(x + 1) >= tm(x) + 1) */
+        const uint64_t t1 = run4->ta + ev4_qt(run4, i + 1, &rm);
+        if (fclk_ns(&kk, t1 - kk.ref_tsc) >= gstart) {
+            const uint64_t tsc = run4->ta + qt;
+            const int64_t tm = fast_tm(&kk, gstart, tsc);
+            ooo = tm <= last_ns && tsc + 1 < last_tsc;
+            const int64_t si = tm <= last_ns ? last_ns + 1 : tm;
+            const uint64_t tp = run4->ta + ev4_qt(run4, j - 2, &rm), tl = run4->ta + ev4_qt(run4, j - 1, &rm);
+            const int64_t mp = fast_tm(&kk, gstart, tp), ml = fast_tm(&kk, gstart, tl);
+            const int64_t sp = si + (int64_t)(j - 2 - i), sl = si + (int64_t)(j - 1 - i);
+            prev_ns = mp > sp ? mp : sp;
+            last_ns = ml > sl ? ml : sl;
+            last_tsc = tl;
+            x = j;
+        }
+    }
+    for (; x < j; x++) {
         uint64_t tsc;
         if (e) {
             tsc = e[x].tsc;
@@ -1960,6 +1983,37 @@ static ALWAYS_INLINE int run4_in_span(const struct fclk *k, const struct ev4_run
     return run->ta + qt - k->ref_tsc <= k->lim && run->ta + run->D - k->ref_tsc <= k->lim;
 }
 
+/* run_stack for a sampled run: its items' own loop (they need no time
+ * check: run4_in_span), up to the room the stack has (the item there goes
+ * to on_event, which makes more), with the stack as a pointer */
+static ALWAYS_INLINE size_t stack4(struct replay *r, const struct ev4_run *run, size_t i, const int pair)
+{
+    const uint32_t *const p = run->p;
+    const uint64_t ahi = run->ahi_sh, idx0 = run->idx0;
+    const struct fcache *const fc = r->fc;
+    struct frame *const base = r->stk, *top = base + r->n; /* the first free frame */
+    const size_t n = i + (run->n - i < r->cap - r->n ? run->n - i : r->cap - r->n);
+    size_t nrot = r->nrot;
+    for (; i < n; i++) {
+        const uint32_t w = p[i];
+        const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
+        const struct fcache *c = &fc[fc_hash(addr)];
+        if (c->addr != addr || !((c->okt >> (tag + FC_OKT_DISC)) & 1u))
+            break;
+        if (tag == FT_E8_RET) {
+            if (!fast_closes(base, (size_t)(top - base), c->match, pair, nrot))
+                break;
+            top--;
+            nrot -= top->flags & 1u;
+        } else {
+            run8_push(top++, c, tag, addr, idx0 + i, &nrot, ~FR_EXACT);
+        }
+    }
+    r->n = (size_t)(top - base);
+    r->nrot = nrot;
+    return i;
+}
+
 static ALWAYS_INLINE size_t disc_run4(struct replay *r, const struct ev4_run *run, size_t i, const struct fclk *k,
                                       const int pair)
 {
@@ -1968,14 +2022,129 @@ static ALWAYS_INLINE size_t disc_run4(struct replay *r, const struct ev4_run *ru
         return 0;
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
-    const size_t j = run_stack(r, run->p, 4, run->ahi_sh, 0, run->idx0, i, run->n, k, FC_OKT_DISC, pair);
+    const size_t j = stack4(r, run, i, pair);
     if (j > i)
         disc_times(r, k, NULL, NULL, run, i, j, sn0);
     return j - i;
 }
 
 /* VIEW_PIECES, a thread that does not switch contexts: pieces_fast's loop
- * for a sampled run */
+ * for a sampled run.  The frames its calls push are kept in a light stack
+ * of their own (struct lfr: what their returns need) and their slices are
+ * written whole when they close; what is still open when the loop stops
+ * becomes the frames and the pending slices pieces_fast would have left.
+ * The inner loop takes calls and the returns that close a light frame (the
+ * stack below them stays: one depth base, no other frame to read), the
+ * outer one the return of a frame from before the run.  The items' times
+ * are in arrays: tms (measured, made first), ts (stepped, as taken); a
+ * light frame's times are its item's.  Without pair nesting no rule reads
+ * nrot in the loop: the light frames' FR_ROT are counted at the end. */
+struct lfr {
+    uint64_t head;  /* its slice's first 8 bytes once closed (slice_head) */
+    uint32_t match;
+    uint32_t sl;    /* its slice */
+    uint16_t fl, x; /* its frame flags, its item */
+};
+_Static_assert(EV4_RUN_MAX <= 65536, "an lfr's item fits in 16 bits");
+
+/* a closed light frame's slice: function, flags (SL_UNMEASURED: no call of
+ * a sampled run is stamped, and none is loose), depth (below 65535: the
+ * loop stops before) -- its first 8 bytes as one word */
+_Static_assert(offsetof(struct slice, func) == 0 && offsetof(struct slice, flags) == 4 &&
+                   offsetof(struct slice, depth) == 6 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "a slice's first 8 bytes: func, flags, depth");
+static ALWAYS_INLINE uint64_t slice_head(uint32_t func, size_t depth)
+{
+    return func | (uint64_t)SL_UNMEASURED << 32 | (uint64_t)depth << 48;
+}
+
+/* the run loops' cache entry of item w (a sampled run's), if they take its
+ * kind (okt: FC_OKT_PIECES, FC_OKT_DISC), else NULL; *tag: its tag */
+static ALWAYS_INLINE const struct fcache *run4_func(const struct fcache *fc, uint64_t ahi, uint32_t w, unsigned okt,
+                                                    uint64_t *tag)
+{
+    const uint64_t addr = ahi | (w & FT_E8_ADDR_LO_MASK);
+    const struct fcache *c = &fc[fc_hash(addr)];
+    *tag = w & FT_E8_TAG_MASK;
+    return c->addr == addr && ((c->okt >> (*tag + okt)) & 1u) ? c : NULL;
+}
+
+/* what pieces_run4's inner loop reads and leaves (in a struct: the loop,
+ * a function of its own, keeps them in registers) */
+struct light4 {
+    const uint32_t *p;
+    const struct fcache *fc;
+    struct slice *sl;
+    struct lfr *lst;
+    const int64_t *tms;
+    int64_t *ts;
+    uint64_t ahi;
+    size_t i, n, ln, nsl, dep, nrot;
+    int64_t last_ns;
+};
+
+/* the inner loop: items from st->i up to the first it does not take (a
+ * return with no light frame among them) */
+static ALWAYS_INLINE void light4(struct light4 *st, const int pair)
+{
+    const uint32_t *const p = st->p;
+    const struct fcache *const fc = st->fc;
+    struct slice *const sl = st->sl;
+    struct lfr *const lst = st->lst;
+    const int64_t *const tms = st->tms;
+    int64_t *const ts = st->ts;
+    const uint64_t ahi = st->ahi;
+    const size_t n = st->n, dep = st->dep;
+    size_t i = st->i, ln = st->ln, nsl = st->nsl, nrot = st->nrot;
+    int64_t last_ns = st->last_ns;
+    for (; i < n; i++) {
+        uint64_t tag;
+        const struct fcache *c = run4_func(fc, ahi, p[i], FC_OKT_PIECES, &tag);
+        if (!c)
+            break;
+        const int64_t tm = tms[i], t = tm <= last_ns ? last_ns + 1 : tm;
+        if (tag != FT_E8_RET) { /* push_k, open_out_k */
+            const unsigned fl = (c->fl0 & ~FR_EXACT) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+            lst[ln] = (struct lfr){slice_head(c->f, dep + ln), c->match, (uint32_t)nsl++, (uint16_t)fl, (uint16_t)i};
+            ln++;
+            if (pair)
+                nrot += fl & 1u;
+        } else { /* fast_closes, pop_k, close_out_k (t > the call's: the times are stepped) */
+            if (!ln)
+                break;
+            const struct lfr *L = &lst[ln - 1];
+            if (L->match != c->match && !(pair && !nrot && !(L->fl & FR_ROT)))
+                break;
+            ln--;
+            if (pair)
+                nrot -= L->fl & 1u;
+            const int64_t t0 = ts[L->x], dur = t - t0, ub = tm - tms[L->x];
+            struct slice *sp = &sl[L->sl];
+            __builtin_memcpy(sp, &L->head, 8);
+            sp->start = t0;
+            sp->end = t;
+            sp->ub = ub > dur ? ub : dur;
+            sp->cdur = dur;
+        }
+        ts[i] = last_ns = t;
+    }
+    st->i = i;
+    st->ln = ln;
+    st->nsl = nsl;
+    st->nrot = nrot;
+    st->last_ns = last_ns;
+}
+
+static __attribute__((noinline)) void light4_sym(struct light4 *st)
+{
+    light4(st, 0);
+}
+
+static __attribute__((noinline)) void light4_pair(struct light4 *st)
+{
+    light4(st, 1);
+}
+
 static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *run, size_t i, const struct fclk *k,
                                         const int pair)
 {
@@ -1985,13 +2154,13 @@ static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *
     reserve_frames(r, run->n - i);
     reserve_slices(r, run->n - i);
     const uint32_t *const p = run->p;
-    const uint64_t ahi = run->ahi_sh, idx0 = run->idx0, ta = run->ta;
+    const uint64_t ahi = run->ahi_sh, ta = run->ta;
     const int64_t gstart = r->gstart;
-    /* (each item pushes at most one frame: up to n, room for them all) */
-    const size_t i0 = i, n = i + (run->n - i < r->cap - r->n ? run->n - i : r->cap - r->n);
-    /* the items' measured times first, in a loop of their own (the loop
-     * below then keeps few enough values for the registers) */
-    static int64_t tms[EV4_RUN_MAX];
+    /* (each item pushes at most one frame: up to n, room for them all, and
+     * depths below 65535, where they saturate) */
+    const size_t deep = r->n < 65535 ? 65535 - r->n : 0, room = r->cap - r->n < deep ? r->cap - r->n : deep;
+    const size_t i0 = i, n = i + (run->n - i < room ? run->n - i : room);
+    static int64_t tms[EV4_RUN_MAX], ts[EV4_RUN_MAX];
     {
         const uint64_t N = run->N, dq = run->D / N, dr = run->D % N, d0 = ta - k->ref_tsc;
         const struct fclk kk = {0, 0, k->mult, k->ref_ns}; /* (d0: from the clock's reference) */
@@ -2000,22 +2169,41 @@ static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *
             qt = ev4_step(qt, &rm, dq, dr, N);
         }
     }
-    struct frame *const stk = r->stk;
-    struct slice *const sl = r->sl;
-    const struct fcache *const fc = r->fc;
-    size_t sn = r->n, nrot = r->nrot, nsl = r->nsl;
-    int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
-    for (; i < n; i++) {
-        const uint32_t w = p[i];
-        const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
-        const struct fcache *c = run8_func(fc, addr, tag, FC_OKT_PIECES, stk, sn, SIZE_MAX, pair, nrot);
-        if (!c)
+    static struct lfr lst[EV4_RUN_MAX];
+    const int64_t last0 = r->last_ns;
+    struct light4 st = {p, r->fc, r->sl, lst, tms, ts, ahi, i, n, 0, r->nsl, r->n, r->nrot, last0};
+    for (;;) {
+        (pair ? light4_pair : light4_sym)(&st);
+        /* a return with no light frame above the stack's top (else the end,
+         * or an item the loops do not take) */
+        uint64_t tag;
+        const struct fcache *c = st.i < n && !st.ln ? run4_func(r->fc, ahi, p[st.i], FC_OKT_PIECES, &tag) : NULL;
+        if (!c || tag != FT_E8_RET || !fast_closes(r->stk, st.dep, c->match, pair, st.nrot))
             break;
-        run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, tms[i], &last_ns, &prev_ns, 1);
+        const int64_t tm = tms[st.i], t = tm <= st.last_ns ? st.last_ns + 1 : tm;
+        struct frame *fr = &r->stk[--st.dep];
+        st.nrot -= fr->flags & 1u;
+        if (fr->slice >= 0)
+            fast_close(fr, &r->sl[fr->slice], t, tm, fast_unm(fr, EV_DENSE));
+        ts[st.i++] = st.last_ns = t;
     }
+    /* the light frames still open: frames and pending slices (fast_open's) */
+    size_t sn = st.dep, nrot = st.nrot;
+    for (const struct lfr *L = lst; L < lst + st.ln; L++) {
+        struct frame *fr = &r->stk[sn++];
+        fr->func = (uint32_t)L->head;
+        fr->match = L->match;
+        fr->flags = L->fl;
+        fr->addr = ahi | (p[L->x] & FT_E8_ADDR_LO_MASK);
+        fr->call_idx = run->idx0 + L->x;
+        fast_open(fr, &r->sl[L->sl], L->sl, sn, ts[L->x], tms[L->x]);
+        if (!pair)
+            nrot += L->fl & 1u;
+    }
+    i = st.i;
     if (i > i0) {
         const int two = i - i0 >= 2;
-        pieces_end(r, k, sn, nrot, nsl, last_ns, prev_ns, ta + ev4_qt(run, i - 1, &rm),
+        pieces_end(r, k, sn, nrot, st.nsl, st.last_ns, two ? ts[i - 2] : last0, ta + ev4_qt(run, i - 1, &rm),
                    i == run->n ? EV_EXACT : EV_DENSE, two, two ? ta + ev4_qt(run, i - 2, &rm) : 0, EV_DENSE);
     }
     return i - i0;
