@@ -136,6 +136,21 @@ struct fcache {
 _Static_assert(FT_F_CALL_RET_ON_THROW >> 60 == FT_E8_CALL_ROT && FT_E8_CALL == 0,
                "an event word's bit 61 >> 60 is the tag of a bit-61 call");
 
+/* pairs of a sampled run's call item and the return item that closes its
+ * frame (the same match), both of kinds the replay's run loops take
+ * (fcache.okt from FC_OKT_DISC on in discovery, else FC_OKT_PIECES), as
+ * those loops last found them: their returns look here instead of at two
+ * functions (a direct-mapped table, as fcache; emptied with it).  A pair stays true while its address space
+ * does: an okt bit, once set, is set again when the entry is filled again
+ * (the function is marked seen in its symbol table: on_event) */
+#define PC_BITS 11
+#define PC_SIZE (1u << PC_BITS)
+struct pcache {
+    uint64_t key; /* call item << 32 | return item; 0: empty (an item is never 0) */
+    uint32_t ahi; /* their address high half (ev4_run.ahi_sh >> 32) */
+    uint32_t f;   /* the call's function (fcache.f) */
+};
+
 struct replay {
     struct dec *d;
     struct dthread *th;
@@ -169,6 +184,7 @@ struct replay {
     int64_t mark_lo_m, mark_hi_m;
     struct ev_carry carry;
     struct fcache *fc; /* [FC_SIZE]: address -> function in address space fc_space */
+    struct pcache *pc; /* [PC_SIZE]: discovery's pairs in it */
     int fc_space;      /* -1: none yet */
     uint32_t expect; /* bit-62 returns: the last function returned into */
     /* the catch run being read (consecutive catch entries: the catcher,
@@ -266,6 +282,7 @@ static struct replay *rnew(struct dec *d, struct dthread *th, int discovery)
     r->fc = xmalloc(FC_SIZE * sizeof *r->fc);
     for (size_t i = 0; i < FC_SIZE; i++)
         r->fc[i].addr = FC_EMPTY;
+    r->pc = xcalloc(PC_SIZE, sizeof *r->pc);
     r->fc_space = -1;
     r->expect = HMAP_NONE;
     r->last_ns = INT64_MIN / 4;
@@ -279,6 +296,7 @@ void replay_free(struct replay *r)
         return;
     free(r->cells);
     free(r->fc);
+    free(r->pc);
     free(r->stk);
     free(r->pre);
     free(r->sl);
@@ -1819,6 +1837,17 @@ static ALWAYS_INLINE const struct fcache *run8_func(const struct fcache *fc, uin
     return c;
 }
 
+/* the run loops' cache entry of item w (a sampled run's), if they take its
+ * kind (okt: FC_OKT_PIECES, FC_OKT_DISC), else NULL; *tag: its tag */
+static ALWAYS_INLINE const struct fcache *run4_func(const struct fcache *fc, uint64_t ahi, uint32_t w, unsigned okt,
+                                                    uint64_t *tag)
+{
+    const uint64_t addr = ahi | (w & FT_E8_ADDR_LO_MASK);
+    const struct fcache *c = &fc[fc_hash(addr)];
+    *tag = w & FT_E8_TAG_MASK;
+    return c->addr == addr && ((c->okt >> (*tag + okt)) & 1u) ? c : NULL;
+}
+
 /* a call's frame (what discovery needs of it: pieces_run8 adds the times
  * and the slice), FR_ROT counted in *nrot; fl0: what it takes of the
  * entry's exact-call flags (~0u; a sampled run's call: ~FR_EXACT) */
@@ -1995,10 +2024,9 @@ static ALWAYS_INLINE size_t stack4(struct replay *r, const struct ev4_run *run, 
     const size_t n = i + (run->n - i < r->cap - r->n ? run->n - i : r->cap - r->n);
     size_t nrot = r->nrot;
     for (; i < n; i++) {
-        const uint32_t w = p[i];
-        const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
-        const struct fcache *c = &fc[fc_hash(addr)];
-        if (c->addr != addr || !((c->okt >> (tag + FC_OKT_DISC)) & 1u))
+        uint64_t tag;
+        const struct fcache *c = run4_func(fc, ahi, p[i], FC_OKT_DISC, &tag);
+        if (!c)
             break;
         if (tag == FT_E8_RET) {
             if (!fast_closes(base, (size_t)(top - base), c->match, pair, nrot))
@@ -2006,10 +2034,111 @@ static ALWAYS_INLINE size_t stack4(struct replay *r, const struct ev4_run *run, 
             top--;
             nrot -= top->flags & 1u;
         } else {
-            run8_push(top++, c, tag, addr, idx0 + i, &nrot, ~FR_EXACT);
+            run8_push(top++, c, tag, c->addr, idx0 + i, &nrot, ~FR_EXACT);
         }
     }
     r->n = (size_t)(top - base);
+    r->nrot = nrot;
+    return i;
+}
+
+static inline size_t pc_hash(uint64_t key)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - PC_BITS));
+}
+
+/* the cache entry of sampled item w (address high half ahi) if the run
+ * loops take its kind (okt), else NULL */
+static ALWAYS_INLINE const struct fcache *func4(const struct fcache *fc, uint64_t ahi, uint32_t w, unsigned okt)
+{
+    uint64_t tag;
+    return run4_func(fc, ahi, w, okt, &tag);
+}
+
+/* pc's entry of the pair of call item x and return item y (address high
+ * half ahi), NULL if it is not there */
+static ALWAYS_INLINE const struct pcache *pair_hit(const struct pcache *pc, uint64_t ahi, uint32_t x, uint32_t y)
+{
+    const uint64_t key = (uint64_t)x << 32 | y;
+    const struct pcache *e = &pc[pc_hash(key)];
+    return e->key == key && e->ahi == (uint32_t)(ahi >> 32) ? e : NULL;
+}
+
+/* whether the run loops would close x's frame with y (both taken as okt
+ * asks, the same match: fast_closes with symbols); then the pair is cached
+ * (the loops that look there call this outside their loop: a call inside
+ * would leave them few registers) */
+static __attribute__((noinline)) int pair_fill(struct pcache *pc, const struct fcache *fc, uint64_t ahi, uint32_t x,
+                                               uint32_t y, unsigned okt)
+{
+    const struct fcache *cx = func4(fc, ahi, x, okt), *cy = func4(fc, ahi, y, okt);
+    if (!cx || !cy || cx->match != cy->match)
+        return 0;
+    const uint64_t key = (uint64_t)x << 32 | y;
+    pc[pc_hash(key)] = (struct pcache){key, (uint32_t)(ahi >> 32), cx->f};
+    return 1;
+}
+
+/* stack4 with symbols (returns close their function's frame), by pairs:
+ * the calls of a segment (from the run's start or a return below its
+ * frames) are kept as items, and a return that closes one is looked up as
+ * the pair (struct pcache); the calls still open at the segment's end are
+ * checked and become frames.  A pair or call the run loop would not take:
+ * stack4 replays the segment instead (it stops where the loop stops). */
+static ALWAYS_INLINE size_t stack4_pairs(struct replay *r, const struct ev4_run *run, size_t i)
+{
+    const uint32_t *const p = run->p;
+    const uint64_t ahi = run->ahi_sh;
+    const struct fcache *const fc = r->fc;
+    struct pcache *const pc = r->pc;
+    static uint64_t lw[EV4_RUN_MAX]; /* item index << 32 | call item */
+    size_t sn = r->n, nrot = r->nrot;
+    const size_t n = i + (run->n - i < r->cap - sn ? run->n - i : r->cap - sn);
+    for (;;) {
+        const size_t seg = i;
+        size_t ln = 0;
+        int ok = 1;
+        for (;;) {
+            for (; i < n; i++) {
+                const uint32_t w = p[i];
+                if ((w & FT_E8_TAG_MASK) != FT_E8_RET) {
+                    lw[ln++] = (uint64_t)i << 32 | w;
+                    continue;
+                }
+                if (!ln || !pair_hit(pc, ahi, (uint32_t)lw[ln - 1], w))
+                    break;
+                ln--;
+            }
+            if (i == n || !ln)
+                break;
+            if (!pair_fill(pc, fc, ahi, (uint32_t)lw[ln - 1], p[i], FC_OKT_DISC)) {
+                ok = 0;
+                break;
+            }
+        }
+        for (size_t k = 0; ok && k < ln; k++)
+            ok = func4(fc, ahi, (uint32_t)lw[k], FC_OKT_DISC) != NULL;
+        if (!ok) {
+            r->n = sn;
+            r->nrot = nrot;
+            return stack4(r, run, seg, 0);
+        }
+        for (size_t k = 0; k < ln; k++) {
+            const uint32_t w = (uint32_t)lw[k];
+            const uint64_t addr = ahi | (w & FT_E8_ADDR_LO_MASK);
+            run8_push(&r->stk[sn++], &fc[fc_hash(addr)], w & FT_E8_TAG_MASK, addr, run->idx0 + (lw[k] >> 32), &nrot,
+                      ~FR_EXACT);
+        }
+        if (i == n)
+            break;
+        /* a return below the segment's calls: the stack's top */
+        const struct fcache *c = func4(fc, ahi, p[i], FC_OKT_DISC);
+        if (!c || !fast_closes(r->stk, sn, c->match, 0, nrot))
+            break;
+        nrot -= r->stk[--sn].flags & 1u;
+        i++;
+    }
+    r->n = sn;
     r->nrot = nrot;
     return i;
 }
@@ -2022,7 +2151,7 @@ static ALWAYS_INLINE size_t disc_run4(struct replay *r, const struct ev4_run *ru
         return 0;
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
-    const size_t j = stack4(r, run, i, pair);
+    const size_t j = pair ? stack4(r, run, i, 1) : stack4_pairs(r, run, i);
     if (j > i)
         disc_times(r, k, NULL, NULL, run, i, j, sn0);
     return j - i;
@@ -2058,16 +2187,6 @@ static ALWAYS_INLINE uint64_t slice_head(uint32_t func, size_t depth)
     return func | (uint64_t)SL_UNMEASURED << 32 | (uint64_t)depth << 48;
 }
 
-/* the run loops' cache entry of item w (a sampled run's), if they take its
- * kind (okt: FC_OKT_PIECES, FC_OKT_DISC), else NULL; *tag: its tag */
-static ALWAYS_INLINE const struct fcache *run4_func(const struct fcache *fc, uint64_t ahi, uint32_t w, unsigned okt,
-                                                    uint64_t *tag)
-{
-    const uint64_t addr = ahi | (w & FT_E8_ADDR_LO_MASK);
-    const struct fcache *c = &fc[fc_hash(addr)];
-    *tag = w & FT_E8_TAG_MASK;
-    return c->addr == addr && ((c->okt >> (*tag + okt)) & 1u) ? c : NULL;
-}
 
 /* what pieces_run4's inner loop reads and leaves (in a struct: the loop,
  * a function of its own, keeps them in registers) */
@@ -2078,6 +2197,7 @@ struct light4 {
     struct lfr *lst;
     const int64_t *tms;
     int64_t *ts;
+    struct pcache *pc;
     uint64_t ahi;
     size_t i, n, ln, nsl, dep, nrot;
     int64_t last_ns;
@@ -2145,6 +2265,87 @@ static __attribute__((noinline)) void light4_pair(struct light4 *st)
     light4(st, 1);
 }
 
+/* light4 with symbols, by pairs (as stack4_pairs), and the returns of the
+ * frames below the light ones too (st->dep: their count; stk: them): the
+ * light frames are items (struct lfr4) until they close (their pair gives
+ * the function) or the loop stops (then they are checked and become struct
+ * lfr).  Where the run loop would not take a pair or a call, returns 0 with
+ * *st as at the last such return (no light frame): light4_sym replays the
+ * items from there. */
+struct lfr4 {
+    uint32_t w, sl, x; /* the call item, its slice, its index */
+};
+
+static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct frame *stk)
+{
+    const uint32_t *const p = st->p;
+    const struct fcache *const fc = st->fc;
+    struct pcache *const pc = st->pc;
+    struct slice *const sl = st->sl;
+    const int64_t *const tms = st->tms;
+    int64_t *const ts = st->ts;
+    const uint64_t ahi = st->ahi;
+    const size_t n = st->n;
+    static struct lfr4 l4[EV4_RUN_MAX];
+    size_t i = st->i, ln = 0, nsl = st->nsl, dep = st->dep;
+    int64_t last_ns = st->last_ns;
+    for (;;) {
+        for (; i < n; i++) {
+            const uint32_t w = p[i];
+            const int64_t tm = tms[i], t = tm <= last_ns ? last_ns + 1 : tm;
+            if ((w & FT_E8_TAG_MASK) != FT_E8_RET) {
+                l4[ln++] = (struct lfr4){w, (uint32_t)nsl++, (uint32_t)i};
+            } else if (ln) {
+                const struct pcache *e = pair_hit(pc, ahi, l4[ln - 1].w, w);
+                if (!e)
+                    break;
+                const struct lfr4 *L = &l4[--ln];
+                const int64_t t0 = ts[L->x], dur = t - t0, ub = tm - tms[L->x];
+                struct slice *sp = &sl[L->sl];
+                const uint64_t head = slice_head(e->f, dep + ln);
+                __builtin_memcpy(sp, &head, 8);
+                sp->start = t0;
+                sp->end = t;
+                sp->ub = ub > dur ? ub : dur;
+                sp->cdur = dur;
+            } else { /* the stack's top (on_event's checks: the outer loop's) */
+                uint64_t tag;
+                const struct fcache *c = run4_func(fc, ahi, w, FC_OKT_PIECES, &tag);
+                if (!c || !fast_closes(stk, dep, c->match, 0, st->nrot))
+                    break;
+                struct frame *fr = &stk[--dep];
+                st->nrot -= fr->flags & 1u;
+                if (fr->slice >= 0)
+                    fast_close(fr, &sl[fr->slice], t, tm, fast_unm(fr, EV_DENSE));
+                /* (what a failed pair goes back to) */
+                st->i = i + 1;
+                st->nsl = nsl;
+                st->dep = dep;
+                st->last_ns = t;
+            }
+            ts[i] = last_ns = t;
+        }
+        if (i == n || !ln)
+            break;
+        if (!pair_fill(pc, fc, ahi, l4[ln - 1].w, p[i], FC_OKT_PIECES))
+            return 0;
+    }
+    for (size_t k = 0; k < ln; k++) {
+        uint64_t tag;
+        const struct fcache *c = run4_func(fc, ahi, l4[k].w, FC_OKT_PIECES, &tag);
+        if (!c)
+            return 0;
+        const unsigned fl = (c->fl0 & ~FR_EXACT) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+        st->lst[k] = (struct lfr){slice_head(c->f, dep + k), c->match, l4[k].sl, (uint16_t)fl, (uint16_t)l4[k].x};
+    }
+    st->i = i;
+    st->ln = ln;
+    st->nsl = nsl;
+    st->dep = dep;
+    st->last_ns = last_ns;
+    return 1;
+}
+
 static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *run, size_t i, const struct fclk *k,
                                         const int pair)
 {
@@ -2171,9 +2372,12 @@ static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *
     }
     static struct lfr lst[EV4_RUN_MAX];
     const int64_t last0 = r->last_ns;
-    struct light4 st = {p, r->fc, r->sl, lst, tms, ts, ahi, i, n, 0, r->nsl, r->n, r->nrot, last0};
+    struct light4 st = {p, r->fc, r->sl, lst, tms, ts, r->pc, ahi, i, n, 0, r->nsl, r->n, r->nrot, last0};
     for (;;) {
-        (pair ? light4_pair : light4_sym)(&st);
+        if (pair)
+            light4_pair(&st);
+        else if (!light4_pairs(&st, r->stk))
+            light4_sym(&st);
         /* a return with no light frame above the stack's top (else the end,
          * or an item the loops do not take) */
         uint64_t tag;
@@ -2346,6 +2550,7 @@ void replay_gen(struct replay *r, size_t gi)
     if (g->space != r->fc_space) { /* another address space (dlopen, dlclose): the cache starts over */
         for (size_t i = 0; i < FC_SIZE; i++)
             r->fc[i].addr = FC_EMPTY;
+        memset(r->pc, 0, PC_SIZE * sizeof *r->pc);
         r->fc_space = g->space;
     }
     if (r->finished)

@@ -54,10 +54,31 @@ def modes():
 @pytest.mark.parametrize("mode", modes())
 def test_exceptions_longjmp_tail_calls(tree, compiled, run_crash, mode, tmp_path):
     for src, extra in (("dec_exc.cc", None), ("dec_catch.cc", None), ("dec_longjmp.c", None),
-                       ("dec_tail.c", ["-foptimize-sibling-calls"])):
+                       ("dec_builtin_longjmp.c", None), ("dec_tail.c", ["-foptimize-sibling-calls"])):
         exe = compiled(src, mode, extra=extra)
         raw = crash_raw(tree, run_crash, exe, name=src)
         same_either_way(tree, raw, tmp_path)
+
+
+@pytest.mark.parametrize("mode", ["pg", "finstr"])
+def test_sampled_exceptions_longjmp_tail_calls(tree, compiled, run_crash, mode, tmp_path):
+    """the same programs in sampled time (every 4th event stamped): the sampled runs' loops
+    (decoder/replay.c: stack4_pairs, light4_pairs) take a call's frame as closed by its
+    return by the pair of their items, and must stop where the loops that look up each item
+    stop -- at a bit-61 call whose flags are not known yet, a catch, a __cxa_throw that never
+    returns, a longjmp's lost returns -- and replay from there as they do"""
+    env = {"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "4"}
+    for src, extra in (("dec_exc.cc", None), ("dec_catch.cc", None), ("dec_longjmp.c", None),
+                       ("dec_builtin_longjmp.c", None), ("dec_tail.c", ["-foptimize-sibling-calls"])):
+        exe = compiled(src, mode, extra=extra)
+        for k in ("4", "64"):  # (64: runs long enough for a frame's call and return to share one)
+            raw = crash_raw(tree, run_crash, exe, env={**env, "FUNTRACE_SAMPLE_K": k}, name=f"{src}-{k}")
+            same_either_way(tree, raw, tmp_path)
+    exe = compiled("exc_cases.cc", mode)
+    for case in ("caught", "nested", "rethrow", "cleanups"):
+        r = run_program([exe, case], tmp_path / f"run-{case}", env=env, want_core=False)
+        assert r.returncode == 0, r.stderr
+        same_either_way(tree, r.dir / "funtrace.raw", tmp_path)
 
 
 @pytest.mark.parametrize("mode", modes())
