@@ -1995,8 +1995,17 @@ static ALWAYS_INLINE size_t pieces_run8(struct replay *r, const struct ev8_run *
     {                                                                                                        \
         return name(r, run, i, k, 1);                                                                        \
     }
-RUN_LOOPS(disc_run8, struct ev8_run)
-RUN_LOOPS(pieces_run8, struct ev8_run)
+static __attribute__((noinline)) size_t disc_run8_pair(struct replay *r, const struct ev8_run *run, size_t i,
+                                                       const struct fclk *k)
+{
+    return disc_run8(r, run, i, k, 1);
+}
+
+static __attribute__((noinline)) size_t pieces_run8_pair(struct replay *r, const struct ev8_run *run, size_t i,
+                                                         const struct fclk *k)
+{
+    return pieces_run8(r, run, i, k, 1);
+}
 
 /* ---- runs of plain sampled items, the common case in its own loops ------
  * A sampled run (struct ev4_run: FT_FMT_SAMPLED4 calls and returns of a
@@ -2015,7 +2024,8 @@ static ALWAYS_INLINE int run4_in_span(const struct fclk *k, const struct ev4_run
 /* run_stack for a sampled run: its items' own loop (they need no time
  * check: run4_in_span), up to the room the stack has (the item there goes
  * to on_event, which makes more), with the stack as a pointer */
-static ALWAYS_INLINE size_t stack4(struct replay *r, const struct ev4_run *run, size_t i, const int pair)
+static ALWAYS_INLINE size_t stack4(struct replay *r, const struct ev4_run *run, size_t i, const int pair,
+                                   const int exact)
 {
     const uint32_t *const p = run->p;
     const uint64_t ahi = run->ahi_sh, idx0 = run->idx0;
@@ -2034,7 +2044,7 @@ static ALWAYS_INLINE size_t stack4(struct replay *r, const struct ev4_run *run, 
             top--;
             nrot -= top->flags & 1u;
         } else {
-            run8_push(top++, c, tag, c->addr, idx0 + i, &nrot, ~FR_EXACT);
+            run8_push(top++, c, tag, c->addr, idx0 + i, &nrot, exact ? ~0u : ~FR_EXACT);
         }
     }
     r->n = (size_t)(top - base);
@@ -2085,7 +2095,7 @@ static __attribute__((noinline)) int pair_fill(struct pcache *pc, const struct f
  * the pair (struct pcache); the calls still open at the segment's end are
  * checked and become frames.  A pair or call the run loop would not take:
  * stack4 replays the segment instead (it stops where the loop stops). */
-static ALWAYS_INLINE size_t stack4_pairs(struct replay *r, const struct ev4_run *run, size_t i)
+static ALWAYS_INLINE size_t stack4_pairs(struct replay *r, const struct ev4_run *run, size_t i, const int exact)
 {
     const uint32_t *const p = run->p;
     const uint64_t ahi = run->ahi_sh;
@@ -2121,13 +2131,13 @@ static ALWAYS_INLINE size_t stack4_pairs(struct replay *r, const struct ev4_run 
         if (!ok) {
             r->n = sn;
             r->nrot = nrot;
-            return stack4(r, run, seg, 0);
+            return stack4(r, run, seg, 0, exact);
         }
         for (size_t k = 0; k < ln; k++) {
             const uint32_t w = (uint32_t)lw[k];
             const uint64_t addr = ahi | (w & FT_E8_ADDR_LO_MASK);
             run8_push(&r->stk[sn++], &fc[fc_hash(addr)], w & FT_E8_TAG_MASK, addr, run->idx0 + (lw[k] >> 32), &nrot,
-                      ~FR_EXACT);
+                      exact ? ~0u : ~FR_EXACT);
         }
         if (i == n)
             break;
@@ -2151,7 +2161,7 @@ static ALWAYS_INLINE size_t disc_run4(struct replay *r, const struct ev4_run *ru
         return 0;
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
-    const size_t j = pair ? stack4(r, run, i, 1) : stack4_pairs(r, run, i);
+    const size_t j = pair ? stack4(r, run, i, 1, 0) : stack4_pairs(r, run, i, 0);
     if (j > i)
         disc_times(r, k, NULL, NULL, run, i, j, sn0);
     return j - i;
@@ -2176,15 +2186,16 @@ struct lfr {
 };
 _Static_assert(EV4_RUN_MAX <= 65536, "an lfr's item fits in 16 bits");
 
-/* a closed light frame's slice: function, flags (SL_UNMEASURED: no call of
- * a sampled run is stamped, and none is loose), depth (below 65535: the
- * loop stops before) -- its first 8 bytes as one word */
+/* a closed light frame's slice: function, flags (fl: a sampled run's
+ * SL_UNMEASURED, no call of it is stamped and none is loose; an exact
+ * run's 0), depth (below 65535: the loop stops before) -- its first 8 bytes
+ * as one word */
 _Static_assert(offsetof(struct slice, func) == 0 && offsetof(struct slice, flags) == 4 &&
                    offsetof(struct slice, depth) == 6 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "a slice's first 8 bytes: func, flags, depth");
-static ALWAYS_INLINE uint64_t slice_head(uint32_t func, size_t depth)
+static ALWAYS_INLINE uint64_t slice_head(uint32_t func, uint64_t fl, size_t depth)
 {
-    return func | (uint64_t)SL_UNMEASURED << 32 | (uint64_t)depth << 48;
+    return func | fl << 32 | (uint64_t)depth << 48;
 }
 
 
@@ -2201,6 +2212,9 @@ struct light4 {
     uint64_t ahi;
     size_t i, n, ln, nsl, dep, nrot;
     int64_t last_ns;
+    int sampled;      /* the items are a sampled run's, else an exact run's */
+    uint64_t slfl;    /* slice_head's flags: SL_UNMEASURED, 0 */
+    unsigned flmask;  /* what a call's frame takes of fcache.fl0: ~FR_EXACT, ~0 */
 };
 
 /* the inner loop: items from st->i up to the first it does not take (a
@@ -2224,8 +2238,9 @@ static ALWAYS_INLINE void light4(struct light4 *st, const int pair)
             break;
         const int64_t tm = tms[i], t = tm <= last_ns ? last_ns + 1 : tm;
         if (tag != FT_E8_RET) { /* push_k, open_out_k */
-            const unsigned fl = (c->fl0 & ~FR_EXACT) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
-            lst[ln] = (struct lfr){slice_head(c->f, dep + ln), c->match, (uint32_t)nsl++, (uint16_t)fl, (uint16_t)i};
+            const unsigned fl = (c->fl0 & st->flmask) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+            lst[ln] = (struct lfr){slice_head(c->f, st->slfl, dep + ln), c->match, (uint32_t)nsl++, (uint16_t)fl,
+                                   (uint16_t)i};
             ln++;
             if (pair)
                 nrot += fl & 1u;
@@ -2302,7 +2317,7 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
                 const struct lfr4 *L = &l4[--ln];
                 const int64_t t0 = ts[L->x], dur = t - t0, ub = tm - tms[L->x];
                 struct slice *sp = &sl[L->sl];
-                const uint64_t head = slice_head(e->f, dep + ln);
+                const uint64_t head = slice_head(e->f, st->slfl, dep + ln);
                 __builtin_memcpy(sp, &head, 8);
                 sp->start = t0;
                 sp->end = t;
@@ -2316,7 +2331,7 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
                 struct frame *fr = &stk[--dep];
                 st->nrot -= fr->flags & 1u;
                 if (fr->slice >= 0)
-                    fast_close(fr, &sl[fr->slice], t, tm, fast_unm(fr, EV_DENSE));
+                    fast_close(fr, &sl[fr->slice], t, tm, st->sampled ? fast_unm(fr, EV_DENSE) : 0);
                 /* (what a failed pair goes back to) */
                 st->i = i + 1;
                 st->nsl = nsl;
@@ -2335,8 +2350,9 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
         const struct fcache *c = run4_func(fc, ahi, l4[k].w, FC_OKT_PIECES, &tag);
         if (!c)
             return 0;
-        const unsigned fl = (c->fl0 & ~FR_EXACT) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
-        st->lst[k] = (struct lfr){slice_head(c->f, dep + k), c->match, l4[k].sl, (uint16_t)fl, (uint16_t)l4[k].x};
+        const unsigned fl = (c->fl0 & st->flmask) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+        st->lst[k] =
+            (struct lfr){slice_head(c->f, st->slfl, dep + k), c->match, l4[k].sl, (uint16_t)fl, (uint16_t)l4[k].x};
     }
     st->i = i;
     st->ln = ln;
@@ -2346,33 +2362,19 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
     return 1;
 }
 
-static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *run, size_t i, const struct fclk *k,
-                                        const int pair)
+/* the light loops (light4_pairs, light4) over items [i, n) of p (address
+ * high half ahi, the first one's ring index idx0; their times: tms,
+ * measured, in the clock's span; sampled: a sampled run's, else an exact
+ * run's), and the returns below their frames; returns where they stopped,
+ * the replay's stack and slices as pieces_fast leaves them (pieces_end:
+ * the caller's, its ns the last item's *last_ns, and ts) */
+static ALWAYS_INLINE size_t pieces_light(struct replay *r, const uint32_t *p, uint64_t ahi, uint64_t idx0, size_t i,
+                                         size_t n, const int64_t *tms, int64_t *ts, const int pair,
+                                         const int sampled, size_t *sn_out, size_t *nrot_out, int64_t *last_out)
 {
-    uint64_t rm, qt = ev4_qt(run, i, &rm);
-    if (!run4_in_span(k, run, qt))
-        return 0;
-    reserve_frames(r, run->n - i);
-    reserve_slices(r, run->n - i);
-    const uint32_t *const p = run->p;
-    const uint64_t ahi = run->ahi_sh, ta = run->ta;
-    const int64_t gstart = r->gstart;
-    /* (each item pushes at most one frame: up to n, room for them all, and
-     * depths below 65535, where they saturate) */
-    const size_t deep = r->n < 65535 ? 65535 - r->n : 0, room = r->cap - r->n < deep ? r->cap - r->n : deep;
-    const size_t i0 = i, n = i + (run->n - i < room ? run->n - i : room);
-    static int64_t tms[EV4_RUN_MAX], ts[EV4_RUN_MAX];
-    {
-        const uint64_t N = run->N, dq = run->D / N, dr = run->D % N, d0 = ta - k->ref_tsc;
-        const struct fclk kk = {0, 0, k->mult, k->ref_ns}; /* (d0: from the clock's reference) */
-        for (size_t x = i; x < n; x++) {
-            tms[x] = fast_tm(&kk, gstart, d0 + qt);
-            qt = ev4_step(qt, &rm, dq, dr, N);
-        }
-    }
     static struct lfr lst[EV4_RUN_MAX];
-    const int64_t last0 = r->last_ns;
-    struct light4 st = {p, r->fc, r->sl, lst, tms, ts, r->pc, ahi, i, n, 0, r->nsl, r->n, r->nrot, last0};
+    struct light4 st = {p, r->fc, r->sl, lst, tms, ts, r->pc, ahi, i, n, 0, r->nsl, r->n, r->nrot, r->last_ns,
+                        sampled, sampled ? SL_UNMEASURED : 0, sampled ? ~FR_EXACT : ~0u};
     for (;;) {
         if (pair)
             light4_pair(&st);
@@ -2388,7 +2390,7 @@ static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *
         struct frame *fr = &r->stk[--st.dep];
         st.nrot -= fr->flags & 1u;
         if (fr->slice >= 0)
-            fast_close(fr, &r->sl[fr->slice], t, tm, fast_unm(fr, EV_DENSE));
+            fast_close(fr, &r->sl[fr->slice], t, tm, sampled ? fast_unm(fr, EV_DENSE) : 0);
         ts[st.i++] = st.last_ns = t;
     }
     /* the light frames still open: frames and pending slices (fast_open's) */
@@ -2399,18 +2401,138 @@ static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *
         fr->match = L->match;
         fr->flags = L->fl;
         fr->addr = ahi | (p[L->x] & FT_E8_ADDR_LO_MASK);
-        fr->call_idx = run->idx0 + L->x;
+        fr->call_idx = idx0 + L->x;
         fast_open(fr, &r->sl[L->sl], L->sl, sn, ts[L->x], tms[L->x]);
         if (!pair)
             nrot += L->fl & 1u;
     }
-    i = st.i;
+    r->nsl = st.nsl;
+    *sn_out = sn;
+    *nrot_out = nrot;
+    *last_out = st.last_ns;
+    return st.i;
+}
+
+/* room for items from a stack of sn frames (of cap): each item pushes at
+ * most one frame, depths stay below 65535, where they saturate */
+static ALWAYS_INLINE size_t light_room(size_t sn, size_t cap)
+{
+    const size_t deep = sn < 65535 ? 65535 - sn : 0;
+    return cap - sn < deep ? cap - sn : deep;
+}
+
+static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *run, size_t i, const struct fclk *k,
+                                        const int pair)
+{
+    uint64_t rm, qt = ev4_qt(run, i, &rm);
+    if (!run4_in_span(k, run, qt))
+        return 0;
+    reserve_frames(r, run->n - i);
+    reserve_slices(r, run->n - i);
+    const uint64_t ta = run->ta;
+    const int64_t gstart = r->gstart;
+    const size_t room = light_room(r->n, r->cap), i0 = i, n = i + (run->n - i < room ? run->n - i : room);
+    static int64_t tms[EV4_RUN_MAX], ts[EV4_RUN_MAX];
+    {
+        const uint64_t N = run->N, dq = run->D / N, dr = run->D % N, d0 = ta - k->ref_tsc;
+        const struct fclk kk = {0, 0, k->mult, k->ref_ns}; /* (d0: from the clock's reference) */
+        for (size_t x = i; x < n; x++) {
+            tms[x] = fast_tm(&kk, gstart, d0 + qt);
+            qt = ev4_step(qt, &rm, dq, dr, N);
+        }
+    }
+    const int64_t last0 = r->last_ns;
+    size_t sn, nrot;
+    int64_t last_ns;
+    i = pieces_light(r, run->p, run->ahi_sh, run->idx0, i, n, tms, ts, pair, 1, &sn, &nrot, &last_ns);
     if (i > i0) {
         const int two = i - i0 >= 2;
-        pieces_end(r, k, sn, nrot, st.nsl, st.last_ns, two ? ts[i - 2] : last0, ta + ev4_qt(run, i - 1, &rm),
+        pieces_end(r, k, sn, nrot, r->nsl, last_ns, two ? ts[i - 2] : last0, ta + ev4_qt(run, i - 1, &rm),
                    i == run->n ? EV_EXACT : EV_DENSE, two, two ? ta + ev4_qt(run, i - 2, &rm) : 0, EV_DENSE);
     }
     return i - i0;
+}
+
+/* an exact run's items from i on, as a sampled run's for the light loops
+ * (with symbols): their low halves in c32, up to the first one the run
+ * loops do not take as they are (not plain, outside the clock's span) and
+ * at most m; tms: their measured times (NULL: not wanted); returns how
+ * many */
+static ALWAYS_INLINE size_t run8_low(const struct ev8_run *run, size_t i, size_t m, const struct fclk *k,
+                                     int64_t gstart, uint32_t *c32, int64_t *tms)
+{
+    const uint8_t *const p = run->p;
+    const uint64_t thi = run->thi_sh, ref_tsc = k->ref_tsc, lim = k->lim;
+    if (m > run->n - i)
+        m = run->n - i;
+    size_t x = 0;
+    for (; x < m; x++) {
+        const uint64_t w = ev_ld8(p, i + x), tsc = thi | (w >> 32);
+        __builtin_prefetch(p + 8 * (i + x) + 2048);
+        if (!w || (w & FT_E8_TAG_MASK) == FT_E8_ESC || tsc - ref_tsc > lim)
+            break;
+        c32[x] = (uint32_t)w;
+        if (tms)
+            tms[x] = fast_tm(k, gstart, tsc);
+    }
+    return x;
+}
+
+/* discovery, an exact run with symbols: stack4_pairs over its items' low
+ * halves (EV4_RUN_MAX at a time), then disc_times over theirs */
+static ALWAYS_INLINE size_t disc_run8_pairs(struct replay *r, const struct ev8_run *run, size_t i,
+                                            const struct fclk *k)
+{
+    static uint32_t c32[EV4_RUN_MAX];
+    reserve_frames(r, run->n - i);
+    /* (as many as the stack has room for: stack4_pairs stops there) */
+    const size_t room = r->cap - r->n;
+    const size_t m = run8_low(run, i, room < EV4_RUN_MAX ? room : EV4_RUN_MAX, k, r->gstart, c32, NULL);
+    if (!m)
+        return 0;
+    const struct ev4_run low = {c32, m, run->idx0 + i, run->ahi_sh, 0, 0, 1, 0};
+    const size_t sn0 = r->n, j = stack4_pairs(r, &low, 0, 1);
+    if (j)
+        disc_times(r, k, NULL, run, NULL, i, i + j, sn0);
+    return j;
+}
+
+/* VIEW_PIECES, an exact run with symbols, a thread that does not switch
+ * contexts: pieces_light over its items' low halves */
+static ALWAYS_INLINE size_t pieces_run8_pairs(struct replay *r, const struct ev8_run *run, size_t i,
+                                              const struct fclk *k)
+{
+    static uint32_t c32[EV4_RUN_MAX];
+    static int64_t tms[EV4_RUN_MAX], ts[EV4_RUN_MAX];
+    reserve_frames(r, run->n - i);
+    reserve_slices(r, run->n - i);
+    const size_t room = light_room(r->n, r->cap);
+    const size_t m = run8_low(run, i, room < EV4_RUN_MAX ? room : EV4_RUN_MAX, k, r->gstart, c32, tms);
+    if (!m)
+        return 0;
+    const int64_t last0 = r->last_ns;
+    size_t sn, nrot;
+    int64_t last_ns;
+    const size_t j = pieces_light(r, c32, run->ahi_sh, run->idx0 + i, 0, m, tms, ts, 0, 0, &sn, &nrot, &last_ns);
+    if (j) {
+        const int two = j >= 2;
+        const uint64_t thi = run->thi_sh;
+        pieces_end(r, k, sn, nrot, r->nsl, last_ns, two ? ts[j - 2] : last0, thi | (ev8_item(run, i + j - 1) >> 32),
+                   EV_EXACT, two, two ? thi | (ev8_item(run, i + j - 2) >> 32) : 0, EV_EXACT);
+    }
+    return j;
+}
+
+static __attribute__((noinline)) size_t disc_run8_sym(struct replay *r, const struct ev8_run *run, size_t i,
+                                                      const struct fclk *k)
+{
+    return disc_run8_pairs(r, run, i, k);
+}
+
+static __attribute__((noinline)) size_t pieces_run8_sym(struct replay *r, const struct ev8_run *run, size_t i,
+                                                        const struct fclk *k)
+{
+    return pieces_run8_pairs(r, run, i, k);
 }
 
 RUN_LOOPS(disc_run4, struct ev4_run)
