@@ -1574,7 +1574,7 @@ static ALWAYS_INLINE void disc_times(struct replay *r, const struct fclk *k, con
     const int64_t gstart = r->gstart;
     int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
     uint64_t last_tsc = r->last_tsc, ooo = 0, rm = 0, qt = run4 ? ev4_qt(run4, i, &rm) : 0;
-    const uint64_t N = run4 ? run4->N : 1, dq = run4 ? run4->D / N : 0, dr = run4 ? run4->D % N : 0;
+    const uint64_t N = run4 ? run4->N : 1, dq = run4 ? run4->dq : 0, dr = run4 ? run4->dr : 0;
     size_t x = i;
     if (run4 && j - i >= 3 && fclk_ns(&kk, dq) - kk.ref_ns >= 1) {
         /* a sampled run whose items lie at least 1 ns apart (each step of
@@ -1817,9 +1817,11 @@ static void on_events_pieces(void *ctx, const struct ev *e, size_t n)
  * A run (struct ev8_run) whose words' flags come from their tags alone
  * (address high half below 2^61) is replayed by loops that know it: no
  * bit-62 word, a bit-61 word is a tagged call, the address needs no mask.
- * disc_run8 and pieces_run8 do what the batch loops (disc_fast_ev,
- * pieces_fast) do for its events, and stop where those would go to
- * on_event (the caller hands that event to it). */
+ * They do what the batch loops (disc_fast_ev, pieces_fast) do for its
+ * events, and stop where those would go to on_event (the caller hands that
+ * event to it): with symbols the loops of the sampled runs, by pairs, over
+ * the items' low halves (disc_run8_pairs, pieces_run8_pairs, below); without
+ * (pair nesting) disc_run8 and pieces_run8. */
 _Static_assert(FR_ROT == 1, "the run loops count FR_ROT frames by flags & 1");
 
 /* the item's fcache entry if the run loops take it (okt: FC_OKT_PIECES or
@@ -1863,14 +1865,13 @@ static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, ui
     *nrot += fl & 1u;
 }
 
-/* the run loops' item measured at tm, a call of c's function (tag) at addr
+/* pieces_run8's item measured at tm, a call of c's function (tag) at addr
  * or the return of the top frame: its time stepped (step_time: *last_ns,
  * *prev_ns), then pieces_fast's push or pop, with the stack's state (*sn
- * frames, *nrot FR_ROT ones) and the slices' (*nsl) in the loop's locals;
- * sampled: an interpolated time (EV_DENSE) */
+ * frames, *nrot FR_ROT ones) and the slices' (*nsl) in the loop's locals */
 static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot, struct slice *sl, size_t *nsl,
                                     const struct fcache *c, uint64_t tag, uint64_t addr, uint64_t idx, int64_t tm,
-                                    int64_t *last_ns, int64_t *prev_ns, const int sampled)
+                                    int64_t *last_ns, int64_t *prev_ns)
 {
     const int64_t t = tm <= *last_ns ? *last_ns + 1 : tm;
     *prev_ns = *last_ns;
@@ -1879,10 +1880,10 @@ static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot,
         struct frame *fr = &stk[--*sn];
         *nrot -= fr->flags & 1u;
         if (fr->slice >= 0)
-            fast_close(fr, &sl[fr->slice], t, tm, sampled ? fast_unm(fr, EV_DENSE) : 0);
+            fast_close(fr, &sl[fr->slice], t, tm, 0);
     } else {
         struct frame *fr = &stk[(*sn)++];
-        run8_push(fr, c, tag, addr, idx, nrot, sampled ? ~FR_EXACT : ~0u);
+        run8_push(fr, c, tag, addr, idx, nrot, ~0u);
         fast_open(fr, &sl[*nsl], *nsl, *sn, t, tm);
         ++*nsl;
     }
@@ -1893,16 +1894,14 @@ static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot,
  * to the first item it does not take, then the times of the items taken
  * (disc_times). */
 
-/* discovery's first pass: the pushes and pops of items [i, n) (frames
- * without times) up to the first item the run loops do not take -- not
- * plain, its function not in the cache or not as okt asks (FC_OKT_*), a
- * return that does not close the top frame, a call without room, or a time
- * outside the clock's span; returns where it stopped.  The items are an
- * exact run's (sz 8: their TSC high half thi) or a sampled run's (sz 4:
- * its copy, their times all in the clock's span, thi unused). */
-static ALWAYS_INLINE size_t run_stack(struct replay *r, const void *p, const int sz, uint64_t ahi, uint64_t thi,
-                                      uint64_t idx0, size_t i, size_t n, const struct fclk *k, unsigned okt,
-                                      const int pair)
+/* discovery's first pass: the pushes and pops of items [i, n) of an exact
+ * run (p; address and TSC high halves ahi, thi) -- frames without times --
+ * up to the first item the run loops do not take: not plain, its function
+ * not in the cache or not as okt asks (FC_OKT_*), a return that does not
+ * close the top frame, a call without room, or a time outside the clock's
+ * span; returns where it stopped */
+static ALWAYS_INLINE size_t run_stack(struct replay *r, const uint8_t *p, uint64_t ahi, uint64_t thi, uint64_t idx0,
+                                      size_t i, size_t n, const struct fclk *k, unsigned okt, const int pair)
 {
     const uint64_t ref_tsc = k->ref_tsc, lim = k->lim;
     struct frame *const stk = r->stk;
@@ -1910,11 +1909,10 @@ static ALWAYS_INLINE size_t run_stack(struct replay *r, const void *p, const int
     const size_t cap = r->cap;
     size_t sn = r->n, nrot = r->nrot;
     for (; i < n; i++) {
-        const uint64_t w = sz == 8 ? ev_ld8(p, i) : ((const uint32_t *)p)[i];
-        if (sz == 8)
-            __builtin_prefetch((const uint8_t *)p + 8 * i + 2048);
+        const uint64_t w = ev_ld8(p, i);
+        __builtin_prefetch(p + 8 * i + 2048);
         const uint64_t tag = w & FT_E8_TAG_MASK, addr = ahi | (w & FT_E8_ADDR_LO_MASK);
-        if (sz == 8 && (!w || tag == FT_E8_ESC || (thi | (w >> 32)) - ref_tsc > lim))
+        if (!w || tag == FT_E8_ESC || (thi | (w >> 32)) - ref_tsc > lim)
             break;
         const struct fcache *c = run8_func(fc, addr, tag, okt, stk, sn, cap, pair, nrot);
         if (!c)
@@ -1922,7 +1920,7 @@ static ALWAYS_INLINE size_t run_stack(struct replay *r, const void *p, const int
         if (tag == FT_E8_RET)
             nrot -= stk[--sn].flags & 1u;
         else
-            run8_push(&stk[sn++], c, tag, addr, idx0 + i, &nrot, sz == 8 ? ~0u : ~FR_EXACT);
+            run8_push(&stk[sn++], c, tag, addr, idx0 + i, &nrot, ~0u);
     }
     r->n = sn;
     r->nrot = nrot;
@@ -1936,7 +1934,7 @@ static ALWAYS_INLINE size_t disc_run8(struct replay *r, const struct ev8_run *ru
 {
     reserve_frames(r, run->n - i);
     const size_t sn0 = r->n;
-    const size_t j = run_stack(r, run->p, 8, run->ahi_sh, run->thi_sh, run->idx0, i, run->n, k, FC_OKT_DISC, pair);
+    const size_t j = run_stack(r, run->p, run->ahi_sh, run->thi_sh, run->idx0, i, run->n, k, FC_OKT_DISC, pair);
     if (j > i)
         disc_times(r, k, NULL, run, NULL, i, j, sn0);
     return j - i;
@@ -1970,7 +1968,7 @@ static ALWAYS_INLINE size_t pieces_run8(struct replay *r, const struct ev8_run *
         const uint64_t tsc = thi | (w >> 32);
         if (tsc - kk.ref_tsc > kk.lim)
             break;
-        run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, fast_tm(&kk, gstart, tsc), &last_ns, &prev_ns, 0);
+        run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, fast_tm(&kk, gstart, tsc), &last_ns, &prev_ns);
     }
     if (i > i0) {
         const int two = i - i0 >= 2;
@@ -1983,7 +1981,8 @@ static ALWAYS_INLINE size_t pieces_run8(struct replay *r, const struct ev8_run *
 /* each run loop compiled twice, noinline (its registers are all its loop's):
  * with symbols (a return closes its function's frame) and without
  * (r->pair_nesting: the innermost -pg frame), which a constant makes cost
- * the loops with symbols nothing */
+ * the loops with symbols nothing (the exact runs' with symbols: by pairs,
+ * disc_run8_sym and pieces_run8_sym below) */
 #define RUN_LOOPS(name, run_t)                                                                                \
     static __attribute__((noinline)) size_t name##_sym(struct replay *r, const run_t *run, size_t i,        \
                                                        const struct fclk *k)                                \
@@ -2434,7 +2433,7 @@ static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *
     const size_t room = light_room(r->n, r->cap), i0 = i, n = i + (run->n - i < room ? run->n - i : room);
     static int64_t tms[EV4_RUN_MAX], ts[EV4_RUN_MAX];
     {
-        const uint64_t N = run->N, dq = run->D / N, dr = run->D % N, d0 = ta - k->ref_tsc;
+        const uint64_t N = run->N, dq = run->dq, dr = run->dr, d0 = ta - k->ref_tsc;
         const struct fclk kk = {0, 0, k->mult, k->ref_ns}; /* (d0: from the clock's reference) */
         for (size_t x = i; x < n; x++) {
             tms[x] = fast_tm(&kk, gstart, d0 + qt);

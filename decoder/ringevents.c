@@ -255,6 +255,8 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
                 run.D = tb - c->tsc;
                 run.N = ob - oa;
                 run.k0 = c->next_ord - oa;
+                run.dq = run.D / run.N;
+                run.dr = run.D % run.N;
                 /* (the reading goes on after the run before fn4 reads any
                  * other item) */
                 ev_took_sampled4(&run);

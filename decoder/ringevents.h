@@ -96,6 +96,7 @@ struct ev4_run {
     uint64_t idx0;       /* the first one's ring item index */
     uint64_t ahi_sh;     /* the address high half, << 32 */
     uint64_t ta, D, N, k0;
+    uint64_t dq, dr;     /* D / N, D % N */
 };
 typedef void (*ev4_fn)(void *ctx, const struct ev4_run *run);
 #define EV4_RUN_MAX 8192u /* the most items a run has */
@@ -123,10 +124,25 @@ static inline uint64_t ev_interp(uint64_t D, uint64_t ord, uint64_t N, uint64_t 
     return (uint64_t)(p / N);
 }
 /* item k's interpolated TSC as a quotient ta + qt and its remainder rm
- * (mod N): the loops step them by D / N, D % N per item */
+ * (mod N): the loops step them by dq, dr per item.  The ordinals 1, N - 1
+ * and N (a run's first item, its last two) from dq and dr, without a
+ * division: D * (N - 1) / N = D - ceil(D / N), its remainder -D mod N */
 static inline uint64_t ev4_qt(const struct ev4_run *run, size_t k, uint64_t *rm)
 {
-    return ev_interp(run->D, run->k0 + k, run->N, rm);
+    const uint64_t ord = run->k0 + k;
+    if (ord == 1) {
+        *rm = run->dr;
+        return run->dq;
+    }
+    if (ord == run->N) {
+        *rm = 0;
+        return run->D;
+    }
+    if (ord + 1 == run->N) {
+        *rm = run->dr ? run->N - run->dr : 0;
+        return run->D - run->dq - (run->dr != 0);
+    }
+    return ev_interp(run->D, ord, run->N, rm);
 }
 /* the next item's quotient after qt (remainder *rm) */
 static inline uint64_t ev4_step(uint64_t qt, uint64_t *rm, uint64_t dq, uint64_t dr, uint64_t N)
