@@ -1583,7 +1583,8 @@ static ALWAYS_INLINE void disc_times(struct replay *r, const struct fclk *k, con
          * as below (the only one that can be out of order: the times after
          * it do not decrease), then s(x) = max(s(i) + x - i, tm(x)) for
          * x > i (by induction: tm(x + 1) >= tm(x) + 1) */
-        const uint64_t t1 = run4->ta + ev4_qt(run4, i + 1, &rm);
+        uint64_t rm1 = rm;
+        const uint64_t t1 = run4->ta + ev4_step(qt, &rm1, dq, dr, N);
         if (fclk_ns(&kk, t1 - kk.ref_tsc) >= gstart) {
             const uint64_t tsc = run4->ta + qt;
             const int64_t tm = fast_tm(&kk, gstart, tsc);
@@ -2167,11 +2168,13 @@ static ALWAYS_INLINE size_t disc_run4(struct replay *r, const struct ev4_run *ru
 }
 
 /* VIEW_PIECES, a thread that does not switch contexts: pieces_fast's loop
- * for a sampled run.  The frames its calls push are kept in a light stack
- * of their own (struct lfr: what their returns need) and their slices are
- * written whole when they close; what is still open when the loop stops
- * becomes the frames and the pending slices pieces_fast would have left.
- * The inner loop takes calls and the returns that close a light frame (the
+ * for a sampled run (pieces_run4), and for an exact run's low halves with
+ * symbols (pieces_run8_pairs): pieces_light.  The frames its calls push are
+ * kept in a light stack of their own (struct lfr: what their returns need)
+ * and their slices are written whole when they close; what is still open
+ * when the loop stops becomes the frames and the pending slices
+ * pieces_fast would have left.  The inner loop (light4, or by pairs
+ * light4_pairs) takes calls and the returns that close a light frame (the
  * stack below them stays: one depth base, no other frame to read), the
  * outer one the return of a frame from before the run.  The items' times
  * are in arrays: tms (measured, made first), ts (stepped, as taken); a
@@ -2198,7 +2201,7 @@ static ALWAYS_INLINE uint64_t slice_head(uint32_t func, uint64_t fl, size_t dept
 }
 
 
-/* what pieces_run4's inner loop reads and leaves (in a struct: the loop,
+/* what pieces_light's inner loop reads and leaves (in a struct: the loop,
  * a function of its own, keeps them in registers) */
 struct light4 {
     const uint32_t *p;
@@ -2489,7 +2492,7 @@ static ALWAYS_INLINE size_t disc_run8_pairs(struct replay *r, const struct ev8_r
     const size_t m = run8_low(run, i, room < EV4_RUN_MAX ? room : EV4_RUN_MAX, k, r->gstart, c32, NULL);
     if (!m)
         return 0;
-    const struct ev4_run low = {c32, m, run->idx0 + i, run->ahi_sh, 0, 0, 1, 0};
+    const struct ev4_run low = {.p = c32, .n = m, .idx0 = run->idx0 + i, .ahi_sh = run->ahi_sh, .N = 1};
     const size_t sn0 = r->n, j = stack4_pairs(r, &low, 0, 1);
     if (j)
         disc_times(r, k, NULL, run, NULL, i, i + j, sn0);

@@ -359,7 +359,7 @@ size_t ev_run_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n
     _Static_assert(RB <= EV4_RUN_MAX, "a run is at most a view");
     memcpy(items, buf, 4 * k);
     items[k] = (items[k - 1] & ~FT_S4_TAG_MASK) | (uint32_t)FT_E8_RET;
-    *run = (struct ev4_run){items, k + 1, i, (uint64_t)s->ahi << 32, 0, 0, 1, 0};
+    *run = (struct ev4_run){.p = items, .n = k + 1, .idx0 = i, .ahi_sh = (uint64_t)s->ahi << 32, .N = 1};
     return k + 1;
 }
 
