@@ -54,7 +54,8 @@ def modes():
 @pytest.mark.parametrize("mode", modes())
 def test_exceptions_longjmp_tail_calls(tree, compiled, run_crash, mode, tmp_path):
     for src, extra in (("dec_exc.cc", None), ("dec_catch.cc", None), ("dec_longjmp.c", None),
-                       ("dec_builtin_longjmp.c", None), ("dec_tail.c", ["-foptimize-sibling-calls"])):
+                       ("dec_builtin_longjmp.c", None), ("dec_manyfuncs.c", None),
+                       ("dec_tail.c", ["-foptimize-sibling-calls"])):
         exe = compiled(src, mode, extra=extra)
         raw = crash_raw(tree, run_crash, exe, name=src)
         same_either_way(tree, raw, tmp_path)
@@ -69,7 +70,8 @@ def test_sampled_exceptions_longjmp_tail_calls(tree, compiled, run_crash, mode, 
     returns, a longjmp's lost returns -- and replay from there as they do"""
     env = {"FUNTRACE_TIME": "sampled", "FUNTRACE_SAMPLE_K": "4"}
     for src, extra in (("dec_exc.cc", None), ("dec_catch.cc", None), ("dec_longjmp.c", None),
-                       ("dec_builtin_longjmp.c", None), ("dec_tail.c", ["-foptimize-sibling-calls"])):
+                       ("dec_builtin_longjmp.c", None), ("dec_manyfuncs.c", None),
+                       ("dec_tail.c", ["-foptimize-sibling-calls"])):
         exe = compiled(src, mode, extra=extra)
         for k in ("4", "64"):  # (64: runs long enough for a frame's call and return to share one)
             raw = crash_raw(tree, run_crash, exe, env={**env, "FUNTRACE_SAMPLE_K": k}, name=f"{src}-{k}")
