@@ -2614,6 +2614,30 @@ static int is_abandoned(const struct dthread *th, uint64_t call_idx)
            bsearch(&call_idx, th->abandoned, th->nabandoned, sizeof *th->abandoned, cmp_u64);
 }
 
+/* a longjmp whose marker ends the thread's events (no event came after it:
+ * jmp_happened) happened if the final stack says so: the setjmp's frame is
+ * open in this context and every frame above it is off the final stack
+ * (th->abandoned: the process died where the jump landed, before any hook
+ * ran there).  Then those frames end at the jump, left by it, as when an
+ * event follows; else the process died in the jump (glibc's __longjmp_chk
+ * aborting a jump into a frame that is gone) and they are still there. */
+static int jmp_landed(const struct replay *r)
+{
+    const struct dthread *th = r->th;
+    if (r->ctx_mark != CTX_JMP_PENDING || r->discovery || !th->nabandoned)
+        return 0;
+    uint32_t v = hm_get(&r->jmp_index, r->jp_key, 0);
+    if (v == HMAP_NONE)
+        return 0;
+    const struct jset *j = &r->jsets[v];
+    if (j->ctx != r->ctx_id || !jset_open(j, r->stk, r->n) || j->depth >= r->n)
+        return 0;
+    for (size_t i = j->depth; i < r->n; i++)
+        if (!is_abandoned(th, r->stk[i].call_idx))
+            return 0;
+    return 1;
+}
+
 /* the end of the thread: close what is still open.  A thread that exited
  * left the frames still open at its end without their returns (pthread_exit,
  * cancellation: the forced unwinding runs no return hook; the landing pads
@@ -2623,6 +2647,8 @@ static void finish(struct replay *r)
 {
     struct dthread *th = r->th;
     r->finished = 1;
+    if (jmp_landed(r))
+        jmp_happened(r);
     if (th->has_ctx_end && !r->n && r->ctx_pre == CTX_FRESH) /* (ctx_at_end) */
         ctx_resume(r, th->ctx_end_key, NONE, th->last_ns, th->last_mns, th->last_ns);
     /* the contexts still suspended: their calls are open (VIEW_CALLS; the

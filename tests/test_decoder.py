@@ -373,6 +373,29 @@ def test_longjmp_that_aborts(tree, compiled, run_crash, time, tmp_path):
 
 
 @pytest.mark.parametrize("time", ["exact", "sampled"])
+@pytest.mark.parametrize("mode", ["pg", "finstr"])
+def test_longjmp_then_a_crash_where_it_landed(tree, compiled, run_crash, mode, time, tmp_path):
+    """The process dies where a longjmp landed, before any hook ran there (lua's
+    errors killed at the wrong instant, in CI): the thread's events end with the
+    longjmp's marker, no event shows the jump happen -- but the final stack does
+    (setter, main: the frames above setter's are gone), so those frames end at
+    the jump, left by it, as when an event follows; not merely "return missing"
+    by the final stack, as if nobody knew why.  (The other way round,
+    test_longjmp_that_aborts: the final stack still holds the jumper.)"""
+    exe = compiled("dec_longjmp_land.c", mode)
+    env = {"FUNTRACE_TIME": "sampled"} if time == "sampled" else None
+    raw, tr = crash_decoded(tree, run_crash, exe, env=env, json_out=tmp_path / "l.json")
+    assert render(main_tree(tr)) == ["main", "  setter", "    wrapper_outer", "      wrapper_call", "        jumper"]
+    sl = tr.slices[tr.pid]
+    assert {s.n for s in sl if s.args.get("open_at_end")} == {"main", "setter"}
+    left = [s for s in sl if s.n in ("wrapper_outer", "wrapper_call", "jumper")]
+    assert len(left) == 3 and all(s.args.get("return_missing") and s.args.get("left_by_longjmp") for s in left), left
+    lines = text_lines(tree, raw)
+    assert len([ln for ln in lines if "[left by longjmp]" in ln]) == 3, lines
+    assert not [ln for ln in lines if "[return missing]" in ln], lines
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
 @pytest.mark.parametrize("mode", modes())
 def test_longjmp_to_a_returning_frame(tree, compiled, run_crash, mode, time, tmp_path):
     """the longjmp's target returns at once: its return follows the call of
