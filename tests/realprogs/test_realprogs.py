@@ -928,7 +928,10 @@ def test_lua_errors_are_longjmps(request, tree, prog):
     since: then the frames the jump skipped are still open in the ring, and
     the decoder, aligning them with the final stack, ends them as
     return_missing and counts them as "not on the final stack" (CI once
-    caught this: 5 such frames, unroll .. luaD_throw)."""
+    caught this: 5 such frames, unroll .. luaD_throw) -- and, the final stack
+    showing the jump happened, as left by it (CI caught the luaD_throw without
+    left_by_longjmp once; test_decoder's test_longjmp_then_a_crash_where_it_landed
+    makes that case every time)."""
     import json
     res, _ = request.getfixturevalue(f"{prog}_crash")
     assert_core(res)
