@@ -126,6 +126,33 @@ static size_t append(char *line, size_t cap, size_t o, const char *fmt, ...)
     return w < 0 || (size_t)w >= cap - o ? cap - 1 : o + (size_t)w;
 }
 
+/* A v1 OOM fired: the task at the limit parks in its page fault after the
+ * notification (the kernel notifies, then the fault unwinds to its wait),
+ * and may be preempted on its way there.  Read the target once none of its
+ * threads runs -- at most OW_SETTLE_MS later -- so that the raw's
+ * scheduling events end with the parking, not before it. */
+#define OW_SETTLE_MS 200
+void ow_settle(const struct ow_state *s)
+{
+    const double t0 = ow_now(), until = t0 + OW_SETTLE_MS / 1000.0;
+    for (;;) {
+        struct oc_pids m = {0};
+        ow_target_members(s, &m);
+        int running = 0;
+        for (size_t i = 0; i < m.n && !running; i++)
+            running = ow_running(m.v[i]);
+        oc_pids_free(&m);
+        const double now = ow_now();
+        if (!running || now >= until) {
+            if (now > t0 + 0.0005)
+                ow_vlog(s, "v1 OOM: %.1f ms until %s", (now - t0) * 1000,
+                        running ? "the wait's end (a thread of the target still runs)" : "no thread of the target ran");
+            return;
+        }
+        usleep(1000);
+    }
+}
+
 int ow_dump(struct ow_state *s, const char *what)
 {
     struct oc_pids members = {0};

@@ -60,7 +60,7 @@ static int have_oom(const struct ow_state *s)
 }
 
 /* v1 oom_kill_disable 1: a task at the limit is parked, not killed */
-static int parks(const struct ow_state *s)
+int ow_parks(const struct ow_state *s)
 {
     char oc[256];
     uint64_t dis = 0;
@@ -120,7 +120,7 @@ int ow_triggers_arm(struct ow_state *s, char *err, size_t errlen)
                      (have_events(s) ? OW_T_EVENTS : 0) | (ukind ? OW_T_USAGE : 0);
     /* by default, the triggers scoped to the target; system-wide PSI only if none is */
     unsigned scoped = avail & ~(s->t.psi_system_wide ? OW_T_PSI : 0u);
-    if (parks(s)) scoped &= ~(unsigned)OW_T_USAGE; /* the oom trigger catches it at the limit, parked */
+    if (ow_parks(s)) scoped &= ~(unsigned)OW_T_USAGE; /* the oom trigger catches it at the limit, parked */
     unsigned want = s->o.triggers ? s->o.triggers : scoped ? scoped : avail & OW_T_PSI;
     if (s->o.usage_given && !s->o.triggers) want |= OW_T_USAGE;
     if ((want & OW_T_PSI) && !(avail & OW_T_PSI)) {

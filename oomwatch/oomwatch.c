@@ -423,6 +423,8 @@ int main(int argc, char **argv)
             }
         }
         if (pending && (s->last_dump < 0 || ow_now() - s->last_dump >= s->o.min_interval)) {
+            if ((pending & OW_T_OOM) && ow_parks(s))
+                ow_settle(s);
             int nsaved = ow_dump(s, pending_what);
             s->raws_saved += (unsigned)nsaved;
             s->last_dump = ow_now();

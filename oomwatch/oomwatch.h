@@ -91,6 +91,7 @@ void ow_stamp(char *buf, size_t cap); /* local time YYYYmmdd-HHMMSS */
 void ow_human(char *buf, size_t cap, uint64_t bytes);
 void ow_comm(int pid, char *buf, size_t cap);   /* /proc/PID/comm, file-name safe */
 unsigned long long ow_starttime(int pid);       /* /proc/PID/stat field 22, 0 if gone */
+int ow_running(int pid);                        /* a thread of PID in state R (/proc/PID/task/.../stat) */
 void ow_pressure(const char *psi_file, char *buf, size_t cap); /* "some avg10=.. total=.. full .." */
 
 /* oomwatch_target.c: resolve --pid/--cgroup (one line in err, exit 2) */
@@ -132,6 +133,8 @@ void ow_usage_close(struct ow_state *s);
 /* oom_dump.c: save the trace of every traced process of the target, then
  * the cores (--core) and --kill.  Returns the number of raws saved. */
 int ow_dump(struct ow_state *s, const char *what);
+void ow_settle(const struct ow_state *s);
+int ow_parks(const struct ow_state *s); /* oom_trigger.c: v1 oom_kill_disable 1, tasks parked at the limit */
 
 /* oom_coreseq.c: freeze, raise limits, write a core per pid, restore. 
  * names[i] is the base name ("<prog>-<pid>-<time>") for pids[i]. */

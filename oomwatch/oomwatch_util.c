@@ -3,6 +3,7 @@
 #include "oomwatch.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -148,4 +149,33 @@ void ow_pressure(const char *psi_file, char *buf, size_t cap)
             break;
         o += (size_t)w;
     }
+}
+
+int ow_running(int pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int running = 0;
+    struct dirent *e;
+    while (!running && (e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char stat[128], buf[512];
+        snprintf(stat, sizeof stat, "/proc/%d/task/%.20s/stat", pid, e->d_name);
+        int fd = open(stat, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = 0;
+        const char *p = strrchr(buf, ')'); /* field 3 (state) at p + 2 */
+        running = p && p[1] == ' ' && p[2] == 'R';
+    }
+    closedir(d);
+    return running;
 }
