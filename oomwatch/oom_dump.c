@@ -1,7 +1,8 @@
 /*
  * oom_dump.c -- what funtrace-oomwatch does when a trigger fires: read the
  * trace of every traced process of the target right away (process_vm_readv
- * through coreextract's live reader: works on a task parked at a v1 OOM),
+ * through coreextract's live reader: works on a task parked at a v1 OOM;
+ * after a v1 OOM that parks, once it has: ow_settle),
  * write DIR/<prog>-<pid>-<time>.raw for each (complete files only: written
  * to .tmp, renamed), log one line, then the cores (--core) and --kill.
  */
