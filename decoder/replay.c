@@ -1329,6 +1329,13 @@ static __attribute__((noinline)) void event_catch(struct replay *r, uint64_t wor
 /* an event's time: *tm its measured time (not before the generation's start
  * for this thread), the result its own ns (after the previous event's:
  * each event of a thread at its own ns, no ambiguous nesting) */
+/* an event measured at tm after one at last_ns: its own ns (one after the
+ * previous event's if not later) */
+static ALWAYS_INLINE int64_t step_ns(int64_t tm, int64_t last_ns)
+{
+    return tm <= last_ns ? last_ns + 1 : tm;
+}
+
 static ALWAYS_INLINE int64_t step_time(const struct ft_clock *clk, int64_t gstart, uint64_t tsc, int64_t last_ns,
                                        int64_t *tm)
 {
@@ -1336,7 +1343,7 @@ static ALWAYS_INLINE int64_t step_time(const struct ft_clock *clk, int64_t gstar
     if (t < gstart)
         t = gstart;
     *tm = t;
-    return t <= last_ns ? last_ns + 1 : t;
+    return step_ns(t, last_ns);
 }
 
 /* the measured ns an event measured at tm can have been at: [*lo, *hi] (a
@@ -1589,7 +1596,7 @@ static ALWAYS_INLINE void disc_times(struct replay *r, const struct fclk *k, con
             const uint64_t tsc = run4->ta + qt;
             const int64_t tm = fast_tm(&kk, gstart, tsc);
             ooo = tm <= last_ns && tsc + 1 < last_tsc;
-            const int64_t si = tm <= last_ns ? last_ns + 1 : tm;
+            const int64_t si = step_ns(tm, last_ns);
             const uint64_t tp = run4->ta + ev4_qt(run4, j - 2, &rm), tl = run4->ta + ev4_qt(run4, j - 1, &rm);
             const int64_t mp = fast_tm(&kk, gstart, tp), ml = fast_tm(&kk, gstart, tl);
             const int64_t sp = si + (int64_t)(j - 2 - i), sl = si + (int64_t)(j - 1 - i);
@@ -1612,7 +1619,7 @@ static ALWAYS_INLINE void disc_times(struct replay *r, const struct fclk *k, con
         const int64_t tm = fast_tm(&kk, gstart, tsc);
         ooo += tm <= last_ns && tsc + 1 < last_tsc;
         prev_ns = last_ns;
-        last_ns = tm <= last_ns ? last_ns + 1 : tm;
+        last_ns = step_ns(tm, last_ns);
         last_tsc = tsc;
     }
     const uint64_t ne = j - i, calls = fast_calls(ne, sn0, r->n);
@@ -1756,7 +1763,7 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, si
         if (!c || dd > k.lim || (sampled && q == EV_LOOSE) || (!(word & FT_F_RET) && nsl == slcap))
             break;
         const int64_t tm = fast_tm(&k, gstart, v->tsc); /* step_time */
-        const int64_t t = tm <= last_ns ? last_ns + 1 : tm;
+        const int64_t t = step_ns(tm, last_ns);
         prev_ns = last_ns;
         last_ns = t;
         if (word & FT_F_RET) { /* pop_k, close_out_k (the end's bracket is tm's own) */
@@ -1854,10 +1861,18 @@ static ALWAYS_INLINE const struct fcache *run4_func(const struct fcache *fc, uin
 /* a call's frame (what discovery needs of it: pieces_run8 adds the times
  * and the slice), FR_ROT counted in *nrot; fl0: what it takes of the
  * entry's exact-call flags (~0u; a sampled run's call: ~FR_EXACT) */
+/* the frame flags of a call (tag) of c's function in a run: what it takes
+ * of the exact-call flags (fl0: ~0u; a sampled run's call: ~FR_EXACT) and a
+ * bit-61 call's */
+static ALWAYS_INLINE unsigned run_call_flags(const struct fcache *c, uint64_t tag, unsigned fl0)
+{
+    return (c->fl0 & fl0) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+}
+
 static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, uint64_t tag, uint64_t addr, uint64_t idx,
                                     size_t *nrot, unsigned fl0)
 {
-    const unsigned fl = (c->fl0 & fl0) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+    const unsigned fl = run_call_flags(c, tag, fl0);
     fr->func = c->f;
     fr->match = c->match;
     fr->flags = fl;
@@ -1874,7 +1889,7 @@ static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot,
                                     const struct fcache *c, uint64_t tag, uint64_t addr, uint64_t idx, int64_t tm,
                                     int64_t *last_ns, int64_t *prev_ns)
 {
-    const int64_t t = tm <= *last_ns ? *last_ns + 1 : tm;
+    const int64_t t = step_ns(tm, *last_ns);
     *prev_ns = *last_ns;
     *last_ns = t;
     if (tag == FT_E8_RET) {
@@ -2201,6 +2216,31 @@ static ALWAYS_INLINE uint64_t slice_head(uint32_t func, uint64_t fl, size_t dept
 }
 
 
+/* a light frame's slice sp, whole: head (slice_head), from t0 (measured:
+ * tm0) to t (tm), closed by its return (fast_close's; t > t0: the times
+ * are stepped) */
+static ALWAYS_INLINE void light_close(struct slice *sp, uint64_t head, int64_t t0, int64_t tm0, int64_t t, int64_t tm)
+{
+    const int64_t dur = t - t0, ub = tm - tm0;
+    __builtin_memcpy(sp, &head, 8);
+    sp->start = t0;
+    sp->end = t;
+    sp->ub = ub > dur ? ub : dur;
+    sp->cdur = dur;
+}
+
+/* the return of the top frame of stk[*dep] below the light ones, at t
+ * (measured: tm): pop_k's and close_out_k's as pieces_fast does them
+ * (sampled: an interpolated end, EV_DENSE) */
+static ALWAYS_INLINE void pop_below(struct frame *stk, size_t *dep, size_t *nrot, struct slice *sl, int64_t t,
+                                    int64_t tm, int sampled)
+{
+    struct frame *fr = &stk[--*dep];
+    *nrot -= fr->flags & 1u;
+    if (fr->slice >= 0)
+        fast_close(fr, &sl[fr->slice], t, tm, sampled ? fast_unm(fr, EV_DENSE) : 0);
+}
+
 /* what pieces_light's inner loop reads and leaves (in a struct: the loop,
  * a function of its own, keeps them in registers) */
 struct light4 {
@@ -2238,15 +2278,15 @@ static ALWAYS_INLINE void light4(struct light4 *st, const int pair)
         const struct fcache *c = run4_func(fc, ahi, p[i], FC_OKT_PIECES, &tag);
         if (!c)
             break;
-        const int64_t tm = tms[i], t = tm <= last_ns ? last_ns + 1 : tm;
+        const int64_t tm = tms[i], t = step_ns(tm, last_ns);
         if (tag != FT_E8_RET) { /* push_k, open_out_k */
-            const unsigned fl = (c->fl0 & st->flmask) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+            const unsigned fl = run_call_flags(c, tag, st->flmask);
             lst[ln] = (struct lfr){slice_head(c->f, st->slfl, dep + ln), c->match, (uint32_t)nsl++, (uint16_t)fl,
                                    (uint16_t)i};
             ln++;
             if (pair)
                 nrot += fl & 1u;
-        } else { /* fast_closes, pop_k, close_out_k (t > the call's: the times are stepped) */
+        } else { /* fast_closes, pop_k, close_out_k */
             if (!ln)
                 break;
             const struct lfr *L = &lst[ln - 1];
@@ -2255,13 +2295,7 @@ static ALWAYS_INLINE void light4(struct light4 *st, const int pair)
             ln--;
             if (pair)
                 nrot -= L->fl & 1u;
-            const int64_t t0 = ts[L->x], dur = t - t0, ub = tm - tms[L->x];
-            struct slice *sp = &sl[L->sl];
-            __builtin_memcpy(sp, &L->head, 8);
-            sp->start = t0;
-            sp->end = t;
-            sp->ub = ub > dur ? ub : dur;
-            sp->cdur = dur;
+            light_close(&sl[L->sl], L->head, ts[L->x], tms[L->x], t, tm);
         }
         ts[i] = last_ns = t;
     }
@@ -2309,7 +2343,7 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
     for (;;) {
         for (; i < n; i++) {
             const uint32_t w = p[i];
-            const int64_t tm = tms[i], t = tm <= last_ns ? last_ns + 1 : tm;
+            const int64_t tm = tms[i], t = step_ns(tm, last_ns);
             if ((w & FT_E8_TAG_MASK) != FT_E8_RET) {
                 l4[ln++] = (struct lfr4){w, (uint32_t)nsl++, (uint32_t)i};
             } else if (ln) {
@@ -2317,23 +2351,13 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
                 if (!e)
                     break;
                 const struct lfr4 *L = &l4[--ln];
-                const int64_t t0 = ts[L->x], dur = t - t0, ub = tm - tms[L->x];
-                struct slice *sp = &sl[L->sl];
-                const uint64_t head = slice_head(e->f, st->slfl, dep + ln);
-                __builtin_memcpy(sp, &head, 8);
-                sp->start = t0;
-                sp->end = t;
-                sp->ub = ub > dur ? ub : dur;
-                sp->cdur = dur;
+                light_close(&sl[L->sl], slice_head(e->f, st->slfl, dep + ln), ts[L->x], tms[L->x], t, tm);
             } else { /* the stack's top (on_event's checks: the outer loop's) */
                 uint64_t tag;
                 const struct fcache *c = run4_func(fc, ahi, w, FC_OKT_PIECES, &tag);
                 if (!c || !fast_closes(stk, dep, c->match, 0, st->nrot))
                     break;
-                struct frame *fr = &stk[--dep];
-                st->nrot -= fr->flags & 1u;
-                if (fr->slice >= 0)
-                    fast_close(fr, &sl[fr->slice], t, tm, st->sampled ? fast_unm(fr, EV_DENSE) : 0);
+                pop_below(stk, &dep, &st->nrot, sl, t, tm, st->sampled);
                 /* (what a failed pair goes back to) */
                 st->i = i + 1;
                 st->nsl = nsl;
@@ -2352,7 +2376,7 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
         const struct fcache *c = run4_func(fc, ahi, l4[k].w, FC_OKT_PIECES, &tag);
         if (!c)
             return 0;
-        const unsigned fl = (c->fl0 & st->flmask) | (tag == FT_E8_CALL_ROT ? c->rot : 0);
+        const unsigned fl = run_call_flags(c, tag, st->flmask);
         st->lst[k] =
             (struct lfr){slice_head(c->f, st->slfl, dep + k), c->match, l4[k].sl, (uint16_t)fl, (uint16_t)l4[k].x};
     }
@@ -2370,6 +2394,11 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
  * run's), and the returns below their frames; returns where they stopped,
  * the replay's stack and slices as pieces_fast leaves them (pieces_end:
  * the caller's, its ns the last item's *last_ns, and ts) */
+/* the light loops' items (an exact run's low halves: run8_low) and times
+ * (measured, stepped), one run's at a time */
+static uint32_t light_c32[EV4_RUN_MAX];
+static int64_t light_tms[EV4_RUN_MAX], light_ts[EV4_RUN_MAX];
+
 static ALWAYS_INLINE size_t pieces_light(struct replay *r, const uint32_t *p, uint64_t ahi, uint64_t idx0, size_t i,
                                          size_t n, const int64_t *tms, int64_t *ts, const int pair,
                                          const int sampled, size_t *sn_out, size_t *nrot_out, int64_t *last_out)
@@ -2388,11 +2417,8 @@ static ALWAYS_INLINE size_t pieces_light(struct replay *r, const uint32_t *p, ui
         const struct fcache *c = st.i < n && !st.ln ? run4_func(r->fc, ahi, p[st.i], FC_OKT_PIECES, &tag) : NULL;
         if (!c || tag != FT_E8_RET || !fast_closes(r->stk, st.dep, c->match, pair, st.nrot))
             break;
-        const int64_t tm = tms[st.i], t = tm <= st.last_ns ? st.last_ns + 1 : tm;
-        struct frame *fr = &r->stk[--st.dep];
-        st.nrot -= fr->flags & 1u;
-        if (fr->slice >= 0)
-            fast_close(fr, &r->sl[fr->slice], t, tm, sampled ? fast_unm(fr, EV_DENSE) : 0);
+        const int64_t tm = tms[st.i], t = step_ns(tm, st.last_ns);
+        pop_below(r->stk, &st.dep, &st.nrot, r->sl, t, tm, sampled);
         ts[st.i++] = st.last_ns = t;
     }
     /* the light frames still open: frames and pending slices (fast_open's) */
@@ -2434,7 +2460,7 @@ static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *
     const uint64_t ta = run->ta;
     const int64_t gstart = r->gstart;
     const size_t room = light_room(r->n, r->cap), i0 = i, n = i + (run->n - i < room ? run->n - i : room);
-    static int64_t tms[EV4_RUN_MAX], ts[EV4_RUN_MAX];
+    int64_t *const tms = light_tms, *const ts = light_ts;
     {
         const uint64_t N = run->N, dq = run->dq, dr = run->dr, d0 = ta - k->ref_tsc;
         const struct fclk kk = {0, 0, k->mult, k->ref_ns}; /* (d0: from the clock's reference) */
@@ -2485,7 +2511,7 @@ static ALWAYS_INLINE size_t run8_low(const struct ev8_run *run, size_t i, size_t
 static ALWAYS_INLINE size_t disc_run8_pairs(struct replay *r, const struct ev8_run *run, size_t i,
                                             const struct fclk *k)
 {
-    static uint32_t c32[EV4_RUN_MAX];
+    uint32_t *const c32 = light_c32;
     reserve_frames(r, run->n - i);
     /* (as many as the stack has room for: stack4_pairs stops there) */
     const size_t room = r->cap - r->n;
@@ -2504,8 +2530,8 @@ static ALWAYS_INLINE size_t disc_run8_pairs(struct replay *r, const struct ev8_r
 static ALWAYS_INLINE size_t pieces_run8_pairs(struct replay *r, const struct ev8_run *run, size_t i,
                                               const struct fclk *k)
 {
-    static uint32_t c32[EV4_RUN_MAX];
-    static int64_t tms[EV4_RUN_MAX], ts[EV4_RUN_MAX];
+    uint32_t *const c32 = light_c32;
+    int64_t *const tms = light_tms, *const ts = light_ts;
     reserve_frames(r, run->n - i);
     reserve_slices(r, run->n - i);
     const size_t room = light_room(r->n, r->cap);

@@ -94,23 +94,30 @@ void ow_comm(int pid, char *buf, size_t cap)
         snprintf(buf, cap, "pid");
 }
 
+/* a stat file (/proc/PID/stat, /proc/PID/task/TID/stat) read into buf:
+ * its field 3 (state) on, after the command's ")"; NULL if unreadable */
+static char *stat_fields(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    ssize_t n = read(fd, buf, cap - 1);
+    close(fd);
+    if (n <= 0)
+        return NULL;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
 unsigned long long ow_starttime(int pid)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
+    char *p = stat_fields(path, buf, sizeof buf);
     if (!p)
         return 0;
-    /* field 3 (state) is at p+2; starttime is field 22 */
-    p += 2;
+    /* field 3 (state) is at p; starttime is field 22 */
     for (int field = 3; field < 22 && p; field++) {
         p = strchr(p, ' ');
         if (p)
@@ -165,16 +172,8 @@ int ow_running(int pid)
             continue;
         char stat[128], buf[512];
         snprintf(stat, sizeof stat, "/proc/%d/task/%.20s/stat", pid, e->d_name);
-        int fd = open(stat, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        buf[n] = 0;
-        const char *p = strrchr(buf, ')'); /* field 3 (state) at p + 2 */
-        running = p && p[1] == ' ' && p[2] == 'R';
+        const char *p = stat_fields(stat, buf, sizeof buf);
+        running = p && *p == 'R';
     }
     closedir(d);
     return running;
