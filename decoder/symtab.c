@@ -1136,10 +1136,15 @@ static void index_symbols(struct symtab *s, int32_t fi)
         char *key;
         if (asprintf(&key, "%d\1%s", fi, nm) < 0)
             continue;
-        if (sm_get(&s->symnames, key) == HMAP_NONE) {
-            s->symaddrs = xgrow(s->symaddrs, &s->symaddrs_cap, s->nsymaddrs + 1, sizeof *s->symaddrs);
-            s->symaddrs[s->nsymaddrs] = addr;
-            sm_put(&s->symnames, key, (uint32_t)s->nsymaddrs++);
+        const char *at = strstr(key, "@@"); /* name@@VERSION: also the name's */
+        for (int pass = 0; pass < 1 + (at != NULL); pass++) {
+            if (pass)
+                key[at - key] = 0;
+            if (sm_get(&s->symnames, key) == HMAP_NONE) {
+                s->symaddrs = xgrow(s->symaddrs, &s->symaddrs_cap, s->nsymaddrs + 1, sizeof *s->symaddrs);
+                s->symaddrs[s->nsymaddrs] = addr;
+                sm_put(&s->symnames, key, (uint32_t)s->nsymaddrs++);
+            }
         }
         free(key);
     }
@@ -1419,12 +1424,30 @@ static int call_site_is_tail(Dwarf_Die *d)
     return dwarf_hasattr(d, DW_AT_call_tail_call) || dwarf_hasattr(d, DW_AT_GNU_tail_call);
 }
 
-/* the entry address (file vaddr) of the function a call site calls; 0 if
- * unknown (an indirect call) */
-static uint64_t call_site_target(struct symtab *s, int32_t fi, Dwarf_Die *site)
+/* the entry (file vaddr) of the function named ln in module file fi; 0 if
+ * it defines none (a symbol's default version, name@@VERSION, is its name) */
+static uint64_t sym_entry(struct symtab *s, int32_t fi, const char *ln)
+{
+    if (!s->files[fi].syms_indexed)
+        index_symbols(s, fi);
+    char *key;
+    if (asprintf(&key, "%d\1%s", fi, ln) < 0)
+        return 0;
+    uint32_t k = sm_get(&s->symnames, key);
+    free(key);
+    return k == HMAP_NONE ? 0 : s->symaddrs[k];
+}
+
+/* the function a call site in module file fi calls: the module file tf
+ * that holds it -- fi itself, or (a call to a function fi does not
+ * define, through its PLT or GOT) the module file the callee runs in,
+ * ext, where the dynamic linker found that name -- and its entry (file
+ * vaddr) there; 0 if unknown (an indirect call) */
+static uint64_t call_site_target(struct symtab *s, int32_t fi, Dwarf_Die *site, int32_t ext, int32_t *tf)
 {
     Dwarf_Attribute a;
     Dwarf_Die t;
+    *tf = fi;
     if (!dwarf_attr(site, DW_AT_call_origin, &a) && !dwarf_attr(site, DW_AT_abstract_origin, &a))
         return 0;
     if (!dwarf_formref_die(&a, &t))
@@ -1437,14 +1460,11 @@ static uint64_t call_site_target(struct symtab *s, int32_t fi, Dwarf_Die *site)
         ln = dwarf_diename(&t);
     if (!ln)
         return 0;
-    if (!s->files[fi].syms_indexed)
-        index_symbols(s, fi);
-    char *key;
-    if (asprintf(&key, "%d\1%s", fi, ln) < 0)
-        return 0;
-    uint32_t k = sm_get(&s->symnames, key);
-    free(key);
-    return k == HMAP_NONE ? 0 : s->symaddrs[k];
+    uint64_t e = sym_entry(s, fi, ln);
+    if (e || ext < 0 || ext == fi)
+        return e;
+    *tf = ext;
+    return sym_entry(s, ext, ln);
 }
 
 /* depth-first over the call sites below d (not into nested subprograms) */
@@ -1505,7 +1525,8 @@ static int tail_site(struct symtab *s, int32_t fi, Dwarf_Die *site, void *ctx)
     Dwarf_Addr pc;
     if (!call_site_is_tail(site) || !call_site_return_pc(site, &pc))
         return 0;
-    uint64_t target = call_site_target(s, fi, site);
+    int32_t tf;
+    uint64_t target = call_site_target(s, fi, site, -1, &tf);
     if (!target)
         return 0;
     t->ret[t->depth - 1] = pc;
@@ -1542,40 +1563,43 @@ size_t sym_tailcalls(struct symtab *s, int space, uint64_t ret, uint64_t callee_
 {
     if (s->opts.no_symbols || !ret || !callee_pc)
         return 0;
-    struct modinst *in = resolve(s, space, ret - 1);
     uint64_t q = callee_exact ? callee_pc : callee_pc - 1;
-    if (!in || resolve(s, space, q) != in || !open_file(s, in->file))
-        return 0; /* a call into another module: through its PLT, never a tail-call chain we can see */
-    struct modfile *f = &s->files[in->file];
-    uint64_t rv, cv;
-    if (!inst_vaddr(s, in, ret, &rv) || !inst_vaddr(s, in, q, &cv))
+    struct modinst *in = resolve(s, space, ret - 1), *cin = resolve(s, space, q);
+    if (!in || !cin || !open_file(s, in->file) || !open_file(s, cin->file))
         return 0;
-    uint32_t cf = func_at(s, in->file, cv);
+    uint64_t rv, cv;
+    if (!inst_vaddr(s, in, ret, &rv) || !inst_vaddr(s, cin, q, &cv))
+        return 0;
+    uint32_t cf = func_at(s, cin->file, cv);
     if (s->funcs[cf].unknown)
         return 0;
     uint64_t callee = s->funcs[cf].vaddr;
-    /* the caller's call site returning at ret, and what it calls */
+    /* the caller's call site returning at ret, and what it calls: in the
+     * caller's module, or (a call into another module: pthread_join, which
+     * tail-calls __pthread_clockjoin_ex) in the callee's, as gdb finds it */
     Dwarf_Die sp;
-    if (!subprogram_at(f, rv - 1, &sp))
+    if (!subprogram_at(&s->files[in->file], rv - 1, &sp))
         return 0;
     struct tc_find fd = {rv, {0}, 0};
     each_call_site(s, in->file, &sp, find_site, &fd, 0);
     if (!fd.found || call_site_is_tail(&fd.site))
         return 0;
-    uint64_t target = call_site_target(s, in->file, &fd.site);
-    if (!target || target == callee)
-        return 0;
+    int32_t tf;
+    uint64_t target = call_site_target(s, in->file, &fd.site, cin->file, &tf);
+    if (!target || tf != cin->file || target == callee)
+        return 0; /* (a chain of tail calls across modules: not followed) */
+    struct modfile *f = &s->files[tf];
     struct tc_search t;
     memset(&t, 0, sizeof t);
     t.callee = callee;
-    tc_from(s, in->file, target, &t);
+    tc_from(s, tf, target, &t);
     if (t.npaths != 1 || t.ambiguous) /* gdb shows no tail-call frames it cannot be sure of either */
         return 0;
     size_t n = 0;
-    uint64_t bias = ret - rv; /* absolute = file vaddr + bias */
+    uint64_t bias = q - cv; /* absolute = the callee module's file vaddr + bias */
     for (int i = t.plen; i > 0 && n < max; i--, n++) { /* innermost first */
         uint64_t r = t.pret[i - 1];
-        out[n].func = func_at(s, in->file, t.pfn[i - 1]);
+        out[n].func = func_at(s, tf, t.pfn[i - 1]);
         out[n].pc = r + bias;
         /* named as gdb names it: by the innermost function at the jump,
          * an inlined one's when the tail call is in inlined code (gdb makes

@@ -263,3 +263,25 @@ def test_thread_start_frames_in_order(compiled, run_crash, tool, mode):
     assert enc_names.index("child") < enc_names.index("child_inf"), enc_names
     problems = compare_final_stacks(prog, r.core, text, tid)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("mode", ["pg", "finstr"])
+def test_tail_call_frames_in_another_module(compiled, run_crash, tool, mode):
+    """main waits in pthread_join while its thread crashes: the C library's
+    pthread_join tail-calls __pthread_clockjoin_ex, so the call from main
+    (through the PLT, into another module) returns past a function that is
+    not on the machine stack.  gdb finds it from main's call site and the C
+    library's own call sites (its debug info) and shows it; so does the
+    final stack ([tail-call] ___pthread_join), frame by frame as gdb's --
+    as in memcached's threads caught in pthread_mutex_unlock, which
+    tail-calls __pthread_mutex_unlock_usercnt."""
+    prog = compiled("fs_join.c", mode, extra=["-O2"], tag="O2")
+    r, raw, text = core_and_text(tool, run_crash, prog)
+    main = r.pid
+    problems = compare_final_stacks(prog, r.core, text, main)
+    assert not problems, "\n".join(problems) + "\n" + text
+    frames = decoder_stacks(text)[main].frames
+    names = [norm_func(f.func) for f in frames]
+    k = names.index(norm_func("main"))
+    assert names[k - 2:k] == [norm_func("__pthread_clockjoin_ex"), norm_func("___pthread_join")], names
+    assert re.search(r"#\d+ +\[tail-call\] +___pthread_join at \S*pthread_join\.c:\d+", thread_block(text, main)), text
