@@ -55,6 +55,9 @@ struct dthread {
     int64_t first_ns, last_ns, end_ns; /* last_ns: the last event's own ns (see replay.c) */
     const uint32_t *slice_ctx; /* while a VIEW_CALLS view takes this thread's slices: the
                             context (swapcontext) each call was made in, by slice; NULL: one */
+    const int64_t *slice_ub; /* while a view takes this thread's slices: the upper bound
+                            of each SL_BOUND slice's duration (ns), by slice; the
+                            entries of the other slices are not set */
     uint64_t tail_tsc;   /* sampled time: no event of the thread is later than this TSC (the
                             fatal signal it took froze tracing, its exit, the snapshot:
                             decode.c, ringevents.c); 0: not known */

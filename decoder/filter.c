@@ -257,7 +257,7 @@ static void switch_ctx(struct filter *f, int have_cur, uint32_t cur, uint32_t c)
 /* filter a batch in place (slices in pre-order, depths from 0 -- per
  * context with coroutines; cx: their contexts, kept with them, or NULL);
  * the number kept */
-static size_t apply(struct filter *f, struct dec *d, struct slice *s, uint32_t *cx, size_t n)
+static size_t apply(struct filter *f, struct dec *d, struct slice *s, uint32_t *cx, int64_t *ub, size_t n)
 {
     const struct dec_opts *o = f->o;
     size_t k = 0;
@@ -304,12 +304,12 @@ static size_t apply(struct filter *f, struct dec *d, struct slice *s, uint32_t *
                 sl.end = f->until;
                 sl.flags = (uint16_t)((sl.flags & ~(SL_TO_NEXT | SL_OPEN | SL_PENDING)) | SL_CUT_END);
             }
-            if (sl.ub < sl.end - sl.start)
-                sl.ub = sl.end - sl.start;
         }
         sl.depth = (uint16_t)rel;
         if (cx)
             cx[k] = cx[i];
+        if (ub && (sl.flags & SL_BOUND)) /* (clipped: at least the duration left) */
+            ub[k] = ub[i] < sl.end - sl.start ? sl.end - sl.start : ub[i];
         s[k++] = sl;
     }
     return k;
@@ -325,6 +325,8 @@ struct fview {
     size_t cap;
     uint32_t *cx; /* the batch's th->slice_ctx, filtered with it */
     size_t cxcap;
+    int64_t *ub;  /* ... and its th->slice_ub (the SL_BOUND slices' entries) */
+    size_t ubcap;
 };
 
 static void fv_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)
@@ -339,11 +341,20 @@ static void fv_slices(struct view *v, struct dec *d, struct dthread *th, size_t 
         fv->cx = xgrow(fv->cx, &fv->cxcap, n, sizeof *fv->cx);
         memcpy(fv->cx, cx, n * sizeof *cx);
     }
-    size_t k = apply(fv->f, d, fv->buf, cx ? fv->cx : NULL, n);
+    const int64_t *ub = th->slice_ub;
+    if (ub) {
+        fv->ub = xgrow(fv->ub, &fv->ubcap, n, sizeof *fv->ub);
+        for (size_t i = 0; i < n; i++)
+            if (s[i].flags & SL_BOUND)
+                fv->ub[i] = ub[i];
+    }
+    size_t k = apply(fv->f, d, fv->buf, cx ? fv->cx : NULL, ub ? fv->ub : NULL, n);
     if (k) {
         th->slice_ctx = cx ? fv->cx : NULL;
+        th->slice_ub = ub ? fv->ub : NULL;
         fv->inner->ops->slices(fv->inner, d, th, gi, fv->buf, k);
         th->slice_ctx = cx;
+        th->slice_ub = ub;
     }
 }
 
@@ -368,6 +379,7 @@ static void fv_destroy(struct view *v)
     struct fview *fv = (struct fview *)v;
     free(fv->buf);
     free(fv->cx);
+    free(fv->ub);
     free(fv);
 }
 

@@ -305,6 +305,7 @@ static inline __attribute__((always_inline)) void slices(struct json_view *J, st
     struct outbuf *o = &J->o;
     const struct jpiece pre = J->prefix[th->index];
     const uint32_t *cx = th->slice_ctx; /* a thread that switched stacks: each piece's context */
+    const int64_t *ub = th->slice_ub;
     const int64_t base = J->base;
     const size_t pre_room = room(&pre) + (cx ? 64 : 0);
     /* in locals: the stores into the buffer could alias J's fields */
@@ -338,7 +339,7 @@ static inline __attribute__((always_inline)) void slices(struct json_view *J, st
             if (fl & SL_BOUND) { /* with "measured":false */
                 memcpy(p, ",\"upper_bound_ns\":", 18);
                 p += 18;
-                p += fmt_i64(p, s[i].ub);
+                p += fmt_i64(p, ub[i]);
             }
             if (cx) {
                 if (p[-1] != '{')

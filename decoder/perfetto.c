@@ -93,6 +93,8 @@ struct pview {
     struct outfile file;
     struct outbuf o;
     int64_t base;
+    const struct slice *sl; /* the slices p_slices is writing, and their bounds (th->slice_ub) */
+    const int64_t *sl_ub;
     struct pseq global;
     struct pseq *th;
     size_t nth;
@@ -468,7 +470,7 @@ static __attribute__((noinline)) void slice_begin_slow(struct pview *P, struct p
         a[na].has_name_iid = 1;
         a[na].name_iid = intern_annot(P, q, ANNOT_UB);
         a[na].has_int_value = 1;
-        a[na].int_value = s->ub;
+        a[na].int_value = P->sl_ub[s - P->sl];
         pa[na] = &a[na];
         na++;
     }
@@ -537,6 +539,8 @@ static void p_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     struct pseq *q = &P->th[th->index];
     uint64_t track = UUID_THREAD0 + (uint64_t)th->index;
     (void)gi;
+    P->sl = s;
+    P->sl_ub = th->slice_ub;
     for (size_t i = 0; i < n; i++) {
         while (q->nends > s[i].depth) /* the slices this one is not inside have ended */
             slice_end(P, q, track);

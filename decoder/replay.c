@@ -200,6 +200,8 @@ struct replay {
     size_t npre, precap;
     struct slice *sl;
     size_t nsl, slcap;
+    int64_t *slub;  /* the SL_BOUND slices' upper bounds (th->slice_ub), by slice, slcap of
+                       them; only theirs are written (the rest of the array is never touched) */
     size_t prev_hi; /* VIEW_PIECES: the SL_FROM_PREV slices of this batch are below it */
     /* contexts (swapcontext, Boost.Context: runtime/contexts.c, fcontext.c): the stacks of the contexts
      * suspended on this thread, by key (ctx_index: key -> slot; a slot
@@ -300,6 +302,7 @@ void replay_free(struct replay *r)
     free(r->stk);
     free(r->pre);
     free(r->sl);
+    free(r->slub);
     free(r->slctx);
     for (size_t i = 0; i < r->nctx; i++)
         free(r->ctxs[i].stk);
@@ -331,6 +334,7 @@ static __attribute__((noinline)) void grow_slices(struct replay *r)
         r->slcap = r->slcap ? r->slcap * 2 : 4096;
         r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
     }
+    r->slub = xrealloc(r->slub, r->slcap * sizeof *r->slub);
     if (r->calls || r->ctx_on)
         r->slctx = xrealloc(r->slctx, r->slcap * sizeof *r->slctx);
 }
@@ -368,7 +372,6 @@ static ALWAYS_INLINE void open_out_k(struct replay *r, struct frame *fr, int k)
     s->func = fr->func;
     s->depth = depth;
     s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0) | ((fr->flags & FR_SUSP) ? SL_WAS_SUSP : 0);
-    s->ub = 0;
     s->cdur = -1;
     if (IS_CALLS(r, k)) {
         s->start = fr->mstart;
@@ -415,7 +418,8 @@ static ALWAYS_INLINE void close_out_k(struct replay *r, struct frame *fr, int64_
         end = mend;
     s->end = end < s->start ? s->start : end;
     s->flags = (uint16_t)((s->flags & ~SL_PENDING) | flags | unm);
-    s->ub = ub > s->end - s->start ? ub : s->end - s->start;
+    if (s->flags & SL_BOUND)
+        r->slub[fr->slice] = ub > s->end - s->start ? ub : s->end - s->start;
     fr->slice = -1;
 }
 
@@ -1525,20 +1529,23 @@ static ALWAYS_INLINE void fast_open(struct frame *fr, struct slice *sp, size_t i
     sp->func = fr->func;
     sp->depth = (uint16_t)(sn - 1 > 65535 ? 65535 : sn - 1);
     sp->flags = SL_PENDING;
-    sp->ub = 0;
     sp->cdur = -1;
     sp->start = sp->end = t;
 }
 
-/* a return closes the slice sp of frame fr at t (measured: tm), with the
- * flags unm (SL_UNMEASURED, SL_BOUND): pop_k's and close_out_k's */
-static ALWAYS_INLINE void fast_close(struct frame *fr, struct slice *sp, int64_t t, int64_t tm, unsigned unm)
+/* a return closes the slice sl[fr->slice] of frame fr at t (measured: tm),
+ * with the flags unm (SL_UNMEASURED, SL_BOUND; the bound into slub): pop_k's
+ * and close_out_k's */
+static ALWAYS_INLINE void fast_close(struct frame *fr, struct slice *sl, int64_t *slub, int64_t t, int64_t tm,
+                                     unsigned unm)
 {
+    struct slice *sp = &sl[fr->slice];
     const int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
     sp->cdur = end - fr->start;
     sp->end = end < sp->start ? sp->start : end;
     sp->flags = (uint16_t)((sp->flags & ~SL_PENDING) | unm);
-    sp->ub = ub > sp->end - sp->start ? ub : sp->end - sp->start;
+    if (unm & SL_BOUND)
+        slub[fr->slice] = ub > sp->end - sp->start ? ub : sp->end - sp->start;
     fr->slice = -1;
 }
 
@@ -1770,7 +1777,7 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, si
             struct frame *fr = &stk[--sn];
             nrot -= (fr->flags & FR_ROT) != 0;
             if (fr->slice >= 0)
-                fast_close(fr, &sl[fr->slice], t, tm, sampled ? fast_unm(fr, q) : 0);
+                fast_close(fr, sl, r->slub, t, tm, sampled ? fast_unm(fr, q) : 0);
         } else { /* push_k, open_out_k (t >= gstart: not from the previous generation) */
             const unsigned fl = fast_flags(c, word, q);
             struct frame *fr = &stk[sn++];
@@ -1896,7 +1903,7 @@ static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot,
         struct frame *fr = &stk[--*sn];
         *nrot -= fr->flags & 1u;
         if (fr->slice >= 0)
-            fast_close(fr, &sl[fr->slice], t, tm, 0);
+            fast_close(fr, sl, NULL, t, tm, 0);
     } else {
         struct frame *fr = &stk[(*sn)++];
         run8_push(fr, c, tag, addr, idx, nrot, ~0u);
@@ -2216,29 +2223,27 @@ static ALWAYS_INLINE uint64_t slice_head(uint32_t func, uint64_t fl, size_t dept
 }
 
 
-/* a light frame's slice sp, whole: head (slice_head), from t0 (measured:
- * tm0) to t (tm), closed by its return (fast_close's; t > t0: the times
- * are stepped) */
-static ALWAYS_INLINE void light_close(struct slice *sp, uint64_t head, int64_t t0, int64_t tm0, int64_t t, int64_t tm)
+/* a light frame's slice sp, whole: head (slice_head), from t0 to t,
+ * closed by its return (fast_close's; t > t0: the times are stepped; never
+ * SL_BOUND: no bound to keep) */
+static ALWAYS_INLINE void light_close(struct slice *sp, uint64_t head, int64_t t0, int64_t t)
 {
-    const int64_t dur = t - t0, ub = tm - tm0;
     __builtin_memcpy(sp, &head, 8);
     sp->start = t0;
     sp->end = t;
-    sp->ub = ub > dur ? ub : dur;
-    sp->cdur = dur;
+    sp->cdur = t - t0;
 }
 
 /* the return of the top frame of stk[*dep] below the light ones, at t
  * (measured: tm): pop_k's and close_out_k's as pieces_fast does them
  * (sampled: an interpolated end, EV_DENSE) */
-static ALWAYS_INLINE void pop_below(struct frame *stk, size_t *dep, size_t *nrot, struct slice *sl, int64_t t,
-                                    int64_t tm, int sampled)
+static ALWAYS_INLINE void pop_below(struct frame *stk, size_t *dep, size_t *nrot, struct slice *sl, int64_t *slub,
+                                    int64_t t, int64_t tm, int sampled)
 {
     struct frame *fr = &stk[--*dep];
     *nrot -= fr->flags & 1u;
     if (fr->slice >= 0)
-        fast_close(fr, &sl[fr->slice], t, tm, sampled ? fast_unm(fr, EV_DENSE) : 0);
+        fast_close(fr, sl, slub, t, tm, sampled ? fast_unm(fr, EV_DENSE) : 0);
 }
 
 /* what pieces_light's inner loop reads and leaves (in a struct: the loop,
@@ -2247,6 +2252,7 @@ struct light4 {
     const uint32_t *p;
     const struct fcache *fc;
     struct slice *sl;
+    int64_t *slub;
     struct lfr *lst;
     const int64_t *tms;
     int64_t *ts;
@@ -2295,7 +2301,7 @@ static ALWAYS_INLINE void light4(struct light4 *st, const int pair)
             ln--;
             if (pair)
                 nrot -= L->fl & 1u;
-            light_close(&sl[L->sl], L->head, ts[L->x], tms[L->x], t, tm);
+            light_close(&sl[L->sl], L->head, ts[L->x], t);
         }
         ts[i] = last_ns = t;
     }
@@ -2351,13 +2357,13 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
                 if (!e)
                     break;
                 const struct lfr4 *L = &l4[--ln];
-                light_close(&sl[L->sl], slice_head(e->f, st->slfl, dep + ln), ts[L->x], tms[L->x], t, tm);
+                light_close(&sl[L->sl], slice_head(e->f, st->slfl, dep + ln), ts[L->x], t);
             } else { /* the stack's top (on_event's checks: the outer loop's) */
                 uint64_t tag;
                 const struct fcache *c = run4_func(fc, ahi, w, FC_OKT_PIECES, &tag);
                 if (!c || !fast_closes(stk, dep, c->match, 0, st->nrot))
                     break;
-                pop_below(stk, &dep, &st->nrot, sl, t, tm, st->sampled);
+                pop_below(stk, &dep, &st->nrot, sl, st->slub, t, tm, st->sampled);
                 /* (what a failed pair goes back to) */
                 st->i = i + 1;
                 st->nsl = nsl;
@@ -2404,7 +2410,7 @@ static ALWAYS_INLINE size_t pieces_light(struct replay *r, const uint32_t *p, ui
                                          const int sampled, size_t *sn_out, size_t *nrot_out, int64_t *last_out)
 {
     static struct lfr lst[EV4_RUN_MAX];
-    struct light4 st = {p, r->fc, r->sl, lst, tms, ts, r->pc, ahi, i, n, 0, r->nsl, r->n, r->nrot, r->last_ns,
+    struct light4 st = {p, r->fc, r->sl, r->slub, lst, tms, ts, r->pc, ahi, i, n, 0, r->nsl, r->n, r->nrot, r->last_ns,
                         sampled, sampled ? SL_UNMEASURED : 0, sampled ? ~FR_EXACT : ~0u};
     for (;;) {
         if (pair)
@@ -2418,7 +2424,7 @@ static ALWAYS_INLINE size_t pieces_light(struct replay *r, const uint32_t *p, ui
         if (!c || tag != FT_E8_RET || !fast_closes(r->stk, st.dep, c->match, pair, st.nrot))
             break;
         const int64_t tm = tms[st.i], t = step_ns(tm, st.last_ns);
-        pop_below(r->stk, &st.dep, &st.nrot, r->sl, t, tm, sampled);
+        pop_below(r->stk, &st.dep, &st.nrot, r->sl, r->slub, t, tm, sampled);
         ts[st.i++] = st.last_ns = t;
     }
     /* the light frames still open: frames and pending slices (fast_open's) */
@@ -2789,8 +2795,10 @@ void replay_gen(struct replay *r, size_t gi)
         /* VIEW_CALLS: the whole thread in one batch, once it is finished */
         if (last && r->nsl && r->out->ops->slices) {
             th->slice_ctx = r->nsaves ? r->slctx : NULL;
+            th->slice_ub = r->slub;
             r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
             th->slice_ctx = NULL;
+            th->slice_ub = NULL;
         }
         if (last && r->out->ops->thread_end)
             r->out->ops->thread_end(r->out, d, th);
@@ -2809,14 +2817,18 @@ void replay_gen(struct replay *r, size_t gi)
                 if (!clipped_to_nothing(&r->sl[i])) {
                     if (r->ctx_on)
                         r->slctx[k] = r->slctx[i];
+                    if (r->sl[i].flags & SL_BOUND)
+                        r->slub[k] = r->slub[i];
                     r->sl[k++] = r->sl[i];
                 }
             r->nsl = k;
         }
         if (r->nsl && r->out->ops->slices) {
             th->slice_ctx = r->ctx_on ? r->slctx : NULL;
+            th->slice_ub = r->slub;
             r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
             th->slice_ctx = NULL;
+            th->slice_ub = NULL;
         }
     }
     if (last && r->out->ops->thread_end)

@@ -23,7 +23,9 @@
 
 /* per thread: the calls shown and the frames enclosing the first of them */
 struct tthread {
-    struct slice *calls; /* the last N calls, in call order */
+    struct slice *calls; /* the last N calls, in call order (these copies, and anc's,
+                            hold an SL_BOUND slice's upper bound (th->slice_ub) in
+                            cdur, which this view does not show) */
     uint32_t *ctx;       /* the context each was made in (th->slice_ctx); NULL:
                             the thread switched no stacks */
     uint32_t anc_ctx;    /* the context of the enclosing frames (the first call's) */
@@ -189,7 +191,7 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, int p
         /* sampled mode: "~" interpolated in a dense bracket, "<=" an end in a
          * loose one: only an upper bound is known (ringevents.c) */
         int bound = (t->flags & SL_BOUND) != 0;
-        fmt_dur(du, sizeof du, bound ? t->ub : t->end - t->start);
+        fmt_dur(du, sizeof du, bound ? t->cdur : t->end - t->start); /* (cdur: the bound, t_slices) */
         snprintf(b2, sizeof b2, "%s%s%s", t->flags & (SL_START_UNK | SL_CUT_START | SL_CUT_END) ? ">" : "",
                  bound ? "<=" : t->flags & SL_UNMEASURED ? "~" : "", du);
     }
@@ -373,6 +375,10 @@ static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     tt->ncalls = n - from;
     tt->calls = xrealloc(tt->calls, tt->ncalls * sizeof *tt->calls);
     memcpy(tt->calls, s + from, tt->ncalls * sizeof *tt->calls);
+    const int64_t *ub = th->slice_ub;
+    for (size_t k = 0; ub && k < tt->ncalls; k++)
+        if (tt->calls[k].flags & SL_BOUND)
+            tt->calls[k].cdur = ub[from + k];
     const uint32_t *cx = th->slice_ctx;
     free(tt->ctx);
     tt->ctx = NULL;
@@ -388,8 +394,11 @@ static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     tt->nanc = need;
     tt->anc = xrealloc(tt->anc, (need ? need : 1) * sizeof *tt->anc);
     for (size_t j = from; j > 0 && need > 0; j--)
-        if (s[j - 1].depth == need - 1 && (!cx || cx[j - 1] == cx[from]))
+        if (s[j - 1].depth == need - 1 && (!cx || cx[j - 1] == cx[from])) {
             tt->anc[--need] = s[j - 1];
+            if (ub && (s[j - 1].flags & SL_BOUND))
+                tt->anc[need].cdur = ub[j - 1];
+        }
     if (need) { /* a saturated depth (> 65535 frames): show what was found */
         memmove(tt->anc, tt->anc + need, (tt->nanc - need) * sizeof *tt->anc);
         tt->nanc -= need;
