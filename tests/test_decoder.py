@@ -646,6 +646,13 @@ def test_sampled_loose_brackets_are_upper_bounds(tree, compiled, run_crash, tmp_
     assert all(s.args["measured"] is False and s.args["upper_bound_ns"] >= s.end - s.start for s in bounded)
     assert len([s for s in bounded if s.args["upper_bound_ns"] >= 1_000_000]) >= 90
     assert len(leafs) >= 2090 and len(leafs) - len(bounded) >= 1000
+    # only the leaf calls (-F: the filter drops the top calls around them): each keeps its own bound
+    r, trf = decode(tree, raw, "-F", "^leaf$", json_out=tmp_path / "f.json")
+    assert r.returncode == 0, r.stderr
+    fleafs = [s for s in trf.slices[trf.pid] if s.n == "leaf"]
+    assert len(fleafs) == len(leafs) and not [s for s in trf.slices[trf.pid] if s.n == "top"]
+    assert sorted((s.start, s.args.get("upper_bound_ns")) for s in fleafs) == \
+        sorted((s.start, s.args.get("upper_bound_ns")) for s in leafs)
     # exact mode: no bounds, no estimates
     raw = crash_raw(tree, run_crash, exe, name="exact")
     r, _ = decode(tree, raw, "--text", "-n", "5000")
