@@ -339,7 +339,7 @@ static inline __attribute__((always_inline)) void slices(struct json_view *J, st
             if (fl & SL_BOUND) { /* with "measured":false */
                 memcpy(p, ",\"upper_bound_ns\":", 18);
                 p += 18;
-                p += fmt_i64(p, ub[i]);
+                p += fmt_i64(p, ub ? ub[i] : s[i].end - s[i].start);
             }
             if (cx) {
                 if (p[-1] != '{')

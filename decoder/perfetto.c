@@ -470,7 +470,7 @@ static __attribute__((noinline)) void slice_begin_slow(struct pview *P, struct p
         a[na].has_name_iid = 1;
         a[na].name_iid = intern_annot(P, q, ANNOT_UB);
         a[na].has_int_value = 1;
-        a[na].int_value = P->sl_ub[s - P->sl];
+        a[na].int_value = P->sl_ub ? P->sl_ub[s - P->sl] : s->end - s->start;
         pa[na] = &a[na];
         na++;
     }
