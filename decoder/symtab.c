@@ -1120,8 +1120,18 @@ static const char *gdb_line(struct modfile *f, Dwarf_Die *cu, Dwarf_Addr bias, u
     return dwarf_linesrc(best, NULL, NULL);
 }
 
+/* key (module file and name) -> addr, unless the name has one already */
+static void sym_name_put(struct symtab *s, const char *key, uint64_t addr)
+{
+    if (sm_get(&s->symnames, key) != HMAP_NONE)
+        return;
+    s->symaddrs = xgrow(s->symaddrs, &s->symaddrs_cap, s->nsymaddrs + 1, sizeof *s->symaddrs);
+    s->symaddrs[s->nsymaddrs] = addr;
+    sm_put(&s->symnames, key, (uint32_t)s->nsymaddrs++);
+}
+
 /* index the module's function symbols by name (for inlined callers that
- * also exist out of line) */
+ * also exist out of line, and the targets of call sites) */
 static void index_symbols(struct symtab *s, int32_t fi)
 {
     struct modfile *f = &s->files[fi];
@@ -1136,18 +1146,28 @@ static void index_symbols(struct symtab *s, int32_t fi)
         char *key;
         if (asprintf(&key, "%d\1%s", fi, nm) < 0)
             continue;
-        const char *at = strstr(key, "@@"); /* name@@VERSION: also the name's */
-        for (int pass = 0; pass < 1 + (at != NULL); pass++) {
-            if (pass)
-                key[at - key] = 0;
-            if (sm_get(&s->symnames, key) == HMAP_NONE) {
-                s->symaddrs = xgrow(s->symaddrs, &s->symaddrs_cap, s->nsymaddrs + 1, sizeof *s->symaddrs);
-                s->symaddrs[s->nsymaddrs] = addr;
-                sm_put(&s->symnames, key, (uint32_t)s->nsymaddrs++);
-            }
+        sym_name_put(s, key, addr);
+        char *at = strstr(key, "@@"); /* name@@VERSION: also the name's */
+        if (at) {
+            *at = 0;
+            sym_name_put(s, key, addr);
         }
         free(key);
     }
+}
+
+/* the entry (file vaddr) of the function named ln in module file fi; 0 if
+ * it defines none (a symbol's default version, name@@VERSION, is its name) */
+static uint64_t sym_entry(struct symtab *s, int32_t fi, const char *ln)
+{
+    if (!s->files[fi].syms_indexed)
+        index_symbols(s, fi);
+    char *key;
+    if (asprintf(&key, "%d\1%s", fi, ln) < 0)
+        return 0;
+    uint32_t k = sm_get(&s->symnames, key);
+    free(key);
+    return k == HMAP_NONE ? 0 : s->symaddrs[k];
 }
 
 /* the function of an inlined_subroutine DIE: the out-of-line copy's
@@ -1161,17 +1181,9 @@ static uint32_t inline_func(struct symtab *s, int32_t fi, Dwarf_Die *die)
         ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
     if (!ln)
         ln = dwarf_diename(die);
-    if (ln) {
-        if (!s->files[fi].syms_indexed)
-            index_symbols(s, fi);
-        char *key;
-        if (asprintf(&key, "%d\1%s", fi, ln) >= 0) {
-            uint32_t k = sm_get(&s->symnames, key);
-            free(key);
-            if (k != HMAP_NONE)
-                return func_at(s, fi, s->symaddrs[k]);
-        }
-    }
+    const uint64_t e = ln ? sym_entry(s, fi, ln) : 0;
+    if (e)
+        return func_at(s, fi, e);
     char *name = die_name(die), *key;
     if (asprintf(&key, "%d\1%s", fi, name) < 0)
         xalloc_die();
@@ -1422,20 +1434,6 @@ static int call_site_return_pc(Dwarf_Die *d, Dwarf_Addr *pc)
 static int call_site_is_tail(Dwarf_Die *d)
 {
     return dwarf_hasattr(d, DW_AT_call_tail_call) || dwarf_hasattr(d, DW_AT_GNU_tail_call);
-}
-
-/* the entry (file vaddr) of the function named ln in module file fi; 0 if
- * it defines none (a symbol's default version, name@@VERSION, is its name) */
-static uint64_t sym_entry(struct symtab *s, int32_t fi, const char *ln)
-{
-    if (!s->files[fi].syms_indexed)
-        index_symbols(s, fi);
-    char *key;
-    if (asprintf(&key, "%d\1%s", fi, ln) < 0)
-        return 0;
-    uint32_t k = sm_get(&s->symnames, key);
-    free(key);
-    return k == HMAP_NONE ? 0 : s->symaddrs[k];
 }
 
 /* the function a call site in module file fi calls: the module file tf
