@@ -58,6 +58,8 @@ struct dthread {
     const int64_t *slice_ub; /* while a view takes this thread's slices: the upper bound
                             of each SL_BOUND slice's duration (ns), by slice; the
                             entries of the other slices are not set */
+    const int64_t *slice_cdur; /* ... and each SL_OWN_CDUR slice's whole call's duration
+                            (slice.h: slice_cdur; the other slices' is end - start) */
     uint64_t tail_tsc;   /* sampled time: no event of the thread is later than this TSC (the
                             fatal signal it took froze tracing, its exit, the snapshot:
                             decode.c, ringevents.c); 0: not known */

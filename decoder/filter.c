@@ -255,9 +255,12 @@ static void switch_ctx(struct filter *f, int have_cur, uint32_t cur, uint32_t c)
 }
 
 /* filter a batch in place (slices in pre-order, depths from 0 -- per
- * context with coroutines; cx: their contexts, kept with them, or NULL);
+ * context with coroutines; cx: their contexts, kept with them, or NULL; ub,
+ * cd: their side arrays, slice.h, kept with them -- cd_in: the batch's
+ * slice_cdur, or NULL: every slice's call lasted end - start -- into cd);
  * the number kept */
-static size_t apply(struct filter *f, struct dec *d, struct slice *s, uint32_t *cx, int64_t *ub, size_t n)
+static size_t apply(struct filter *f, struct dec *d, struct slice *s, uint32_t *cx, int64_t *ub, const int64_t *cd_in,
+                    int64_t *cd, size_t n)
 {
     const struct dec_opts *o = f->o;
     size_t k = 0;
@@ -268,6 +271,7 @@ static size_t apply(struct filter *f, struct dec *d, struct slice *s, uint32_t *
     f->nvalid = 0;
     for (size_t i = 0; i < n; i++) {
         struct slice sl = s[i];
+        const int64_t cdur = slice_cdur(s, cd_in, i); /* (before the clipping below) */
         size_t dep = sl.depth;
         if (cx && (!have_cur || cx[i] != cur)) {
             switch_ctx(f, have_cur, cur, cx[i]);
@@ -289,7 +293,7 @@ static size_t apply(struct filter *f, struct dec *d, struct slice *s, uint32_t *
         size_t rel = dep - me->base;
         if (o->depth && rel >= (size_t)o->depth)
             continue;
-        if (o->min_dur && sl.cdur >= 0 && sl.cdur < o->min_dur)
+        if (o->min_dur && cdur >= 0 && cdur < o->min_dur)
             continue;
         if (f->have_time) {
             int overlap = (sl.start < f->until && sl.end > f->since) ||
@@ -310,6 +314,8 @@ static size_t apply(struct filter *f, struct dec *d, struct slice *s, uint32_t *
             cx[k] = cx[i];
         if (ub && (sl.flags & SL_BOUND)) /* (clipped: at least the duration left) */
             ub[k] = ub[i] < sl.end - sl.start ? sl.end - sl.start : ub[i];
+        if (sl.flags & SL_OWN_CDUR) /* (a clipped slice's call: its own duration) */
+            cd[k] = cdur;
         s[k++] = sl;
     }
     return k;
@@ -327,6 +333,9 @@ struct fview {
     size_t cxcap;
     int64_t *ub;  /* ... and its th->slice_ub (the SL_BOUND slices' entries) */
     size_t ubcap;
+    int64_t *cd;  /* ... and its th->slice_cdur (the SL_OWN_CDUR slices' entries: clipping makes
+                     more of them) */
+    size_t cdcap;
 };
 
 static void fv_slices(struct view *v, struct dec *d, struct dthread *th, size_t gi, const struct slice *s, size_t n)
@@ -348,13 +357,17 @@ static void fv_slices(struct view *v, struct dec *d, struct dthread *th, size_t 
             if (s[i].flags & SL_BOUND)
                 fv->ub[i] = ub[i];
     }
-    size_t k = apply(fv->f, d, fv->buf, cx ? fv->cx : NULL, ub ? fv->ub : NULL, n);
+    const int64_t *cd = th->slice_cdur;
+    fv->cd = xgrow(fv->cd, &fv->cdcap, n, sizeof *fv->cd);
+    size_t k = apply(fv->f, d, fv->buf, cx ? fv->cx : NULL, ub ? fv->ub : NULL, cd, fv->cd, n);
     if (k) {
         th->slice_ctx = cx ? fv->cx : NULL;
         th->slice_ub = ub ? fv->ub : NULL;
+        th->slice_cdur = fv->cd;
         fv->inner->ops->slices(fv->inner, d, th, gi, fv->buf, k);
         th->slice_ctx = cx;
         th->slice_ub = ub;
+        th->slice_cdur = cd;
     }
 }
 
@@ -380,6 +393,7 @@ static void fv_destroy(struct view *v)
     free(fv->buf);
     free(fv->cx);
     free(fv->ub);
+    free(fv->cd);
     free(fv);
 }
 

@@ -202,6 +202,7 @@ struct replay {
     size_t nsl, slcap;
     int64_t *slub;  /* the SL_BOUND slices' upper bounds (th->slice_ub), by slice, slcap of
                        them; only theirs are written (the rest of the array is never touched) */
+    int64_t *slcd;  /* ... and the SL_OWN_CDUR slices' call durations (th->slice_cdur) */
     size_t prev_hi; /* VIEW_PIECES: the SL_FROM_PREV slices of this batch are below it */
     /* contexts (swapcontext, Boost.Context: runtime/contexts.c, fcontext.c): the stacks of the contexts
      * suspended on this thread, by key (ctx_index: key -> slot; a slot
@@ -303,6 +304,7 @@ void replay_free(struct replay *r)
     free(r->pre);
     free(r->sl);
     free(r->slub);
+    free(r->slcd);
     free(r->slctx);
     for (size_t i = 0; i < r->nctx; i++)
         free(r->ctxs[i].stk);
@@ -335,6 +337,7 @@ static __attribute__((noinline)) void grow_slices(struct replay *r)
         r->sl = xrealloc(r->sl, r->slcap * sizeof *r->sl);
     }
     r->slub = xrealloc(r->slub, r->slcap * sizeof *r->slub);
+    r->slcd = xrealloc(r->slcd, r->slcap * sizeof *r->slcd);
     if (r->calls || r->ctx_on)
         r->slctx = xrealloc(r->slctx, r->slcap * sizeof *r->slctx);
 }
@@ -372,7 +375,6 @@ static ALWAYS_INLINE void open_out_k(struct replay *r, struct frame *fr, int k)
     s->func = fr->func;
     s->depth = depth;
     s->flags = SL_PENDING | ((fr->flags & FR_PRE) ? SL_START_UNK : 0) | ((fr->flags & FR_SUSP) ? SL_WAS_SUSP : 0);
-    s->cdur = -1;
     if (IS_CALLS(r, k)) {
         s->start = fr->mstart;
     } else {
@@ -413,11 +415,13 @@ static ALWAYS_INLINE void close_out_k(struct replay *r, struct frame *fr, int64_
     struct slice *s = &r->sl[fr->slice];
     if (r->measuring && fr->cell != NONE32)
         r->cells[fr->cell] = end;
-    s->cdur = IS_CALLS(r, k) ? (mend > fr->mstart ? mend - fr->mstart : 0) : end - fr->start;
+    const int64_t cdur = IS_CALLS(r, k) ? (mend > fr->mstart ? mend - fr->mstart : 0) : end - fr->start;
     if (IS_CALLS(r, k))
         end = mend;
     s->end = end < s->start ? s->start : end;
     s->flags = (uint16_t)((s->flags & ~SL_PENDING) | flags | unm);
+    if (s->flags & SL_OWN_CDUR) /* (the others': end - start) */
+        r->slcd[fr->slice] = cdur;
     if (s->flags & SL_BOUND)
         r->slub[fr->slice] = ub > s->end - s->start ? ub : s->end - s->start;
     fr->slice = -1;
@@ -761,8 +765,9 @@ static void piece_goes_on(struct replay *r, struct frame *fr, int64_t end, unsig
         }
         fr->cell = (uint32_t)r->ncells++;
     }
-    if (!r->measuring && fr->cell < r->ncells_known && r->cells[fr->cell] != INT64_MIN)
-        s->cdur = r->cells[fr->cell] - fr->start;
+    r->slcd[fr->slice] = !r->measuring && fr->cell < r->ncells_known && r->cells[fr->cell] != INT64_MIN
+                             ? r->cells[fr->cell] - fr->start
+                             : -1; /* (flag: SL_OWN_CDUR's) */
     s->end = end < s->start ? s->start : end;
     s->flags = (uint16_t)((s->flags & ~SL_PENDING) | flag);
     fr->slice = -1;
@@ -1529,21 +1534,21 @@ static ALWAYS_INLINE void fast_open(struct frame *fr, struct slice *sp, size_t i
     sp->func = fr->func;
     sp->depth = (uint16_t)(sn - 1 > 65535 ? 65535 : sn - 1);
     sp->flags = SL_PENDING;
-    sp->cdur = -1;
     sp->start = sp->end = t;
 }
 
 /* a return closes the slice sl[fr->slice] of frame fr at t (measured: tm),
  * with the flags unm (SL_UNMEASURED, SL_BOUND; the bound into slub): pop_k's
  * and close_out_k's */
-static ALWAYS_INLINE void fast_close(struct frame *fr, struct slice *sl, int64_t *slub, int64_t t, int64_t tm,
-                                     unsigned unm)
+static ALWAYS_INLINE void fast_close(struct frame *fr, struct slice *sl, int64_t *slub, int64_t *slcd, int64_t t,
+                                     int64_t tm, unsigned unm)
 {
     struct slice *sp = &sl[fr->slice];
     const int64_t end = t < fr->start ? fr->start : t, ub = tm - fr->mlo;
-    sp->cdur = end - fr->start;
     sp->end = end < sp->start ? sp->start : end;
     sp->flags = (uint16_t)((sp->flags & ~SL_PENDING) | unm);
+    if (__builtin_expect(sp->flags & SL_OWN_CDUR, 0)) /* (opened clipped, or resumed) */
+        slcd[fr->slice] = end - fr->start;
     if (unm & SL_BOUND)
         slub[fr->slice] = ub > sp->end - sp->start ? ub : sp->end - sp->start;
     fr->slice = -1;
@@ -1777,7 +1782,7 @@ static ALWAYS_INLINE size_t pieces_fast(struct replay *r, const struct ev *e, si
             struct frame *fr = &stk[--sn];
             nrot -= (fr->flags & FR_ROT) != 0;
             if (fr->slice >= 0)
-                fast_close(fr, sl, r->slub, t, tm, sampled ? fast_unm(fr, q) : 0);
+                fast_close(fr, sl, r->slub, r->slcd, t, tm, sampled ? fast_unm(fr, q) : 0);
         } else { /* push_k, open_out_k (t >= gstart: not from the previous generation) */
             const unsigned fl = fast_flags(c, word, q);
             struct frame *fr = &stk[sn++];
@@ -1892,9 +1897,9 @@ static ALWAYS_INLINE void run8_push(struct frame *fr, const struct fcache *c, ui
  * or the return of the top frame: its time stepped (step_time: *last_ns,
  * *prev_ns), then pieces_fast's push or pop, with the stack's state (*sn
  * frames, *nrot FR_ROT ones) and the slices' (*nsl) in the loop's locals */
-static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot, struct slice *sl, size_t *nsl,
-                                    const struct fcache *c, uint64_t tag, uint64_t addr, uint64_t idx, int64_t tm,
-                                    int64_t *last_ns, int64_t *prev_ns)
+static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot, struct slice *sl, int64_t *slcd,
+                                    size_t *nsl, const struct fcache *c, uint64_t tag, uint64_t addr, uint64_t idx,
+                                    int64_t tm, int64_t *last_ns, int64_t *prev_ns)
 {
     const int64_t t = step_ns(tm, *last_ns);
     *prev_ns = *last_ns;
@@ -1903,7 +1908,7 @@ static ALWAYS_INLINE void run_piece(struct frame *stk, size_t *sn, size_t *nrot,
         struct frame *fr = &stk[--*sn];
         *nrot -= fr->flags & 1u;
         if (fr->slice >= 0)
-            fast_close(fr, sl, NULL, t, tm, 0);
+            fast_close(fr, sl, NULL, slcd, t, tm, 0);
     } else {
         struct frame *fr = &stk[(*sn)++];
         run8_push(fr, c, tag, addr, idx, nrot, ~0u);
@@ -1991,7 +1996,8 @@ static ALWAYS_INLINE size_t pieces_run8(struct replay *r, const struct ev8_run *
         const uint64_t tsc = thi | (w >> 32);
         if (tsc - kk.ref_tsc > kk.lim)
             break;
-        run_piece(stk, &sn, &nrot, sl, &nsl, c, tag, addr, idx0 + i, fast_tm(&kk, gstart, tsc), &last_ns, &prev_ns);
+        run_piece(stk, &sn, &nrot, sl, r->slcd, &nsl, c, tag, addr, idx0 + i, fast_tm(&kk, gstart, tsc), &last_ns,
+                  &prev_ns);
     }
     if (i > i0) {
         const int two = i - i0 >= 2;
@@ -2231,19 +2237,44 @@ static ALWAYS_INLINE void light_close(struct slice *sp, uint64_t head, int64_t t
     __builtin_memcpy(sp, &head, 8);
     sp->start = t0;
     sp->end = t;
-    sp->cdur = t - t0;
 }
 
 /* the return of the top frame of stk[*dep] below the light ones, at t
  * (measured: tm): pop_k's and close_out_k's as pieces_fast does them
  * (sampled: an interpolated end, EV_DENSE) */
 static ALWAYS_INLINE void pop_below(struct frame *stk, size_t *dep, size_t *nrot, struct slice *sl, int64_t *slub,
-                                    int64_t t, int64_t tm, int sampled)
+                                    int64_t *slcd, int64_t t, int64_t tm, int sampled)
 {
     struct frame *fr = &stk[--*dep];
     *nrot -= fr->flags & 1u;
     if (fr->slice >= 0)
-        fast_close(fr, sl, slub, t, tm, sampled ? fast_unm(fr, EV_DENSE) : 0);
+        fast_close(fr, sl, slub, slcd, t, tm, sampled ? fast_unm(fr, EV_DENSE) : 0);
+}
+
+/* a sampled run's measured times, item by item (pieces_run4's): item
+ * done's TSC is d0 + qt ticks from the clock's reference (qt's remainder
+ * rm, mod N; each step dq, dr: ev4_step), in ns fast_tm's of it */
+struct tinterp {
+    uint64_t qt, rm, dq, dr, N, d0, mult;
+    int64_t ref_ns, gstart;
+    size_t done; /* tms holds the items before it */
+};
+
+/* item ti->done's measured time, and ti on to the next item */
+static ALWAYS_INLINE int64_t ti_next(struct tinterp *ti)
+{
+    const struct fclk kk = {0, 0, ti->mult, ti->ref_ns};
+    const int64_t tm = fast_tm(&kk, ti->gstart, ti->d0 + ti->qt);
+    ti->qt = ev4_step(ti->qt, &ti->rm, ti->dq, ti->dr, ti->N);
+    ti->done++;
+    return tm;
+}
+
+/* tms up to item upto (excluded) */
+static void ti_fill(struct tinterp *ti, int64_t *tms, size_t upto)
+{
+    while (ti->done < upto)
+        tms[ti->done] = ti_next(ti);
 }
 
 /* what pieces_light's inner loop reads and leaves (in a struct: the loop,
@@ -2252,11 +2283,13 @@ struct light4 {
     const uint32_t *p;
     const struct fcache *fc;
     struct slice *sl;
-    int64_t *slub;
+    int64_t *slub, *slcd;
     struct lfr *lst;
-    const int64_t *tms;
+    int64_t *tms;
     int64_t *ts;
     struct pcache *pc;
+    struct tinterp *ti; /* a sampled run's: its items' measured times as they are
+                           reached (tms filled up to ti->done); NULL: tms all given */
     uint64_t ahi;
     size_t i, n, ln, nsl, dep, nrot;
     int64_t last_ns;
@@ -2333,23 +2366,31 @@ struct lfr4 {
     uint32_t w, sl, x; /* the call item, its slice, its index */
 };
 
-static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct frame *stk)
+static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, const int interp)
 {
     const uint32_t *const p = st->p;
     const struct fcache *const fc = st->fc;
     struct pcache *const pc = st->pc;
     struct slice *const sl = st->sl;
-    const int64_t *const tms = st->tms;
+    int64_t *const tms = st->tms;
     int64_t *const ts = st->ts;
     const uint64_t ahi = st->ahi;
     const size_t n = st->n;
     static struct lfr4 l4[EV4_RUN_MAX];
     size_t i = st->i, ln = 0, nsl = st->nsl, dep = st->dep;
     int64_t last_ns = st->last_ns;
+    /* (interp: the items' measured times made here, the first time the loop
+     * reaches each: one pass over them, not two) */
+    struct tinterp ti = interp ? *st->ti : (struct tinterp){0};
     for (;;) {
         for (; i < n; i++) {
             const uint32_t w = p[i];
-            const int64_t tm = tms[i], t = step_ns(tm, last_ns);
+            int64_t tm;
+            if (interp && __builtin_expect(i == ti.done, 1))
+                tms[i] = tm = ti_next(&ti);
+            else
+                tm = tms[i];
+            const int64_t t = step_ns(tm, last_ns);
             if ((w & FT_E8_TAG_MASK) != FT_E8_RET) {
                 l4[ln++] = (struct lfr4){w, (uint32_t)nsl++, (uint32_t)i};
             } else if (ln) {
@@ -2363,7 +2404,7 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
                 const struct fcache *c = run4_func(fc, ahi, w, FC_OKT_PIECES, &tag);
                 if (!c || !fast_closes(stk, dep, c->match, 0, st->nrot))
                     break;
-                pop_below(stk, &dep, &st->nrot, sl, st->slub, t, tm, st->sampled);
+                pop_below(stk, &dep, &st->nrot, sl, st->slub, st->slcd, t, tm, st->sampled);
                 /* (what a failed pair goes back to) */
                 st->i = i + 1;
                 st->nsl = nsl;
@@ -2374,9 +2415,14 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
         }
         if (i == n || !ln)
             break;
-        if (!pair_fill(pc, fc, ahi, l4[ln - 1].w, p[i], FC_OKT_PIECES))
+        if (!pair_fill(pc, fc, ahi, l4[ln - 1].w, p[i], FC_OKT_PIECES)) {
+            if (interp)
+                *st->ti = ti;
             return 0;
+        }
     }
+    if (interp)
+        *st->ti = ti;
     for (size_t k = 0; k < ln; k++) {
         uint64_t tag;
         const struct fcache *c = run4_func(fc, ahi, l4[k].w, FC_OKT_PIECES, &tag);
@@ -2394,6 +2440,16 @@ static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct fram
     return 1;
 }
 
+static __attribute__((noinline)) int light4_pairs(struct light4 *st, struct frame *stk)
+{
+    return light4_pairs_k(st, stk, 0);
+}
+
+static __attribute__((noinline)) int light4_pairs_ti(struct light4 *st, struct frame *stk)
+{
+    return light4_pairs_k(st, stk, 1);
+}
+
 /* the light loops (light4_pairs, light4) over items [i, n) of p (address
  * high half ahi, the first one's ring index idx0; their times: tms,
  * measured, in the clock's span; sampled: a sampled run's, else an exact
@@ -2406,25 +2462,33 @@ static uint32_t light_c32[EV4_RUN_MAX];
 static int64_t light_tms[EV4_RUN_MAX], light_ts[EV4_RUN_MAX];
 
 static ALWAYS_INLINE size_t pieces_light(struct replay *r, const uint32_t *p, uint64_t ahi, uint64_t idx0, size_t i,
-                                         size_t n, const int64_t *tms, int64_t *ts, const int pair,
+                                         size_t n, int64_t *tms, struct tinterp *ti, int64_t *ts, const int pair,
                                          const int sampled, size_t *sn_out, size_t *nrot_out, int64_t *last_out)
 {
     static struct lfr lst[EV4_RUN_MAX];
-    struct light4 st = {p, r->fc, r->sl, r->slub, lst, tms, ts, r->pc, ahi, i, n, 0, r->nsl, r->n, r->nrot, r->last_ns,
-                        sampled, sampled ? SL_UNMEASURED : 0, sampled ? ~FR_EXACT : ~0u};
+    struct light4 st = {p,   r->fc, r->sl, r->slub, r->slcd, lst,    tms,  ts,      r->pc,     ti,
+                        ahi, i,     n,     0,       r->nsl,  r->n,   r->nrot, r->last_ns, sampled,
+                        sampled ? SL_UNMEASURED : 0, sampled ? ~FR_EXACT : ~0u};
+    if (ti && pair)
+        ti_fill(ti, tms, n);
     for (;;) {
-        if (pair)
+        if (pair) {
             light4_pair(&st);
-        else if (!light4_pairs(&st, r->stk))
+        } else if (!(ti ? light4_pairs_ti : light4_pairs)(&st, r->stk)) {
+            if (ti)
+                ti_fill(ti, tms, n);
             light4_sym(&st);
+        }
         /* a return with no light frame above the stack's top (else the end,
          * or an item the loops do not take) */
         uint64_t tag;
         const struct fcache *c = st.i < n && !st.ln ? run4_func(r->fc, ahi, p[st.i], FC_OKT_PIECES, &tag) : NULL;
         if (!c || tag != FT_E8_RET || !fast_closes(r->stk, st.dep, c->match, pair, st.nrot))
             break;
+        if (ti)
+            ti_fill(ti, tms, st.i + 1);
         const int64_t tm = tms[st.i], t = step_ns(tm, st.last_ns);
-        pop_below(r->stk, &st.dep, &st.nrot, r->sl, r->slub, t, tm, sampled);
+        pop_below(r->stk, &st.dep, &st.nrot, r->sl, r->slub, r->slcd, t, tm, sampled);
         ts[st.i++] = st.last_ns = t;
     }
     /* the light frames still open: frames and pending slices (fast_open's) */
@@ -2467,18 +2531,13 @@ static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *
     const int64_t gstart = r->gstart;
     const size_t room = light_room(r->n, r->cap), i0 = i, n = i + (run->n - i < room ? run->n - i : room);
     int64_t *const tms = light_tms, *const ts = light_ts;
-    {
-        const uint64_t N = run->N, dq = run->dq, dr = run->dr, d0 = ta - k->ref_tsc;
-        const struct fclk kk = {0, 0, k->mult, k->ref_ns}; /* (d0: from the clock's reference) */
-        for (size_t x = i; x < n; x++) {
-            tms[x] = fast_tm(&kk, gstart, d0 + qt);
-            qt = ev4_step(qt, &rm, dq, dr, N);
-        }
-    }
+    /* (the times from item i on, made as the light loops reach them; d0:
+     * from the clock's reference) */
+    struct tinterp ti = {qt, rm, run->dq, run->dr, run->N, ta - k->ref_tsc, k->mult, k->ref_ns, gstart, i};
     const int64_t last0 = r->last_ns;
     size_t sn, nrot;
     int64_t last_ns;
-    i = pieces_light(r, run->p, run->ahi_sh, run->idx0, i, n, tms, ts, pair, 1, &sn, &nrot, &last_ns);
+    i = pieces_light(r, run->p, run->ahi_sh, run->idx0, i, n, tms, &ti, ts, pair, 1, &sn, &nrot, &last_ns);
     if (i > i0) {
         const int two = i - i0 >= 2;
         pieces_end(r, k, sn, nrot, r->nsl, last_ns, two ? ts[i - 2] : last0, ta + ev4_qt(run, i - 1, &rm),
@@ -2547,7 +2606,7 @@ static ALWAYS_INLINE size_t pieces_run8_pairs(struct replay *r, const struct ev8
     const int64_t last0 = r->last_ns;
     size_t sn, nrot;
     int64_t last_ns;
-    const size_t j = pieces_light(r, c32, run->ahi_sh, run->idx0 + i, 0, m, tms, ts, 0, 0, &sn, &nrot, &last_ns);
+    const size_t j = pieces_light(r, c32, run->ahi_sh, run->idx0 + i, 0, m, tms, NULL, ts, 0, 0, &sn, &nrot, &last_ns);
     if (j) {
         const int two = j >= 2;
         const uint64_t thi = run->thi_sh;
@@ -2796,9 +2855,11 @@ void replay_gen(struct replay *r, size_t gi)
         if (last && r->nsl && r->out->ops->slices) {
             th->slice_ctx = r->nsaves ? r->slctx : NULL;
             th->slice_ub = r->slub;
+            th->slice_cdur = r->slcd;
             r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
             th->slice_ctx = NULL;
             th->slice_ub = NULL;
+            th->slice_cdur = NULL;
         }
         if (last && r->out->ops->thread_end)
             r->out->ops->thread_end(r->out, d, th);
@@ -2819,6 +2880,8 @@ void replay_gen(struct replay *r, size_t gi)
                         r->slctx[k] = r->slctx[i];
                     if (r->sl[i].flags & SL_BOUND)
                         r->slub[k] = r->slub[i];
+                    if (r->sl[i].flags & SL_OWN_CDUR)
+                        r->slcd[k] = r->slcd[i];
                     r->sl[k++] = r->sl[i];
                 }
             r->nsl = k;
@@ -2826,9 +2889,11 @@ void replay_gen(struct replay *r, size_t gi)
         if (r->nsl && r->out->ops->slices) {
             th->slice_ctx = r->ctx_on ? r->slctx : NULL;
             th->slice_ub = r->slub;
+            th->slice_cdur = r->slcd;
             r->out->ops->slices(r->out, d, th, gi, r->sl, r->nsl);
             th->slice_ctx = NULL;
             th->slice_ub = NULL;
+            th->slice_cdur = NULL;
         }
     }
     if (last && r->out->ops->thread_end)

@@ -106,7 +106,8 @@ static void r_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
             /* a call that was suspended (swapcontext): its whole duration,
              * from its call to its return (other contexts' calls at its
              * depth came between its pieces) */
-            int64_t c = (sl->flags & SL_WAS_SUSP) && sl->cdur >= 0 ? sl->cdur : rt->acc[dp];
+            const int64_t cd = sl->flags & SL_WAS_SUSP ? slice_cdur(s, th->slice_cdur, i) : -1;
+            int64_t c = cd >= 0 ? cd : rt->acc[dp];
             if (c > r->max)
                 r->max = c;
             r->sum = sat_add64(r->sum, c);

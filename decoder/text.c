@@ -23,9 +23,9 @@
 
 /* per thread: the calls shown and the frames enclosing the first of them */
 struct tthread {
-    struct slice *calls; /* the last N calls, in call order (these copies, and anc's,
-                            hold an SL_BOUND slice's upper bound (th->slice_ub) in
-                            cdur, which this view does not show) */
+    struct slice *calls; /* the last N calls, in call order (in these copies, and anc's,
+                            an SL_BOUND slice ends at the latest it can have:
+                            start + its upper bound, th->slice_ub) */
     uint32_t *ctx;       /* the context each was made in (th->slice_ctx); NULL:
                             the thread switched no stacks */
     uint32_t anc_ctx;    /* the context of the enclosing frames (the first call's) */
@@ -191,7 +191,7 @@ static void call_line(struct dec *d, const struct slice *t, int enclosing, int p
         /* sampled mode: "~" interpolated in a dense bracket, "<=" an end in a
          * loose one: only an upper bound is known (ringevents.c) */
         int bound = (t->flags & SL_BOUND) != 0;
-        fmt_dur(du, sizeof du, bound ? t->cdur : t->end - t->start); /* (cdur: the bound, t_slices) */
+        fmt_dur(du, sizeof du, t->end - t->start); /* (bound: the upper bound, t_slices) */
         snprintf(b2, sizeof b2, "%s%s%s", t->flags & (SL_START_UNK | SL_CUT_START | SL_CUT_END) ? ">" : "",
                  bound ? "<=" : t->flags & SL_UNMEASURED ? "~" : "", du);
     }
@@ -378,7 +378,7 @@ static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
     const int64_t *ub = th->slice_ub;
     for (size_t k = 0; ub && k < tt->ncalls; k++)
         if (tt->calls[k].flags & SL_BOUND)
-            tt->calls[k].cdur = ub[from + k];
+            tt->calls[k].end = tt->calls[k].start + ub[from + k];
     const uint32_t *cx = th->slice_ctx;
     free(tt->ctx);
     tt->ctx = NULL;
@@ -397,7 +397,7 @@ static void t_slices(struct view *v, struct dec *d, struct dthread *th, size_t g
         if (s[j - 1].depth == need - 1 && (!cx || cx[j - 1] == cx[from])) {
             tt->anc[--need] = s[j - 1];
             if (ub && (s[j - 1].flags & SL_BOUND))
-                tt->anc[need].cdur = ub[j - 1];
+                tt->anc[need].end = tt->anc[need].start + ub[j - 1];
         }
     if (need) { /* a saturated depth (> 65535 frames): show what was found */
         memmove(tt->anc, tt->anc + need, (tt->nanc - need) * sizeof *tt->anc);
