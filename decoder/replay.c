@@ -2357,14 +2357,23 @@ static __attribute__((noinline)) void light4_pair(struct light4 *st)
 
 /* light4 with symbols, by pairs (as stack4_pairs), and the returns of the
  * frames below the light ones too (st->dep: their count; stk: them): the
- * light frames are items (struct lfr4) until they close (their pair gives
- * the function) or the loop stops (then they are checked and become struct
- * lfr).  Where the run loop would not take a pair or a call, returns 0 with
- * *st as at the last such return (no light frame): light4_sym replays the
- * items from there. */
-struct lfr4 {
-    uint32_t w, sl, x; /* the call item, its slice, its index */
-};
+ * light frames are items (index << 32 | call item) until they close (their
+ * pair gives the function) or the loop stops (then they are checked and
+ * become struct lfr).  Where the run loop would not take a pair or a call,
+ * returns 0 with *st as at the last such return (no light frame):
+ * light4_sym replays the items from there.
+ *
+ * A light frame's slice is not kept with it: every call item takes the next
+ * slice, and from the loop's start (item i0, dep0 frames below, no light
+ * frame, slice nsl0) to item x with ln light frames and dep below, x - i0
+ * items were taken, (x - i0 + ln + dep - dep0) / 2 of them calls -- while a
+ * light frame is open dep stays (only a return with none pops below) and
+ * the frames above it are the same when it closes as when it was pushed:
+ * its slice is light_sl(.., its item, the light frames below it, dep). */
+static ALWAYS_INLINE size_t light_sl(size_t base, size_t x, size_t ln, size_t dep)
+{
+    return base + ((x + ln + dep) >> 1); /* (base: nsl0 - (i0 + dep0) / 2, same parity) */
+}
 
 static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, const int interp)
 {
@@ -2376,8 +2385,9 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
     int64_t *const ts = st->ts;
     const uint64_t ahi = st->ahi;
     const size_t n = st->n;
-    static struct lfr4 l4[EV4_RUN_MAX];
-    size_t i = st->i, ln = 0, nsl = st->nsl, dep = st->dep;
+    static uint64_t l4[EV4_RUN_MAX];
+    size_t i = st->i, ln = 0, dep = st->dep;
+    const size_t base = st->nsl - ((st->i + st->dep) >> 1);
     int64_t last_ns = st->last_ns;
     /* (interp: the items' measured times made here, the first time the loop
      * reaches each: one pass over them, not two) */
@@ -2392,13 +2402,13 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
                 tm = tms[i];
             const int64_t t = step_ns(tm, last_ns);
             if ((w & FT_E8_TAG_MASK) != FT_E8_RET) {
-                l4[ln++] = (struct lfr4){w, (uint32_t)nsl++, (uint32_t)i};
+                l4[ln++] = (uint64_t)i << 32 | w;
             } else if (ln) {
-                const struct pcache *e = pair_hit(pc, ahi, l4[ln - 1].w, w);
+                const struct pcache *e = pair_hit(pc, ahi, (uint32_t)l4[ln - 1], w);
                 if (!e)
                     break;
-                const struct lfr4 *L = &l4[--ln];
-                light_close(&sl[L->sl], slice_head(e->f, st->slfl, dep + ln), ts[L->x], t);
+                const size_t x = (size_t)(l4[--ln] >> 32);
+                light_close(&sl[light_sl(base, x, ln, dep)], slice_head(e->f, st->slfl, dep + ln), ts[x], t);
             } else { /* the stack's top (on_event's checks: the outer loop's) */
                 uint64_t tag;
                 const struct fcache *c = run4_func(fc, ahi, w, FC_OKT_PIECES, &tag);
@@ -2407,7 +2417,7 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
                 pop_below(stk, &dep, &st->nrot, sl, st->slub, st->slcd, t, tm, st->sampled);
                 /* (what a failed pair goes back to) */
                 st->i = i + 1;
-                st->nsl = nsl;
+                st->nsl = light_sl(base, i + 1, 0, dep);
                 st->dep = dep;
                 st->last_ns = t;
             }
@@ -2415,7 +2425,7 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
         }
         if (i == n || !ln)
             break;
-        if (!pair_fill(pc, fc, ahi, l4[ln - 1].w, p[i], FC_OKT_PIECES)) {
+        if (!pair_fill(pc, fc, ahi, (uint32_t)l4[ln - 1], p[i], FC_OKT_PIECES)) {
             if (interp)
                 *st->ti = ti;
             return 0;
@@ -2425,16 +2435,17 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
         *st->ti = ti;
     for (size_t k = 0; k < ln; k++) {
         uint64_t tag;
-        const struct fcache *c = run4_func(fc, ahi, l4[k].w, FC_OKT_PIECES, &tag);
+        const struct fcache *c = run4_func(fc, ahi, (uint32_t)l4[k], FC_OKT_PIECES, &tag);
         if (!c)
             return 0;
         const unsigned fl = run_call_flags(c, tag, st->flmask);
-        st->lst[k] =
-            (struct lfr){slice_head(c->f, st->slfl, dep + k), c->match, l4[k].sl, (uint16_t)fl, (uint16_t)l4[k].x};
+        const size_t x = (size_t)(l4[k] >> 32);
+        st->lst[k] = (struct lfr){slice_head(c->f, st->slfl, dep + k), c->match,
+                                  (uint32_t)light_sl(base, x, k, dep), (uint16_t)fl, (uint16_t)x};
     }
     st->i = i;
     st->ln = ln;
-    st->nsl = nsl;
+    st->nsl = light_sl(base, i, ln, dep);
     st->dep = dep;
     st->last_ns = last_ns;
     return 1;
