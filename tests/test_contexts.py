@@ -13,6 +13,7 @@ import pytest
 
 from conftest import run_tool
 from dec_util import check_nesting, crash_decoded, crash_raw, decode, forest, text_lines
+from views_oracle import parse_report
 from test_decoder import modes
 
 NFIB = 3
@@ -94,6 +95,41 @@ def test_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode, time
     lines = text_lines(tree, raw, "--calls", "200", "-F", "schedule")
     assert len(line_of(lines, "resume", 1)) == NFIB * (rounds + 1), lines
     assert not [ln for ln in lines if " step " in ln or " yield " in ln or " fiber " in ln], lines
+
+
+def report_ns(v):
+    """a --report duration ("1.234 ms") in ns, to its 3 digits"""
+    num, unit = v.split()
+    return round(float(num) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[unit])
+
+
+@pytest.mark.parametrize("time", ["exact", "sampled"])
+def test_report_times_a_suspended_call_whole(tree, compiled, run_crash, time, tmp_path):
+    """--report: a call that was suspended (every yield: switched away from,
+    resumed when the scheduler comes back to its fiber) lasted from its call
+    to its return, the other fibers' time included -- not the sum of its
+    pieces, nor its last piece alone; --min-duration measures it so too"""
+    exe = compiled("dec_fibers.c", "pg")
+    raw, tr, sl = fibers_run(tree, run_crash, exe, 3, time, tmp_path)
+    whole = []
+    for c in {s.args.get("context") for s in sl if s.n == "yield"}:
+        ys = [s for s in sl if s.n == "yield" and s.args.get("context") == c]
+        for a, b in zip(ys[0::2], ys[1::2]):  # each call: its suspended piece, then its resumed one
+            assert a.args.get("suspended") and b.args.get("resumed"), (a, b)
+            whole.append(b.end - a.start)
+    assert len(whole) == 3 * NFIB
+    pieces = max(s.end - s.start for s in sl if s.n == "yield")
+    assert max(whole) > 2 * pieces  # (the point: the whole call is far longer than a piece)
+    r = run_tool([tree.tool("funtrace-decode"), raw, "--report"])
+    assert r.returncode == 0, r.stderr
+    row = next(x for _, t in parse_report(r.stdout) for x in t if x["name"] == "yield")
+    assert row["calls"] == 3 * NFIB and abs(report_ns(row["max"]) - max(whole)) <= 1000, (row, whole)
+    # --min-duration: the yields whose whole call lasted long enough, both pieces of each
+    thr = sorted(whole)[len(whole) // 2]
+    r, kept = decode(tree, raw, "--min-duration", f"{thr}ns", json_out=tmp_path / "m.json")
+    assert r.returncode == 0, r.stderr
+    got = [s for s in kept.slices[kept.pid] if s.n == "yield"]
+    assert len(got) == 2 * sum(1 for w in whole if w >= thr), (len(got), whole, thr)
 
 
 @pytest.mark.parametrize("mode", ["pg", "finstr"])

@@ -232,6 +232,25 @@ def test_generations_opening_stacks(tree, compiled, run_crash, tmp_path, mode):
     assert {n.strip() for n in names} == {"sleeper_main", "outer", "inner", "leaf", "napper"}
 
 
+def test_min_duration_keeps_every_piece_of_a_long_call(tree, compiled, run_crash, tmp_path):
+    """--min-duration measures a call that spans generations whole: the
+    sleeper's sleeper_main lasts the whole run in pieces of one generation
+    each (10 ms), every piece of it stays with a threshold above any piece's
+    duration, and the short calls go"""
+    raw, tr = gens_trace(tree, compiled, run_crash, tmp_path)
+    sleeper = tr.tid_by_name("sleeper")
+    roots = forest(tr.slices[sleeper])
+    assert len(roots) >= 6 and all(s.n == "sleeper_main" for s in roots)
+    longest = max(s.end - s.start for s in roots)
+    thr = 2 * longest  # more than any piece, less than the whole call
+    assert roots[-1].end - roots[0].start > 2 * thr
+    r, kept = decode(tree, raw, "--min-duration", f"{thr}ns", json_out=tmp_path / "m.json")
+    assert r.returncode == 0, r.stderr
+    got = forest(kept.slices.get(sleeper, []))
+    assert [(s.n, s.start, s.end) for s in got] == [(s.n, s.start, s.end) for s in roots]
+    assert not [s for s in kept.slices[sleeper] if s.n in ("leaf", "napper", "inner")]
+
+
 @pytest.mark.parametrize("mode", modes())
 def test_wrapped_ring_exact_stack(tree, compiled, run_crash, tmp_path, mode):
     """busy's 2 KiB ring wraps: the frames open at its start come from the returns whose
