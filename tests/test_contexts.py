@@ -13,7 +13,7 @@ import pytest
 
 from conftest import run_tool
 from dec_util import check_nesting, crash_decoded, crash_raw, decode, forest, text_lines
-from views_oracle import parse_report
+from views_oracle import fmt_dur, parse_report
 from test_decoder import modes
 
 NFIB = 3
@@ -97,12 +97,6 @@ def test_fibers_nest_and_keep_their_stacks(tree, compiled, run_crash, mode, time
     assert not [ln for ln in lines if " step " in ln or " yield " in ln or " fiber " in ln], lines
 
 
-def report_ns(v):
-    """a --report duration ("1.234 ms") in ns, to its 3 digits"""
-    num, unit = v.split()
-    return round(float(num) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[unit])
-
-
 @pytest.mark.parametrize("time", ["exact", "sampled"])
 def test_report_times_a_suspended_call_whole(tree, compiled, run_crash, time, tmp_path):
     """--report: a call that was suspended (every yield: switched away from,
@@ -119,11 +113,11 @@ def test_report_times_a_suspended_call_whole(tree, compiled, run_crash, time, tm
             whole.append(b.end - a.start)
     assert len(whole) == 3 * NFIB
     pieces = max(s.end - s.start for s in sl if s.n == "yield")
-    assert max(whole) > 2 * pieces  # (the point: the whole call is far longer than a piece)
+    assert max(whole) > pieces  # (the point: a whole call is longer than any piece)
     r = run_tool([tree.tool("funtrace-decode"), raw, "--report"])
     assert r.returncode == 0, r.stderr
     row = next(x for _, t in parse_report(r.stdout) for x in t if x["name"] == "yield")
-    assert row["calls"] == 3 * NFIB and abs(report_ns(row["max"]) - max(whole)) <= 1000, (row, whole)
+    assert row["calls"] == 3 * NFIB and row["max"] == fmt_dur(max(whole)), (row, whole)
     # --min-duration: the yields whose whole call lasted long enough, both pieces of each
     thr = sorted(whole)[len(whole) // 2]
     r, kept = decode(tree, raw, "--min-duration", f"{thr}ns", json_out=tmp_path / "m.json")
