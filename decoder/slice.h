@@ -39,7 +39,7 @@ struct slice {
     /* (the views read the slices once each: what only a few slices need is
        not here but in the thread's side arrays, by slice (decstate.h) --
        SL_BOUND's upper bound in slice_ub, SL_OWN_CDUR's call duration in
-       slice_cdur; 24 bytes a slice, not 40) */
+       slice_cdur: 24 bytes a slice) */
 };
 
 /* the slices whose call lasted other than end - start: pieces of a call
