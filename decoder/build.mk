@@ -14,7 +14,7 @@ DEC_LDLIBS := -ldw -lelf -ldl -lstdc++ -lprotobuf-c -ldeflate -pthread
 # raw.c + raw.h: the reusable raw reader
 DEC_LIB_SRCS := raw.c outbuf.c xalloc.c clock.c hmap.c demangle.c symtab.c gencuts.c genestimate.c ringevents.c ring8.c ring4.c replay.c json.c symwarm.c dbginflate.c dbgcache.c \
                 text.c finalstack.c foldcycle.c summary.c tracefacts.c textfmt.c viewtee.c textwindow.c timearg.c filter.c outfile.c batchtree.c report.c flamegraph.c perfetto.c pfwire.c outputs.c decwarn.c decode.c \
-                sched_states.c sched_views.c faults.c
+                sched_states.c sched_views.c faults.c pltname.c
 DEC_LIB_OBJS := $(patsubst %.c,$(OBJ)/decoder/%.o,$(DEC_LIB_SRCS)) $(DEC_GEN)/perfetto_subset.pb-c.o
 DEC_BIN := $(BIN)/funtrace-decode
 

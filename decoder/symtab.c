@@ -18,6 +18,7 @@
 
 #include "dbginflate.h"
 #include "demangle.h"
+#include "pltname.h"
 #include "symwarm.h"
 #include "xalloc.h"
 
@@ -727,14 +728,24 @@ static uint32_t func_unknown_addr(struct symtab *s, uint64_t addr)
     return id;
 }
 
+/* the symbol of the function the PLT entry holding vaddr of module file
+ * fi (opened) jumps to, *entry its address; NULL if vaddr is in none */
+static const char *plt_entry(struct symtab *s, int32_t fi, uint64_t vaddr, uint64_t *entry)
+{
+    GElf_Addr bias = 0;
+    Elf *elf = dwfl_module_getelf(s->files[fi].mod, &bias);
+    return elf ? plt_target(elf, bias, vaddr, entry) : NULL;
+}
+
 static uint32_t func_at(struct symtab *s, int32_t file, uint64_t vaddr)
 {
     uint32_t id = hm_get(&s->vaddr_cache, (uint64_t)file, vaddr);
     if (id != HMAP_NONE)
         return id;
     struct modfile *f = &s->files[file];
-    const char *sym = NULL;
+    const char *sym = NULL, *plt;
     GElf_Off off = 0;
+    uint64_t start;
     if (open_file(s, file)) {
         GElf_Sym es;
         sym = dwfl_module_addrinfo(f->mod, vaddr, &off, &es, NULL, NULL, NULL);
@@ -743,11 +754,23 @@ static uint32_t func_at(struct symtab *s, int32_t file, uint64_t vaddr)
             sym = NULL;
     }
     if (sym) {
-        uint64_t start = vaddr - off;
+        start = vaddr - off;
         id = hm_get(&s->sym_cache, (uint64_t)file, start);
         if (id == HMAP_NONE) {
             char *nm = ft_display_name(sym);
             id = new_func(s, file, start, nm ? nm : xstrdup(sym), 0);
+            hm_put(&s->sym_cache, (uint64_t)file, start, id);
+        }
+    } else if ((plt = f->state == 1 ? plt_entry(s, file, vaddr, &start) : NULL)) {
+        /* inside a PLT entry (a thread stopped between a call and its
+         * callee): the function it jumps to, as gdb names the entry */
+        id = hm_get(&s->sym_cache, (uint64_t)file, start);
+        if (id == HMAP_NONE) {
+            char *dn = ft_display_name(plt), *nm;
+            if (asprintf(&nm, "%s@plt", dn ? dn : plt) < 0)
+                xalloc_die();
+            free(dn);
+            id = new_func(s, file, start, nm, 0);
             hm_put(&s->sym_cache, (uint64_t)file, start, id);
         }
     } else {

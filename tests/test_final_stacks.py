@@ -33,6 +33,19 @@ def thread_block(text, tid):
 
 
 @pytest.mark.parametrize("mode", INSTR_MODES)
+def test_pc_in_a_plt_entry(compiled, run_crash, tool, mode):
+    """A thread stopped inside a PLT entry (between a call and the function
+    it calls: fs_plt.c faults on the entry's own push): its frame is named as
+    gdb names it, getppid@plt, not module+offset"""
+    prog = compiled("fs_plt.c", mode)
+    r, raw, text = core_and_text(tool, run_crash, prog)
+    problems = compare_final_stacks(prog, r.core, text, r.pid)
+    assert not problems, "\n".join(problems) + "\n" + text
+    frames = decoder_stacks(text)[r.pid].frames
+    assert [f.func for f in frames[:2]] == ["getppid@plt", "main"], frames
+
+
+@pytest.mark.parametrize("mode", INSTR_MODES)
 def test_inlined_callers(compiled, run_crash, tool, mode):
     """A fault in poke, inlined into middle, inlined into outer: the final
     stack is gdb's frame for frame -- poke and middle as inlined frames --
