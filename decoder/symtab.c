@@ -743,34 +743,33 @@ static uint32_t func_at(struct symtab *s, int32_t file, uint64_t vaddr)
     if (id != HMAP_NONE)
         return id;
     struct modfile *f = &s->files[file];
-    const char *sym = NULL, *plt;
+    const char *sym = NULL, *plt = NULL;
     GElf_Off off = 0;
-    uint64_t start;
+    uint64_t start = vaddr;
     if (open_file(s, file)) {
         GElf_Sym es;
         sym = dwfl_module_addrinfo(f->mod, vaddr, &off, &es, NULL, NULL, NULL);
         if (sym && (!*sym || (GELF_ST_TYPE(es.st_info) != STT_FUNC && GELF_ST_TYPE(es.st_info) != STT_GNU_IFUNC &&
                               GELF_ST_TYPE(es.st_info) != STT_NOTYPE)))
             sym = NULL;
+        if (sym)
+            start = vaddr - off;
+        else /* inside a PLT entry (a thread stopped between a call and its
+              * callee): the function it jumps to, as gdb names the entry */
+            plt = plt_entry(s, file, vaddr, &start);
     }
-    if (sym) {
-        start = vaddr - off;
+    if (sym || plt) {
         id = hm_get(&s->sym_cache, (uint64_t)file, start);
         if (id == HMAP_NONE) {
-            char *nm = ft_display_name(sym);
+            char *nm = ft_display_name(sym ? sym : plt);
+            if (plt) {
+                char *pn;
+                if (asprintf(&pn, "%s@plt", nm ? nm : plt) < 0)
+                    xalloc_die();
+                free(nm);
+                nm = pn;
+            }
             id = new_func(s, file, start, nm ? nm : xstrdup(sym), 0);
-            hm_put(&s->sym_cache, (uint64_t)file, start, id);
-        }
-    } else if ((plt = f->state == 1 ? plt_entry(s, file, vaddr, &start) : NULL)) {
-        /* inside a PLT entry (a thread stopped between a call and its
-         * callee): the function it jumps to, as gdb names the entry */
-        id = hm_get(&s->sym_cache, (uint64_t)file, start);
-        if (id == HMAP_NONE) {
-            char *dn = ft_display_name(plt), *nm;
-            if (asprintf(&nm, "%s@plt", dn ? dn : plt) < 0)
-                xalloc_die();
-            free(dn);
-            id = new_func(s, file, start, nm, 0);
             hm_put(&s->sym_cache, (uint64_t)file, start, id);
         }
     } else {
