@@ -1527,12 +1527,16 @@ static int find_site(struct symtab *s, int32_t fi, Dwarf_Die *site, void *ctx)
 }
 
 struct tc_search {
-    uint64_t callee;             /* entry of the function to reach */
+    uint64_t callee;             /* entry of the function to reach ... */
+    int32_t callee_file;         /* ... in this module file (where a name the chain's
+                                    module does not define is looked up: call_site_target) */
     uint64_t fn[TC_DEPTH];       /* the chain being explored: entries ... */
+    int32_t mod[TC_DEPTH];       /* ... in these module files ... */
     uint64_t ret[TC_DEPTH];      /* ... and the return pc of their tail call */
     int depth;
     int npaths;
     uint64_t pfn[TC_DEPTH], pret[TC_DEPTH];
+    int32_t pmod[TC_DEPTH];
     int plen;
     int ambiguous;
 };
@@ -1546,24 +1550,26 @@ static int tail_site(struct symtab *s, int32_t fi, Dwarf_Die *site, void *ctx)
     if (!call_site_is_tail(site) || !call_site_return_pc(site, &pc))
         return 0;
     int32_t tf;
-    uint64_t target = call_site_target(s, fi, site, -1, &tf);
+    uint64_t target = call_site_target(s, fi, site, t->callee_file, &tf);
     if (!target)
         return 0;
     t->ret[t->depth - 1] = pc;
-    if (target == t->callee) {
+    if (target == t->callee && tf == t->callee_file) {
         if (t->npaths++ == 0) {
             t->plen = t->depth;
             memcpy(t->pfn, t->fn, sizeof t->fn);
+            memcpy(t->pmod, t->mod, sizeof t->mod);
             memcpy(t->pret, t->ret, sizeof t->ret);
-        } else if (t->plen != t->depth || memcmp(t->pfn, t->fn, (size_t)t->depth * sizeof *t->fn)) {
+        } else if (t->plen != t->depth || memcmp(t->pfn, t->fn, (size_t)t->depth * sizeof *t->fn) ||
+                   memcmp(t->pmod, t->mod, (size_t)t->depth * sizeof *t->mod)) {
             t->ambiguous = 1;
         }
         return t->npaths > TC_PATHS;
     }
     for (int i = 0; i < t->depth; i++)
-        if (t->fn[i] == target)
+        if (t->fn[i] == target && t->mod[i] == tf)
             return 0; /* a cycle */
-    tc_from(s, fi, target, t);
+    tc_from(s, tf, target, t);
     return t->npaths > TC_PATHS;
 }
 
@@ -1573,6 +1579,7 @@ static void tc_from(struct symtab *s, int32_t fi, uint64_t entry, struct tc_sear
     Dwarf_Die sp;
     if (t->depth == TC_DEPTH || !subprogram_at(&s->files[fi], entry, &sp))
         return;
+    t->mod[t->depth] = fi;
     t->fn[t->depth++] = entry;
     each_call_site(s, fi, &sp, tail_site, t, 0);
     t->depth--;
@@ -1606,21 +1613,27 @@ size_t sym_tailcalls(struct symtab *s, int space, uint64_t ret, uint64_t callee_
         return 0;
     int32_t tf;
     uint64_t target = call_site_target(s, in->file, &fd.site, cin->file, &tf);
-    if (!target || tf != cin->file || target == callee)
-        return 0; /* (a chain of tail calls across modules: not followed) */
-    struct modfile *f = &s->files[tf];
+    if (!target || (tf != cin->file && tf != in->file) || (target == callee && tf == cin->file))
+        return 0;
+    /* the chain from there: in that module, and (a tail call through its
+     * PLT: memcached's lru_maintainer_pause jumps to pthread_mutex_lock) on
+     * in the callee's, as gdb follows it */
     struct tc_search t;
     memset(&t, 0, sizeof t);
     t.callee = callee;
+    t.callee_file = cin->file;
     tc_from(s, tf, target, &t);
     if (t.npaths != 1 || t.ambiguous) /* gdb shows no tail-call frames it cannot be sure of either */
         return 0;
     size_t n = 0;
-    uint64_t bias = q - cv; /* absolute = the callee module's file vaddr + bias */
     for (int i = t.plen; i > 0 && n < max; i--, n++) { /* innermost first */
+        const int32_t m = t.pmod[i - 1];
+        struct modfile *f = &s->files[m];
         uint64_t r = t.pret[i - 1];
-        out[n].func = func_at(s, tf, t.pfn[i - 1]);
-        out[n].pc = r + bias;
+        out[n].func = func_at(s, m, t.pfn[i - 1]);
+        /* (file vaddr + its module's bias: call_site_target steps from a
+         * module only into the callee's) */
+        out[n].pc = r + (m == cin->file ? q - cv : ret - rv);
         /* named as gdb names it: by the innermost function at the jump,
          * an inlined one's when the tail call is in inlined code (gdb makes
          * no inline frames on a tail-call frame; glibc's static pthread_kill

@@ -278,6 +278,24 @@ def test_thread_start_frames_in_order(compiled, run_crash, tool, mode):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("mode", ["pg"])  # (-finstrument-functions' exit hook after the call: no tail call)
+def test_tail_call_chain_across_modules(compiled, run_crash, tool, mode):
+    """main calls join_wrapped, which tail-calls pthread_join through the
+    PLT, which tail-calls __pthread_clockjoin_ex: a chain of tail calls
+    that crosses modules (memcached's lru_maintainer_pause jumps to
+    pthread_mutex_lock so).  gdb follows it from main's call site into the C
+    library and shows both frames; so does the final stack"""
+    prog = compiled("fs_join.c", mode, extra=["-O2"], tag="O2")
+    r, raw, text = core_and_text(tool, run_crash, prog, ["wrap"])
+    main = r.pid
+    problems = compare_final_stacks(prog, r.core, text, main)
+    assert not problems, "\n".join(problems) + "\n" + text
+    names = [norm_func(f.func) for f in decoder_stacks(text)[main].frames]
+    k = names.index(norm_func("main"))
+    assert names[k - 3:k] == [norm_func(n) for n in ("__pthread_clockjoin_ex", "___pthread_join", "join_wrapped")], names
+    assert re.search(r"#\d+ +\[tail-call\] +join_wrapped at \S*fs_join\.c:\d+", thread_block(text, main)), text
+
+
 @pytest.mark.parametrize("mode", ["pg", "finstr"])
 def test_tail_call_frames_in_another_module(compiled, run_crash, tool, mode):
     """main waits in pthread_join while its thread crashes: the C library's

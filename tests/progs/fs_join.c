@@ -1,5 +1,7 @@
 /* fs_join.c -- main waits in pthread_join (which tail-calls into the C
- * library's __pthread_clockjoin_ex) while its thread crashes. */
+ * library's __pthread_clockjoin_ex) while its thread crashes; with
+ * argument "wrap", through join_wrapped, which tail-calls pthread_join
+ * through the PLT (a chain of tail calls across modules). */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,11 +33,18 @@ static void *child(void *arg)
     fs_fault();
     return NULL;
 }
-int main(void)
+__attribute__((noinline)) int join_wrapped(pthread_t t)
+{
+    return pthread_join(t, NULL); /* (a tail call: jmp pthread_join@plt) */
+}
+int main(int argc, char **argv)
 {
     main_tid = (pid_t)syscall(SYS_gettid);
     pthread_t t;
     pthread_create(&t, NULL, child, NULL);
-    pthread_join(t, NULL);
+    if (argc > 1 && !strcmp(argv[1], "wrap"))
+        join_wrapped(t);
+    else
+        pthread_join(t, NULL);
     return 0;
 }
