@@ -1580,10 +1580,51 @@ static ALWAYS_INLINE int64_t fast_tm(const struct fclk *k, int64_t gstart, uint6
     return tm < gstart ? gstart : tm;
 }
 
+/* disc_times's steps over items [x, j) of a sampled run's bracket b */
+static ALWAYS_INLINE void disc_times4(const struct fclk *kk, int64_t gstart, const struct ev4_brk *b, size_t x,
+                                      size_t j, int64_t *last_ns, int64_t *prev_ns, uint64_t *last_tsc,
+                                      uint64_t *ooo)
+{
+    uint64_t rm, qt = ev4_qt(b, x, &rm);
+    const uint64_t N = b->N, dq = b->dq, dr = b->dr;
+    if (j - x >= 3 && fclk_ns(kk, dq) - kk->ref_ns >= 1) {
+        /* items at least 1 ns apart (each step of the interpolation dq
+         * ticks or more): once the items from x + 1 on are past gstart,
+         * their stepped times have a closed form.  Item x as below (the
+         * only one that can be out of order: the times after it do not
+         * decrease), then s(y) = max(s(x) + y - x, tm(y)) for y > x (by
+         * induction: tm(y + 1) >= tm(y) + 1) */
+        uint64_t rm1 = rm;
+        const uint64_t t1 = b->ta + ev4_step(qt, &rm1, dq, dr, N);
+        if (fclk_ns(kk, t1 - kk->ref_tsc) >= gstart) {
+            const uint64_t tsc = b->ta + qt;
+            const int64_t tm = fast_tm(kk, gstart, tsc);
+            *ooo += tm <= *last_ns && tsc + 1 < *last_tsc;
+            const int64_t si = step_ns(tm, *last_ns);
+            const uint64_t tp = b->ta + ev4_qt(b, j - 2, &rm), tl = b->ta + ev4_qt(b, j - 1, &rm);
+            const int64_t mp = fast_tm(kk, gstart, tp), ml = fast_tm(kk, gstart, tl);
+            const int64_t sp = si + (int64_t)(j - 2 - x), sl = si + (int64_t)(j - 1 - x);
+            *prev_ns = mp > sp ? mp : sp;
+            *last_ns = ml > sl ? ml : sl;
+            *last_tsc = tl;
+            return;
+        }
+    }
+    for (; x < j; x++) {
+        const uint64_t tsc = b->ta + qt;
+        qt = ev4_step(qt, &rm, dq, dr, N);
+        const int64_t tm = fast_tm(kk, gstart, tsc);
+        *ooo += tm <= *last_ns && tsc + 1 < *last_tsc;
+        *prev_ns = *last_ns;
+        *last_ns = step_ns(tm, *last_ns);
+        *last_tsc = tsc;
+    }
+}
+
 /* discovery's second pass over events [i, j) that its first pass took (all
  * in the clock's span): their times stepped as on_event steps them, then
  * the thread's counts.  Their TSCs: a batch's (e), else an exact run's
- * (run), else a sampled run's (run4: interpolated). */
+ * (run), else a sampled run's (run4: interpolated, bracket by bracket). */
 static ALWAYS_INLINE void disc_times(struct replay *r, const struct fclk *k, const struct ev *e,
                                      const struct ev8_run *run, const struct ev4_run *run4, size_t i, size_t j,
                                      size_t sn0)
@@ -1592,42 +1633,16 @@ static ALWAYS_INLINE void disc_times(struct replay *r, const struct fclk *k, con
     const struct fclk kk = *k; /* (in registers) */
     const int64_t gstart = r->gstart;
     int64_t last_ns = r->last_ns, prev_ns = r->prev_ns;
-    uint64_t last_tsc = r->last_tsc, ooo = 0, rm = 0, qt = run4 ? ev4_qt(run4, i, &rm) : 0;
-    const uint64_t N = run4 ? run4->N : 1, dq = run4 ? run4->dq : 0, dr = run4 ? run4->dr : 0;
-    size_t x = i;
-    if (run4 && j - i >= 3 && fclk_ns(&kk, dq) - kk.ref_ns >= 1) {
-        /* a sampled run whose items lie at least 1 ns apart (each step of
-         * its interpolation dq ticks or more): once the items from i + 1 on
-         * are past gstart, their stepped times have a closed form.  Item i
-         * as below (the only one that can be out of order: the times after
-         * it do not decrease), then s(x) = max(s(i) + x - i, tm(x)) for
-         * x > i (by induction: tm(x + 1) >= tm(x) + 1) */
-        uint64_t rm1 = rm;
-        const uint64_t t1 = run4->ta + ev4_step(qt, &rm1, dq, dr, N);
-        if (fclk_ns(&kk, t1 - kk.ref_tsc) >= gstart) {
-            const uint64_t tsc = run4->ta + qt;
-            const int64_t tm = fast_tm(&kk, gstart, tsc);
-            ooo = tm <= last_ns && tsc + 1 < last_tsc;
-            const int64_t si = step_ns(tm, last_ns);
-            const uint64_t tp = run4->ta + ev4_qt(run4, j - 2, &rm), tl = run4->ta + ev4_qt(run4, j - 1, &rm);
-            const int64_t mp = fast_tm(&kk, gstart, tp), ml = fast_tm(&kk, gstart, tl);
-            const int64_t sp = si + (int64_t)(j - 2 - i), sl = si + (int64_t)(j - 1 - i);
-            prev_ns = mp > sp ? mp : sp;
-            last_ns = ml > sl ? ml : sl;
-            last_tsc = tl;
-            x = j;
+    uint64_t last_tsc = r->last_tsc, ooo = 0;
+    if (run4) {
+        for (size_t x = i, bi = ev4_brk_at(run4, i); x < j; bi++) {
+            const size_t y = run4->b[bi].end < j ? run4->b[bi].end : j;
+            disc_times4(&kk, gstart, &run4->b[bi], x, y, &last_ns, &prev_ns, &last_tsc, &ooo);
+            x = y;
         }
     }
-    for (; x < j; x++) {
-        uint64_t tsc;
-        if (e) {
-            tsc = e[x].tsc;
-        } else if (run) {
-            tsc = run->thi_sh | (ev8_item(run, x) >> 32);
-        } else {
-            tsc = run4->ta + qt;
-            qt = ev4_step(qt, &rm, dq, dr, N);
-        }
+    for (size_t x = i; !run4 && x < j; x++) {
+        const uint64_t tsc = e ? e[x].tsc : run->thi_sh | (ev8_item(run, x) >> 32);
         const int64_t tm = fast_tm(&kk, gstart, tsc);
         ooo += tm <= last_ns && tsc + 1 < last_tsc;
         prev_ns = last_ns;
@@ -2036,30 +2051,44 @@ static __attribute__((noinline)) size_t pieces_run8_pair(struct replay *r, const
 }
 
 /* ---- runs of plain sampled items, the common case in its own loops ------
- * A sampled run (struct ev4_run: FT_FMT_SAMPLED4 calls and returns of a
- * dense bracket and the stamped return that closes it, their times
- * interpolated) is replayed by loops that do what the batch loops do for its
- * events: each one's time the bracket's, stepped (ev4_step: the stamp's
- * comes out exact), every slice SL_UNMEASURED (no call is stamped). */
+ * A sampled run (struct ev4_run: FT_FMT_SAMPLED4 calls and returns of dense
+ * brackets, each closed by its stamped return, their times interpolated) is
+ * replayed by loops that do what the batch loops do for its events: each
+ * one's time its bracket's, stepped (ev4_step: a stamp's comes out exact),
+ * every slice SL_UNMEASURED (no call is stamped). */
 
-/* a sampled run's items from i on have their times in the clock's span
- * (they are monotonic: the first one's and the closing stamp's) */
-static ALWAYS_INLINE int run4_in_span(const struct fclk *k, const struct ev4_run *run, uint64_t qt)
+/* the end of a sampled run's items from i on (bracket bi) whose times are
+ * in the clock's span: i if item i's is not, else up to the last bracket
+ * whose stamp's is (the times increase) */
+static ALWAYS_INLINE size_t run4_span_end(const struct fclk *k, const struct ev4_run *run, size_t i, size_t bi)
 {
-    return run->ta + qt - k->ref_tsc <= k->lim && run->ta + run->D - k->ref_tsc <= k->lim;
+    if (ev4_tsc(run, i, bi) - k->ref_tsc > k->lim)
+        return i;
+    const struct ev4_brk *const b = run->b;
+    if (b[run->nb - 1].ta + b[run->nb - 1].D - k->ref_tsc <= k->lim)
+        return run->n;
+    size_t lo = bi, hi = run->nb; /* the first bracket whose stamp is out of it */
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (b[mid].ta + b[mid].D - k->ref_tsc <= k->lim)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > bi ? b[lo - 1].end : i;
 }
 
-/* run_stack for a sampled run: its items' own loop (they need no time
- * check: run4_in_span), up to the room the stack has (the item there goes
- * to on_event, which makes more), with the stack as a pointer */
-static ALWAYS_INLINE size_t stack4(struct replay *r, const struct ev4_run *run, size_t i, const int pair,
+/* run_stack for a sampled run: its items' own loop up to end (they need
+ * no time check: run4_span_end), up to the room the stack has (the item
+ * there goes to on_event, which makes more), with the stack as a pointer */
+static ALWAYS_INLINE size_t stack4(struct replay *r, const struct ev4_run *run, size_t i, size_t end, const int pair,
                                    const int exact)
 {
     const uint32_t *const p = run->p;
     const uint64_t ahi = run->ahi_sh, idx0 = run->idx0;
     const struct fcache *const fc = r->fc;
     struct frame *const base = r->stk, *top = base + r->n; /* the first free frame */
-    const size_t n = i + (run->n - i < r->cap - r->n ? run->n - i : r->cap - r->n);
+    const size_t n = i + (end - i < r->cap - r->n ? end - i : r->cap - r->n);
     size_t nrot = r->nrot;
     for (; i < n; i++) {
         uint64_t tag;
@@ -2122,8 +2151,10 @@ static __attribute__((noinline)) int pair_fill(struct pcache *pc, const struct f
  * frames) are kept as items, and a return that closes one is looked up as
  * the pair (struct pcache); the calls still open at the segment's end are
  * checked and become frames.  A pair or call the run loop would not take:
- * stack4 replays the segment instead (it stops where the loop stops). */
-static ALWAYS_INLINE size_t stack4_pairs(struct replay *r, const struct ev4_run *run, size_t i, const int exact)
+ * stack4 replays the segment instead (it stops where the loop stops).  Up
+ * to item end. */
+static ALWAYS_INLINE size_t stack4_pairs(struct replay *r, const struct ev4_run *run, size_t i, size_t end,
+                                         const int exact)
 {
     const uint32_t *const p = run->p;
     const uint64_t ahi = run->ahi_sh;
@@ -2131,7 +2162,7 @@ static ALWAYS_INLINE size_t stack4_pairs(struct replay *r, const struct ev4_run 
     struct pcache *const pc = r->pc;
     static uint64_t lw[EV4_RUN_MAX]; /* item index << 32 | call item */
     size_t sn = r->n, nrot = r->nrot;
-    const size_t n = i + (run->n - i < r->cap - sn ? run->n - i : r->cap - sn);
+    const size_t n = i + (end - i < r->cap - sn ? end - i : r->cap - sn);
     for (;;) {
         const size_t seg = i;
         size_t ln = 0;
@@ -2159,7 +2190,7 @@ static ALWAYS_INLINE size_t stack4_pairs(struct replay *r, const struct ev4_run 
         if (!ok) {
             r->n = sn;
             r->nrot = nrot;
-            return stack4(r, run, seg, 0, exact);
+            return stack4(r, run, seg, end, 0, exact);
         }
         for (size_t k = 0; k < ln; k++) {
             const uint32_t w = (uint32_t)lw[k];
@@ -2184,12 +2215,12 @@ static ALWAYS_INLINE size_t stack4_pairs(struct replay *r, const struct ev4_run 
 static ALWAYS_INLINE size_t disc_run4(struct replay *r, const struct ev4_run *run, size_t i, const struct fclk *k,
                                       const int pair)
 {
-    uint64_t rm;
-    if (!run4_in_span(k, run, ev4_qt(run, i, &rm)))
+    const size_t end = run4_span_end(k, run, i, ev4_brk_at(run, i));
+    if (end == i)
         return 0;
-    reserve_frames(r, run->n - i);
+    reserve_frames(r, end - i);
     const size_t sn0 = r->n;
-    const size_t j = pair ? stack4(r, run, i, 1, 0) : stack4_pairs(r, run, i, 0);
+    const size_t j = pair ? stack4(r, run, i, end, 1, 0) : stack4_pairs(r, run, i, end, 0);
     if (j > i)
         disc_times(r, k, NULL, NULL, run, i, j, sn0);
     return j - i;
@@ -2253,16 +2284,35 @@ static ALWAYS_INLINE void pop_below(struct frame *stk, size_t *dep, size_t *nrot
 
 /* a sampled run's measured times, item by item (pieces_run4's): item
  * done's TSC is d0 + qt ticks from the clock's reference (qt's remainder
- * rm, mod N; each step dq, dr: ev4_step), in ns fast_tm's of it */
+ * rm, mod N; each step dq, dr: ev4_step: its bracket b's, which ends before
+ * item bend, the next brackets after it), in ns fast_tm's of it */
 struct tinterp {
     uint64_t qt, rm, dq, dr, N, d0, mult;
     int64_t ref_ns, gstart;
     size_t done; /* tms holds the items before it */
+    size_t bend;
+    const struct ev4_brk *b;
+    uint64_t ref_tsc;
 };
+
+/* ti at item i of bracket b */
+static ALWAYS_INLINE void ti_at(struct tinterp *ti, const struct ev4_brk *b, size_t i)
+{
+    ti->qt = ev4_qt(b, i, &ti->rm);
+    ti->dq = b->dq;
+    ti->dr = b->dr;
+    ti->N = b->N;
+    ti->d0 = b->ta - ti->ref_tsc;
+    ti->bend = b->end;
+    ti->b = b;
+    ti->done = i;
+}
 
 /* item ti->done's measured time, and ti on to the next item */
 static ALWAYS_INLINE int64_t ti_next(struct tinterp *ti)
 {
+    if (ti->done == ti->bend) /* the next bracket's first item */
+        ti_at(ti, ti->b + 1, ti->done);
     const struct fclk kk = {0, 0, ti->mult, ti->ref_ns};
     const int64_t tm = fast_tm(&kk, ti->gstart, ti->d0 + ti->qt);
     ti->qt = ev4_step(ti->qt, &ti->rm, ti->dq, ti->dr, ti->N);
@@ -2384,37 +2434,57 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
     int64_t *const tms = st->tms;
     int64_t *const ts = st->ts;
     const uint64_t ahi = st->ahi;
+    const uint32_t ahi32 = (uint32_t)(ahi >> 32); /* (pair_hit's) */
     const size_t n = st->n;
     static uint64_t l4[EV4_RUN_MAX];
     size_t i = st->i, ln = 0, dep = st->dep;
     const size_t base = st->nsl - ((st->i + st->dep) >> 1);
+    /* a closed slice's head but its function and the light frames under it
+     * (in a local: the slice stores could alias st) */
+    uint64_t hd = slice_head(0, st->slfl, dep);
     int64_t last_ns = st->last_ns;
-    /* (interp: the items' measured times made here, the first time the loop
-     * reaches each: one pass over them, not two) */
-    struct tinterp ti = interp ? *st->ti : (struct tinterp){0};
+    /* interp: the items' measured times made here (ti_next's), the first
+     * time the loop reaches each: one pass over them, not two (ti->done ==
+     * st->i), bracket by bracket (lim: the end of item i's, or n).  In
+     * locals: q, the TSC in ticks from the clock's reference, and its
+     * remainder, stepped after each item; tm: item i's */
+    struct tinterp *const tip = st->ti;
+    const struct ev4_brk *bk = interp ? tip->b : NULL;
+    uint64_t dq = interp ? tip->dq : 0, dr = interp ? tip->dr : 0, N = interp ? tip->N : 1,
+             d0 = interp ? tip->d0 : 0;
+    const uint64_t mult = interp ? tip->mult : 0;
+    const int64_t ref_ns = interp ? tip->ref_ns : 0, gstart = interp ? tip->gstart : 0;
+    uint64_t q = interp ? d0 + tip->qt : 0, rm = interp ? tip->rm : 0;
+    size_t lim = interp && tip->bend < n ? tip->bend : n;
+    int64_t tm = 0;
+    const struct fclk kk = {0, 0, mult, ref_ns}; /* (q is from the reference) */
+    if (interp && i < n)
+        tm = fast_tm(&kk, gstart, q);
     for (;;) {
-        for (; i < n; i++) {
+        for (; i < lim; i++) {
             const uint32_t w = p[i];
-            int64_t tm;
-            if (interp && __builtin_expect(i == ti.done, 1))
-                tms[i] = tm = ti_next(&ti);
+            if (interp)
+                tms[i] = tm;
             else
                 tm = tms[i];
             const int64_t t = step_ns(tm, last_ns);
             if ((w & FT_E8_TAG_MASK) != FT_E8_RET) {
                 l4[ln++] = (uint64_t)i << 32 | w;
             } else if (ln) {
-                const struct pcache *e = pair_hit(pc, ahi, (uint32_t)l4[ln - 1], w);
-                if (!e)
+                const uint64_t lw = l4[ln - 1], key = lw << 32 | w;
+                const struct pcache *e = &pc[pc_hash(key)];
+                if (e->key != key || e->ahi != ahi32) /* (pair_hit's) */
                     break;
-                const size_t x = (size_t)(l4[--ln] >> 32);
-                light_close(&sl[light_sl(base, x, ln, dep)], slice_head(e->f, st->slfl, dep + ln), ts[x], t);
+                const size_t x = (size_t)(lw >> 32);
+                ln--;
+                light_close(&sl[light_sl(base, x, ln, dep)], hd + ((uint64_t)ln << 48) + e->f, ts[x], t);
             } else { /* the stack's top (on_event's checks: the outer loop's) */
                 uint64_t tag;
                 const struct fcache *c = run4_func(fc, ahi, w, FC_OKT_PIECES, &tag);
                 if (!c || !fast_closes(stk, dep, c->match, 0, st->nrot))
                     break;
                 pop_below(stk, &dep, &st->nrot, sl, st->slub, st->slcd, t, tm, st->sampled);
+                hd = slice_head(0, st->slfl, dep);
                 /* (what a failed pair goes back to) */
                 st->i = i + 1;
                 st->nsl = light_sl(base, i + 1, 0, dep);
@@ -2422,17 +2492,43 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
                 st->last_ns = t;
             }
             ts[i] = last_ns = t;
+            if (interp) { /* item i + 1's */
+                q = ev4_step(q, &rm, dq, dr, N);
+                tm = fast_tm(&kk, gstart, q);
+            }
+        }
+        if (interp && i == lim && i < n) { /* the next bracket's first item */
+            bk++;
+            d0 = bk->ta - tip->ref_tsc;
+            q = d0 + ev4_qt(bk, i, &rm);
+            dq = bk->dq;
+            dr = bk->dr;
+            N = bk->N;
+            lim = bk->end < n ? bk->end : n;
+            tm = fast_tm(&kk, gstart, q);
+            continue;
         }
         if (i == n || !ln)
             break;
-        if (!pair_fill(pc, fc, ahi, (uint32_t)l4[ln - 1], p[i], FC_OKT_PIECES)) {
-            if (interp)
-                *st->ti = ti;
-            return 0;
-        }
+        if (!pair_fill(pc, fc, ahi, (uint32_t)l4[ln - 1], p[i], FC_OKT_PIECES))
+            break;
     }
-    if (interp)
-        *st->ti = ti;
+    const int ok = i == n || !ln;
+    if (interp) { /* ti past the items made: up to i, or item i too (stopped there) */
+        if (i < n)
+            q = ev4_step(q, &rm, dq, dr, N);
+        tip->qt = q - d0;
+        tip->rm = rm;
+        tip->dq = dq;
+        tip->dr = dr;
+        tip->N = N;
+        tip->d0 = d0;
+        tip->b = bk;
+        tip->bend = bk->end;
+        tip->done = i < n ? i + 1 : n;
+    }
+    if (!ok)
+        return 0;
     for (size_t k = 0; k < ln; k++) {
         uint64_t tag;
         const struct fcache *c = run4_func(fc, ahi, (uint32_t)l4[k], FC_OKT_PIECES, &tag);
@@ -2485,10 +2581,17 @@ static ALWAYS_INLINE size_t pieces_light(struct replay *r, const uint32_t *p, ui
     for (;;) {
         if (pair) {
             light4_pair(&st);
-        } else if (!(ti ? light4_pairs_ti : light4_pairs)(&st, r->stk)) {
-            if (ti)
+        } else {
+            /* (light4_pairs_ti makes the times from item st.i on; light4_pairs
+             * reads them all) */
+            const int here = ti && ti->done == st.i;
+            if (ti && !here)
                 ti_fill(ti, tms, n);
-            light4_sym(&st);
+            if (!(here ? light4_pairs_ti : light4_pairs)(&st, r->stk)) {
+                if (ti)
+                    ti_fill(ti, tms, n);
+                light4_sym(&st);
+            }
         }
         /* a return with no light frame above the stack's top (else the end,
          * or an item the loops do not take) */
@@ -2533,26 +2636,26 @@ static ALWAYS_INLINE size_t light_room(size_t sn, size_t cap)
 static ALWAYS_INLINE size_t pieces_run4(struct replay *r, const struct ev4_run *run, size_t i, const struct fclk *k,
                                         const int pair)
 {
-    uint64_t rm, qt = ev4_qt(run, i, &rm);
-    if (!run4_in_span(k, run, qt))
+    const size_t bi = ev4_brk_at(run, i), end = run4_span_end(k, run, i, bi);
+    if (end == i)
         return 0;
-    reserve_frames(r, run->n - i);
-    reserve_slices(r, run->n - i);
-    const uint64_t ta = run->ta;
+    reserve_frames(r, end - i);
+    reserve_slices(r, end - i);
     const int64_t gstart = r->gstart;
-    const size_t room = light_room(r->n, r->cap), i0 = i, n = i + (run->n - i < room ? run->n - i : room);
+    const size_t room = light_room(r->n, r->cap), i0 = i, n = i + (end - i < room ? end - i : room);
     int64_t *const tms = light_tms, *const ts = light_ts;
-    /* (the times from item i on, made as the light loops reach them; d0:
-     * from the clock's reference) */
-    struct tinterp ti = {qt, rm, run->dq, run->dr, run->N, ta - k->ref_tsc, k->mult, k->ref_ns, gstart, i};
+    /* (the times from item i on, made as the light loops reach them) */
+    struct tinterp ti = {.mult = k->mult, .ref_ns = k->ref_ns, .gstart = gstart, .ref_tsc = k->ref_tsc};
+    ti_at(&ti, &run->b[bi], i);
     const int64_t last0 = r->last_ns;
     size_t sn, nrot;
     int64_t last_ns;
     i = pieces_light(r, run->p, run->ahi_sh, run->idx0, i, n, tms, &ti, ts, pair, 1, &sn, &nrot, &last_ns);
     if (i > i0) {
         const int two = i - i0 >= 2;
-        pieces_end(r, k, sn, nrot, r->nsl, last_ns, two ? ts[i - 2] : last0, ta + ev4_qt(run, i - 1, &rm),
-                   i == run->n ? EV_EXACT : EV_DENSE, two, two ? ta + ev4_qt(run, i - 2, &rm) : 0, EV_DENSE);
+        const size_t b1 = ev4_brk_at(run, i - 1), b2 = two ? ev4_brk_at(run, i - 2) : 0;
+        pieces_end(r, k, sn, nrot, r->nsl, last_ns, two ? ts[i - 2] : last0, ev4_tsc(run, i - 1, b1),
+                   ev4_q(run, i - 1, b1), two, two ? ev4_tsc(run, i - 2, b2) : 0, two ? ev4_q(run, i - 2, b2) : 0);
     }
     return i - i0;
 }
@@ -2594,8 +2697,8 @@ static ALWAYS_INLINE size_t disc_run8_pairs(struct replay *r, const struct ev8_r
     const size_t m = run8_low(run, i, room < EV4_RUN_MAX ? room : EV4_RUN_MAX, k, r->gstart, c32, NULL);
     if (!m)
         return 0;
-    const struct ev4_run low = {.p = c32, .n = m, .idx0 = run->idx0 + i, .ahi_sh = run->ahi_sh, .N = 1};
-    const size_t sn0 = r->n, j = stack4_pairs(r, &low, 0, 1);
+    const struct ev4_run low = {.p = c32, .n = m, .idx0 = run->idx0 + i, .ahi_sh = run->ahi_sh};
+    const size_t sn0 = r->n, j = stack4_pairs(r, &low, 0, m, 1);
     if (j)
         disc_times(r, k, NULL, run, NULL, i, i + j, sn0);
     return j;
@@ -2655,7 +2758,7 @@ static ALWAYS_INLINE size_t run_replay(struct replay *r, const struct ev8_run *r
      * below 2^61) */
     const int plain_flags = !((r8 ? r8->ahi_sh : r4->ahi_sh) >> 61);
     const int pair = r->pair_nesting;
-    size_t i = 0;
+    size_t i = 0, bi = 0; /* (r4: item i's bracket, for on_event) */
     while (i < n) {
         if (fast_ok(r) && plain_flags) {
             if (r8)
@@ -2670,10 +2773,13 @@ static ALWAYS_INLINE size_t run_replay(struct replay *r, const struct ev8_run *r
         if (r8 && !ev8_plain(ev8_item(r8, i)))
             break; /* the run ends */
         struct ev e; /* where the run loop stopped: what a batch loop would hand on_event */
-        if (r8)
+        if (r8) {
             ev8_get(r8, i++, &e);
-        else
-            ev4_get(r4, i++, &e);
+        } else {
+            while (r4->b[bi].end <= i)
+                bi++;
+            ev4_get(r4, i++, bi, &e);
+        }
         on_event(r, &e, pieces ? K_PIECES : K_DISC);
     }
     return i;

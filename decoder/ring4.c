@@ -337,7 +337,8 @@ size_t ev_plain_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t
     return done;
 }
 
-size_t ev_run_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev4_run *run, uint64_t *tb)
+size_t ev_brackets4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, uint32_t *items, uint64_t *ahi_sh,
+                    size_t *ends, uint64_t *tbs, size_t nbmax)
 {
     static uint32_t scratch[RB];
     const struct ftr_thread *rt = th->rt;
@@ -348,24 +349,30 @@ size_t ev_run_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n
         n = rt->n - i;
     size_t got;
     const uint8_t *buf = ftr_entries_view(&d->src, rt, i, n < RB ? n : RB, scratch, &got);
-    const size_t k = plain_end(buf, 0, got);
-    /* the stamp: in the view, after a call (a leaf return: read4's EVS_STAMPED) */
-    if (!k || k == got || !FT_S4_IS_STAMP(ev_ld4(buf, k)) || (ev_ld4(buf, k - 1) & 3u) == FT_E8_RET)
+    size_t nb = 0, k = 0;
+    while (nb < nbmax) {
+        const size_t e = plain_end(buf, k, got);
+        /* the stamp: in the view, after a call (a leaf return: read4's EVS_STAMPED) */
+        if (e == k || e == got || !FT_S4_IS_STAMP(ev_ld4(buf, e)) || (ev_ld4(buf, e - 1) & 3u) == FT_E8_RET)
+            break;
+        ends[nb] = e + 1;
+        tbs[nb++] = ((uint64_t)s->thi << 32) | (ev_ld4(buf, e) & ~7u);
+        k = e + 1;
+    }
+    if (!nb)
         return 0;
-    *tb = ((uint64_t)s->thi << 32) | (ev_ld4(buf, k) & ~7u);
-    /* a copy, aligned, the stamp a return of its call's address: the run
+    *ahi_sh = (uint64_t)s->ahi << 32;
+    /* a copy, aligned, each stamp a return of its call's address: the run
      * loops read plain items only */
-    static uint32_t items[EV4_RUN_MAX];
-    _Static_assert(RB <= EV4_RUN_MAX, "a run is at most a view");
     memcpy(items, buf, 4 * k);
-    items[k] = (items[k - 1] & ~FT_S4_TAG_MASK) | (uint32_t)FT_E8_RET;
-    *run = (struct ev4_run){.p = items, .n = k + 1, .idx0 = i, .ahi_sh = (uint64_t)s->ahi << 32, .N = 1};
-    return k + 1;
+    for (size_t b = 0; b < nb; b++)
+        items[ends[b] - 1] = (items[ends[b] - 2] & ~FT_S4_TAG_MASK) | (uint32_t)FT_E8_RET;
+    return nb;
 }
 
-void ev_took_sampled4(const struct ev4_run *run)
+void ev_took_sampled4(uint64_t next)
 {
-    resume4.next = run->idx0 + run->n;
+    resume4.next = next;
     resume4.last_call = 0; /* (read4's, after a stamp) */
 }
 

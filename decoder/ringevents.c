@@ -240,31 +240,45 @@ static void run_sampled(struct dec *d, struct dthread *th, uint64_t lo, uint64_t
     for (uint64_t i = lo; i < hi;) {
         if (!sampled8 && fn4 && n == p0 && c->have) {
             /* nothing pending: the plain items up to a stamp that closes
-             * their bracket densely go to fn4 as a run with that stamp
-             * (ob: its ordinal), with their times */
-            struct ev4_run run;
-            uint64_t tb;
-            const size_t m = ev_run_sampled4(d, th, i, hi - i, &run, &tb);
-            const uint64_t oa = c->ord, ob = c->next_ord + m - 1;
-            if (m && tb >= c->tsc && !loose(tb - c->tsc, ob - oa, hz)) {
+             * their bracket densely, and the brackets right after it that
+             * do too (up to EV4_RUN_MAX items), go to fn4 as a run with
+             * their stamps (ob: each one's ordinal), with their times */
+            static uint32_t items[EV4_RUN_MAX];
+            static struct ev4_brk brk[EV4_RUN_MAX / 2];
+            static size_t ends[EV4_RUN_MAX / 2];
+            static uint64_t tbs[EV4_RUN_MAX / 2];
+            struct ev4_run run = {.p = items, .idx0 = i, .b = brk};
+            const size_t nb = ev_brackets4(d, th, i, hi - i < EV4_RUN_MAX ? hi - i : EV4_RUN_MAX, items,
+                                           &run.ahi_sh, ends, tbs, EV4_RUN_MAX / 2);
+            for (size_t bi = 0; bi < nb; bi++) {
+                const size_t m = ends[bi] - run.n;
+                const uint64_t oa = c->ord, ob = c->next_ord + m - 1, tb = tbs[bi];
+                if (tb < c->tsc || loose(tb - c->tsc, ob - oa, hz))
+                    break;
+                struct ev4_brk *b = &brk[run.nb++];
+                b->start = run.n;
+                b->end = ends[bi];
+                b->ta = c->tsc;
+                b->D = tb - c->tsc;
+                b->N = ob - oa;
+                b->k0 = c->next_ord - oa;
+                b->dq = b->D / b->N;
+                b->dr = b->D % b->N;
+                run.n = ends[bi];
+                c->next_ord += m;
+                c->tsc = tb;
+                c->ord = ob;
+            }
+            if (run.nb) {
                 if (n) {
                     fn(ctx, out, n);
                     n = p0 = 0;
                 }
-                run.ta = c->tsc;
-                run.D = tb - c->tsc;
-                run.N = ob - oa;
-                run.k0 = c->next_ord - oa;
-                run.dq = run.D / run.N;
-                run.dr = run.D % run.N;
                 /* (the reading goes on after the run before fn4 reads any
                  * other item) */
-                ev_took_sampled4(&run);
+                ev_took_sampled4(i + run.n);
                 fn4(ctx, &run);
-                c->next_ord += m;
-                c->tsc = tb;
-                c->ord = ob;
-                i += m;
+                i += run.n;
                 continue;
             }
         }

@@ -82,21 +82,29 @@ static inline void ev8_get(const struct ev8_run *run, size_t k, struct ev *e)
     e->q = EV_EXACT;
 }
 /* A run of FT_FMT_SAMPLED4 plain items (calls and returns with their
- * address, no catch before them) and the stamped return right after them
- * that closes their bracket densely (item n - 1, after a call; in the run
- * as a plain return of that call's address): item k < n is the event
- * ev4_get(run, k), its time interpolated
- * as ringevents.c's pend_times would (EV_DENSE): ta + D * (k0 + k) / N, k0 +
- * k the event's ordinal after the bracket's first stamp (ta), N the closing
- * stamp's (whose time is then ta + D, EV_EXACT).  The consumer takes them
- * all. */
+ * address, no catch before them) in brackets: each bracket's plain items
+ * and the stamped return right after them that closes the bracket densely
+ * (after a call; in the run as a plain return of that call's address), the
+ * next bracket's items right after it.  Item k < n is the event
+ * ev4_get(run, k, bi), bi its bracket (ev4_brk_at): its time interpolated
+ * as ringevents.c's pend_times would (EV_DENSE): ta + D * (k0 + k - start)
+ * / N, k0 + k - start the event's ordinal after the bracket's first stamp
+ * (ta), N the closing stamp's (whose time is then ta + D, EV_EXACT); a
+ * bracket's ta is the one before's ta + D.  The consumer takes them all.
+ * (An exact run's low halves as a run, for the loops that read no time:
+ * no bracket.) */
+struct ev4_brk {
+    size_t start, end;   /* its items [start, end), the stamp end - 1 */
+    uint64_t ta, D, N, k0;
+    uint64_t dq, dr;     /* D / N, D % N */
+};
 struct ev4_run {
-    const uint32_t *p;   /* the items (a copy of the raw's: the stamp's changed) */
+    const uint32_t *p;   /* the items (a copy of the raw's: the stamps changed) */
     size_t n;
     uint64_t idx0;       /* the first one's ring item index */
     uint64_t ahi_sh;     /* the address high half, << 32 */
-    uint64_t ta, D, N, k0;
-    uint64_t dq, dr;     /* D / N, D % N */
+    const struct ev4_brk *b;
+    size_t nb;           /* b[nb - 1].end == n */
 };
 typedef void (*ev4_fn)(void *ctx, const struct ev4_run *run);
 #define EV4_RUN_MAX 8192u /* the most items a run has */
@@ -123,26 +131,51 @@ static inline uint64_t ev_interp(uint64_t D, uint64_t ord, uint64_t N, uint64_t 
     *rm = (uint64_t)(p % N);
     return (uint64_t)(p / N);
 }
-/* item k's interpolated TSC as a quotient ta + qt and its remainder rm
- * (mod N): the loops step them by dq, dr per item.  The ordinals 1, N - 1
- * and N (a run's first item, its last two) from dq and dr, without a
- * division: D * (N - 1) / N = D - ceil(D / N), its remainder -D mod N */
-static inline uint64_t ev4_qt(const struct ev4_run *run, size_t k, uint64_t *rm)
+/* item k's (of bracket b) interpolated TSC as a quotient ta + qt and its
+ * remainder rm (mod N): the loops step them by dq, dr per item.  The
+ * ordinals 1, N - 1 and N (a bracket's first item, its last two) from dq
+ * and dr, without a division: D * (N - 1) / N = D - ceil(D / N), its
+ * remainder -D mod N */
+static inline uint64_t ev4_qt(const struct ev4_brk *b, size_t k, uint64_t *rm)
 {
-    const uint64_t ord = run->k0 + k;
+    const uint64_t ord = b->k0 + (k - b->start);
     if (ord == 1) {
-        *rm = run->dr;
-        return run->dq;
+        *rm = b->dr;
+        return b->dq;
     }
-    if (ord == run->N) {
+    if (ord == b->N) {
         *rm = 0;
-        return run->D;
+        return b->D;
     }
-    if (ord + 1 == run->N) {
-        *rm = run->dr ? run->N - run->dr : 0;
-        return run->D - run->dq - (run->dr != 0);
+    if (ord + 1 == b->N) {
+        *rm = b->dr ? b->N - b->dr : 0;
+        return b->D - b->dq - (b->dr != 0);
     }
-    return ev_interp(run->D, ord, run->N, rm);
+    return ev_interp(b->D, ord, b->N, rm);
+}
+/* the bracket of item k < run->n */
+static inline size_t ev4_brk_at(const struct ev4_run *run, size_t k)
+{
+    size_t lo = 0, hi = run->nb - 1;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (run->b[mid].end <= k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+/* item k's TSC (bracket bi) */
+static inline uint64_t ev4_tsc(const struct ev4_run *run, size_t k, size_t bi)
+{
+    uint64_t rm;
+    return run->b[bi].ta + ev4_qt(&run->b[bi], k, &rm);
+}
+/* item k's time quality (bracket bi): its bracket's stamp is exact */
+static inline int ev4_q(const struct ev4_run *run, size_t k, size_t bi)
+{
+    return k + 1 == run->b[bi].end ? EV_EXACT : EV_DENSE;
 }
 /* the next item's quotient after qt (remainder *rm) */
 static inline uint64_t ev4_step(uint64_t qt, uint64_t *rm, uint64_t dq, uint64_t dr, uint64_t N)
@@ -155,13 +188,12 @@ static inline uint64_t ev4_step(uint64_t qt, uint64_t *rm, uint64_t dq, uint64_t
     }
     return qt;
 }
-static inline void ev4_get(const struct ev4_run *run, size_t k, struct ev *e)
+static inline void ev4_get(const struct ev4_run *run, size_t k, size_t bi, struct ev *e)
 {
-    uint64_t rm;
     e->word = ev4_word(run->ahi_sh, run->p[k]);
-    e->tsc = run->ta + ev4_qt(run, k, &rm);
+    e->tsc = ev4_tsc(run, k, bi);
     e->idx = run->idx0 + k;
-    e->q = k + 1 == run->n ? EV_EXACT : EV_DENSE;
+    e->q = ev4_q(run, k, bi);
 }
 /* fn8 (NULL: none): FT_FMT_EXACT8 rings hand their runs of such items to
  * it; fn4 (NULL: none): FT_FMT_SAMPLED4 rings theirs; everything else goes
@@ -221,13 +253,16 @@ size_t ev_read_sampled(struct dec *d, struct dthread *th, uint64_t i, uint64_t n
  * this) of th's ring stopped at i (else 0: read the item with it).  Returns
  * the number taken. */
 size_t ev_plain_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev *out);
-/* FT_FMT_SAMPLED4, the same as a run (struct ev4_run, its times not set):
+/* FT_FMT_SAMPLED4, the brackets of a run (struct ev4_run), at most nbmax:
  * the plain items from i on (at most n) and the stamped return after them,
- * if it is within those n, read where ev_plain_sampled4 would; *tb: the
- * stamp's TSC.  Returns the run's length (0: none); ev_took_sampled4 then
- * says that the consumer takes the run (the reading goes on after it), before
- * the consumer reads the ring (the run's items stay until the next call). */
-size_t ev_run_sampled4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, struct ev4_run *run, uint64_t *tb);
-void ev_took_sampled4(const struct ev4_run *run);
+ * if it is within those n, read where ev_plain_sampled4 would, and the
+ * brackets right after it, copied to items (each stamp as a return of its
+ * call's address); *ahi_sh: their address high half << 32, ends[b]: the
+ * item after bracket b's stamp (from i), tbs[b]: that stamp's TSC.
+ * Returns the number of brackets (0: none); ev_took_sampled4(next) then
+ * says where the consumer stops taking them (the reading goes on there). */
+size_t ev_brackets4(struct dec *d, struct dthread *th, uint64_t i, uint64_t n, uint32_t *items, uint64_t *ahi_sh,
+                    size_t *ends, uint64_t *tbs, size_t nbmax);
+void ev_took_sampled4(uint64_t next);
 
 #endif
