@@ -56,7 +56,7 @@ struct json_view {
     size_t ntail;
     struct jpiece *args;   /* per SL_* flags (less SL_PENDING, SL_BOUND): ,"args":{... */
     uint64_t nslices;
-    struct us3_cache ts_c, dur_c; /* the last integer parts of "ts" and "dur" */
+    struct us3_cache dur_c; /* the last integer part of "dur" */
     struct outfile file;
 };
 
@@ -282,23 +282,15 @@ static __attribute__((noinline)) const struct jpiece *make_tail(struct json_view
     return &J->tail[k];
 }
 
-/* ... made once */
-static inline __attribute__((always_inline)) const struct jpiece *name_tail(struct json_view *J, struct dec *d,
-                                                                            uint32_t f, int unm)
-{
-    const size_t k = 2 * (size_t)f + (unm != 0);
-    if (__builtin_expect(k < J->ntail && J->tail[k].s != NULL, 1))
-        return &J->tail[k];
-    return make_tail(J, d, f, unm);
-}
-
 /* the most a slice's line takes besides its pieces: two numbers of at most
  * 21 characters, ",\"dur\":", the bound, the context, and the 64 bytes that
  * put_piece may copy past a short piece's end */
 #define J_LINE_EXTRA 256
 
 /* the slices' lines; unm_tail: a slice whose only flag is SL_UNMEASURED
- * takes its args from its name's piece (a sampled trace's, no contexts) */
+ * takes its args from its name's piece (a sampled trace's, no contexts).
+ * A line starts with the thread's prefix and the integer part of "ts":
+ * made once for each microsecond (head), copied whole. */
 static inline __attribute__((always_inline)) void slices(struct json_view *J, struct dec *d, struct dthread *th,
                                                          const struct slice *s, size_t n, const int unm_tail)
 {
@@ -307,14 +299,29 @@ static inline __attribute__((always_inline)) void slices(struct json_view *J, st
     const uint32_t *cx = th->slice_ctx; /* a thread that switched stacks: each piece's context */
     const int64_t *ub = th->slice_ub;
     const int64_t base = J->base;
-    const size_t pre_room = room(&pre) + (cx ? 64 : 0);
+    /* head: the prefix and the digits of microsecond head_us (its room:
+     * the prefix's, 24 digits, a 32-byte copy past its end) */
+    char head[256] = {0};
+    size_t head_len = 0;
+    uint64_t head_us = UINT64_MAX;
+    if (pre.len > sizeof head - 64)
+        xalloc_die(); /* (a prefix of two numbers) */
+    const size_t pre_room = sizeof head + (cx ? 64 : 0);
     /* in locals: the stores into the buffer could alias J's fields */
-    struct us3_cache ts_c = J->ts_c, dur_c = J->dur_c;
+    struct us3_cache dur_c = J->dur_c;
+    const struct jpiece *tail = J->tail;
+    size_t ntail = J->ntail;
     char *p = o->buf + o->len, *lim = o->buf + o->cap;
     for (size_t i = 0; i < n; i++) {
         unsigned fl = s[i].flags & ~SL_PENDING;
         const int unm = unm_tail && fl == SL_UNMEASURED;
-        const struct jpiece *tl = name_tail(J, d, s[i].func, unm);
+        const size_t k = 2 * (size_t)s[i].func + (unm != 0);
+        if (__builtin_expect(k >= ntail || !tail[k].s, 0)) {
+            make_tail(J, d, s[i].func, unm);
+            tail = J->tail;
+            ntail = J->ntail;
+        }
+        const struct jpiece *tl = &tail[k];
         const struct jpiece *args = fl && !unm ? flag_args(J, fl) : NULL;
         size_t need = pre_room + J_LINE_EXTRA + (tl->len <= 64 ? 0 : room(tl)) + (args ? room(args) : 0);
         if (__builtin_expect((size_t)(lim - p) < need, 0)) {
@@ -324,8 +331,29 @@ static inline __attribute__((always_inline)) void slices(struct json_view *J, st
                 xalloc_die(); /* a name longer than the whole buffer */
             p = o->buf;
         }
-        p = put_piece(p, &pre);
-        p += fmt_us3_cached(p, s[i].start - base, &ts_c);
+        const int64_t ts = s[i].start - base;
+        if (__builtin_expect(ts >= 0, 1)) {
+            const uint64_t us = (uint64_t)ts / 1000;
+            if (__builtin_expect(us != head_us, 0)) {
+                char dig[24];
+                memcpy(head, pre.s, pre.len);
+                const int nd = fmt_u64(dig, us);
+                memcpy(head + pre.len, dig, sizeof dig);
+                head_len = pre.len + (size_t)nd;
+                head_us = us;
+            }
+            if (__builtin_expect(head_len <= 64, 1)) {
+                memcpy(p, head, 64);
+            } else {
+                for (size_t c = 0; c < head_len; c += 32)
+                    memcpy(p + c, head + c, 32);
+            }
+            memcpy(p + head_len, &ob_frac3[(uint64_t)ts - us * 1000], 4);
+            p += head_len + 4;
+        } else {
+            p = put_piece(p, &pre);
+            p += fmt_us3(p, ts);
+        }
         memcpy(p, ",\"dur\":", 8); /* (the 8th byte is overwritten next) */
         p += 7;
         p += fmt_us3_cached(p, s[i].end - s[i].start, &dur_c);
@@ -353,7 +381,6 @@ static inline __attribute__((always_inline)) void slices(struct json_view *J, st
         p = put_piece(p, tl);
     }
     o->len = (size_t)(p - o->buf);
-    J->ts_c = ts_c;
     J->dur_c = dur_c;
 }
 

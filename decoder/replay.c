@@ -2447,19 +2447,21 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
      * time the loop reaches each: one pass over them, not two (ti->done ==
      * st->i), bracket by bracket (lim: the end of item i's, or n).  In
      * locals: q, the TSC in ticks from the clock's reference, and its
-     * remainder, stepped after each item; tm: item i's */
+     * remainder, stepped after each item; tm: item i's.  The times do not
+     * decrease: when item st->i's is not before the generation's start,
+     * none is (fast_tm's clamp; else the light4 loop takes the items) */
     struct tinterp *const tip = st->ti;
     const struct ev4_brk *bk = interp ? tip->b : NULL;
     uint64_t dq = interp ? tip->dq : 0, dr = interp ? tip->dr : 0, N = interp ? tip->N : 1,
              d0 = interp ? tip->d0 : 0;
     const uint64_t mult = interp ? tip->mult : 0;
-    const int64_t ref_ns = interp ? tip->ref_ns : 0, gstart = interp ? tip->gstart : 0;
+    const int64_t ref_ns = interp ? tip->ref_ns : 0;
     uint64_t q = interp ? d0 + tip->qt : 0, rm = interp ? tip->rm : 0;
     size_t lim = interp && tip->bend < n ? tip->bend : n;
     int64_t tm = 0;
     const struct fclk kk = {0, 0, mult, ref_ns}; /* (q is from the reference) */
-    if (interp && i < n)
-        tm = fast_tm(&kk, gstart, q);
+    if (interp && i < n && (tm = fclk_ns(&kk, q)) < tip->gstart)
+        return 0;
     for (;;) {
         for (; i < lim; i++) {
             const uint32_t w = p[i];
@@ -2494,7 +2496,7 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
             ts[i] = last_ns = t;
             if (interp) { /* item i + 1's */
                 q = ev4_step(q, &rm, dq, dr, N);
-                tm = fast_tm(&kk, gstart, q);
+                tm = fclk_ns(&kk, q);
             }
         }
         if (interp && i == lim && i < n) { /* the next bracket's first item */
@@ -2505,7 +2507,7 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
             dr = bk->dr;
             N = bk->N;
             lim = bk->end < n ? bk->end : n;
-            tm = fast_tm(&kk, gstart, q);
+            tm = fclk_ns(&kk, q);
             continue;
         }
         if (i == n || !ln)
