@@ -115,6 +115,21 @@ def test_generations_and_wrapped_rings(tree, compiled, run_crash, time, tmp_path
     same_either_way(tree, raw, tmp_path)
 
 
+def test_sampled_loose_bracket_inside_a_run(tree, compiled, run_crash, tmp_path):
+    """a stretch of plain sampled items whose dense brackets are followed by a loose one
+    (a sleep between two stamps): the brackets handed to the fast loops as one run end
+    before the loose one, whose calls get bounds, not point estimates -- in both replays
+    (--reference-replay reads the same runs: the check is on the output itself)"""
+    raw = crash_raw(tree, run_crash, compiled("dec_nap.c", "pg"), env={"FUNTRACE_TIME": "sampled"})
+    r, _ = decode(tree, raw, "--json", str(tmp_path / "nap.json"))
+    assert r.returncode == 0, r.stderr
+    naps = [ln for ln in (tmp_path / "nap.json").read_text().splitlines() if '"name":"nap"' in ln]
+    assert len(naps) >= 30, naps  # (one more piece where a generation boundary fell in a nap)
+    bounded = [ln for ln in naps if '"upper_bound_ns"' in ln]
+    assert len(bounded) >= 25, f"{len(bounded)} of {len(naps)} naps bounded by their loose bracket"
+    same_either_way(tree, raw, tmp_path)
+
+
 @pytest.mark.parametrize("time", ["exact", "sampled"])
 def test_context_switches(tree, compiled, run_crash, time, tmp_path):
     """fibers (swapcontext) in a ring that wrapped, over many generations: stacks set aside
