@@ -2284,13 +2284,12 @@ static ALWAYS_INLINE void pop_below(struct frame *stk, size_t *dep, size_t *nrot
 
 /* a sampled run's measured times, item by item (pieces_run4's): item
  * done's TSC is d0 + qt ticks from the clock's reference (qt's remainder
- * rm, mod N; each step dq, dr: ev4_step: its bracket b's, which ends before
- * item bend, the next brackets after it), in ns fast_tm's of it */
+ * rm, mod N; each step dq, dr: ev4_step: its bracket b's, the next
+ * brackets after it), in ns fast_tm's of it */
 struct tinterp {
     uint64_t qt, rm, dq, dr, N, d0, mult;
     int64_t ref_ns, gstart;
     size_t done; /* tms holds the items before it */
-    size_t bend;
     const struct ev4_brk *b;
     uint64_t ref_tsc;
 };
@@ -2303,7 +2302,6 @@ static ALWAYS_INLINE void ti_at(struct tinterp *ti, const struct ev4_brk *b, siz
     ti->dr = b->dr;
     ti->N = b->N;
     ti->d0 = b->ta - ti->ref_tsc;
-    ti->bend = b->end;
     ti->b = b;
     ti->done = i;
 }
@@ -2311,7 +2309,7 @@ static ALWAYS_INLINE void ti_at(struct tinterp *ti, const struct ev4_brk *b, siz
 /* item ti->done's measured time, and ti on to the next item */
 static ALWAYS_INLINE int64_t ti_next(struct tinterp *ti)
 {
-    if (ti->done == ti->bend) /* the next bracket's first item */
+    if (ti->done == ti->b->end) /* the next bracket's first item */
         ti_at(ti, ti->b + 1, ti->done);
     const struct fclk kk = {0, 0, ti->mult, ti->ref_ns};
     const int64_t tm = fast_tm(&kk, ti->gstart, ti->d0 + ti->qt);
@@ -2457,7 +2455,7 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
     const uint64_t mult = interp ? tip->mult : 0;
     const int64_t ref_ns = interp ? tip->ref_ns : 0;
     uint64_t q = interp ? d0 + tip->qt : 0, rm = interp ? tip->rm : 0;
-    size_t lim = interp && tip->bend < n ? tip->bend : n;
+    size_t lim = interp && tip->b->end < n ? tip->b->end : n;
     int64_t tm = 0;
     const struct fclk kk = {0, 0, mult, ref_ns}; /* (q is from the reference) */
     if (interp && i < n && (tm = fclk_ns(&kk, q)) < tip->gstart)
@@ -2526,7 +2524,6 @@ static ALWAYS_INLINE int light4_pairs_k(struct light4 *st, struct frame *stk, co
         tip->N = N;
         tip->d0 = d0;
         tip->b = bk;
-        tip->bend = bk->end;
         tip->done = i < n ? i + 1 : n;
     }
     if (!ok)
